@@ -1,0 +1,273 @@
+"""``ctxcli skills``: list, show and validate skills. Parse, call ctxcli.skills, print."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import click
+
+from ctxcli import skills as lib
+from ctxcli.errors import SkillError
+
+F = TypeVar("F", bound=Callable[..., Any])
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+DESCRIPTION_WIDTH = 60  # characters of a description shown in the table
+PARAMETERS_WIDTH = 32  # characters of the parameter names shown in the table
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn library errors into exit status 1 with the library's message."""
+    try:
+        yield
+    except SkillError as e:
+        raise click.ClickException(str(e)) from e
+
+
+def dir_option(f: F) -> F:
+    """``--dir PATH``, repeatable, default ``./skills`` or ``CTXCLI_SKILLS_DIR``."""
+    return click.option(
+        "--dir",
+        "dirs",
+        multiple=True,
+        default=("skills",),
+        show_default=True,
+        envvar="CTXCLI_SKILLS_DIR",
+        show_envvar=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Skills directory (flat NAME.md or NAME/SKILL.md); repeat for several.",
+    )(f)
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def skills() -> None:
+    """List, show and validate skills: Markdown tools with YAML front matter.
+
+    A listing reads each file's front matter only; the usage guide is read when a
+    skill is shown.
+
+    Example:
+
+    \b
+        ctxcli skills list --format openai > tools.json
+    """
+
+
+@skills.command(name="list", context_settings=CONTEXT_SETTINGS)
+@dir_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", *lib.EXPORT_FORMATS]),
+    default="table",
+    show_default=True,
+    help="table for people; json; openai/anthropic/mcp tool definitions; xml prompt block.",
+)
+@click.option(
+    "--tokens",
+    is_flag=True,
+    help="Also count tokens (o200k_base) of the listing and of every full body.",
+)
+def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
+    """List skills from their front matter alone; no body is read.
+
+    With --tokens the bodies are read to count them, showing what lazy loading
+    saves; the table gets token columns and other formats get a summary on stderr.
+    For the table the listing is counted as the xml prompt block.
+
+    Example:
+
+    \b
+        ctxcli skills list
+        ctxcli skills list --format anthropic --dir skills --dir ~/.agents/skills
+    """
+    with _errors():
+        result = lib.scan_skills(dirs)
+        _echo_warnings(result)
+        result.raise_errors()
+        found = list(result.skills)
+        export_fmt: lib.ExportFormat = "xml" if fmt == "table" else _export_format(fmt)
+        report = lib.token_report(found, export_fmt) if tokens else None
+    if fmt == "table":
+        if not found:
+            click.echo(f"No skills found in {', '.join(map(str, dirs))}", err=True)
+            return
+        click.echo(_table(found, report))
+        if report is not None:
+            click.echo(_token_summary(report, export_fmt))
+        return
+    click.echo(lib.export_skills(found, export_fmt))
+    if report is not None:
+        click.echo(_token_summary(report, export_fmt), err=True)
+
+
+@skills.command(name="show", context_settings=CONTEXT_SETTINGS)
+@click.argument("name")
+@dir_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs.",
+)
+def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
+    """Show one skill in full: metadata, parameters, usage guide and other files.
+
+    Files beside a SKILL.md are listed, not read. NAME is the front matter name;
+    names with '/' or '..' are refused.
+
+    Example:
+
+    \b
+        ctxcli skills show read_file
+    """
+    try:
+        lib.check_name(name)
+    except SkillError as e:
+        raise click.BadParameter(str(e), param_hint="NAME") from e
+    with _errors():
+        detail = lib.load_detail(lib.get_skill(name, dirs))
+    if fmt == "json":
+        skill = detail.skill
+        data = {
+            "name": skill.name,
+            "description": skill.description,
+            "path": str(skill.path),
+            "layout": skill.layout,
+            "parameters": skill.parameters,
+            "frontmatter": skill.frontmatter,
+            "body": detail.body,
+            "files": list(detail.files),
+        }
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(_show_text(detail))
+
+
+@skills.command(name="validate", context_settings=CONTEXT_SETTINGS)
+@dir_option
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Add the Agent Skills rules: lowercase-hyphen names, descriptions <= 1024 characters.",
+)
+def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
+    """Check every skill's front matter; exit 1 on any error, for CI.
+
+    Prints one line per problem, PATH:LINE: error|warning: message, then a
+    summary on stderr.
+
+    Example:
+
+    \b
+        ctxcli skills validate --strict
+    """
+    with _errors():
+        result = lib.scan_skills(dirs, strict=strict)
+    for problem in result.problems:
+        click.echo(str(problem))
+    summary = (
+        f"{result.checked} skill files: {_plural(len(result.errors), 'error')},"
+        f" {_plural(len(result.warnings), 'warning')}"
+    )
+    if result.errors:
+        raise click.ClickException(summary)
+    click.echo(summary, err=True)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _export_format(fmt: str) -> lib.ExportFormat:
+    for known in lib.EXPORT_FORMATS:
+        if known == fmt:
+            return known
+    raise click.BadParameter(f"unknown format {fmt!r}", param_hint="--format")
+
+
+def _echo_warnings(result: lib.ScanResult) -> None:
+    for warning in result.warnings:
+        click.echo(str(warning), err=True)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _short(text: str, width: int) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _table(found: Sequence[lib.Skill], report: lib.TokenReport | None) -> str:
+    header = ["NAME", "PARAMETERS"]
+    rows = [
+        [s.name, _short(", ".join(s.parameters.get("properties", {})) or "-", PARAMETERS_WIDTH)]
+        for s in found
+    ]
+    align: list[Literal["<", ">"]] = ["<", "<"]
+    if report is not None:
+        header += ["LIST_TOK", "BODY_TOK"]
+        align += [">", ">"]
+        for row, (_, listing, body) in zip(rows, report.per_skill, strict=True):
+            row += [str(listing), str(body)]
+    header.append("DESCRIPTION")
+    for row, s in zip(rows, found, strict=True):
+        row.append(_short(s.description, DESCRIPTION_WIDTH))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+
+    def fmt_row(row: list[str]) -> str:
+        cells = [f"{c:{a}{w}}" for c, a, w in zip(row[:-1], align, widths, strict=True)]
+        return "  ".join([*cells, row[-1]]).rstrip()
+
+    return "\n".join(fmt_row(r) for r in [header, *rows])
+
+
+def _token_summary(report: lib.TokenReport, fmt: str) -> str:
+    total = report.listing + report.bodies
+    saved = 100 * report.bodies / total if total else 0.0
+    return (
+        f"tokens ({report.encoding}): listing {report.listing} ({fmt}),"
+        f" all bodies {report.bodies}; lazy loading saves {report.bodies}"
+        f" of {total} ({saved:.0f}%)"
+    )
+
+
+def _parameter_line(name: str, spec: dict[str, Any], required: bool) -> str:
+    kind = spec.get("type", "any")
+    facts = [" | ".join(kind) if isinstance(kind, list) else str(kind)]
+    if required:
+        facts.append("required")
+    if "default" in spec:
+        facts.append(f"default {json.dumps(spec['default'], default=str)}")
+    if "enum" in spec:
+        facts.append("one of " + ", ".join(map(str, spec["enum"])))
+    description = " ".join(str(spec.get("description", "")).split())
+    return f"  {name} ({'; '.join(facts)})" + (f": {description}" if description else "")
+
+
+def _show_text(detail: lib.SkillDetail) -> str:
+    skill = detail.skill
+    lines = [f"name: {skill.name}", f"description: {' '.join(skill.description.split())}"]
+    lines.append(f"path: {skill.path}")
+    for key in ("license", "compatibility", "allowed-tools"):
+        if key in skill.frontmatter:
+            lines.append(f"{key}: {skill.frontmatter[key]}")
+    properties: dict[str, Any] = skill.parameters.get("properties", {})
+    required = set(skill.parameters.get("required", []))
+    lines.append("parameters:" if properties else "parameters: none")
+    for name, spec in properties.items():
+        lines.append(
+            _parameter_line(name, spec if isinstance(spec, dict) else {}, name in required)
+        )
+    if detail.files:
+        lines.append("files (not loaded):")
+        lines.extend(f"  {f}" for f in detail.files)
+    lines += ["", detail.body]
+    return "\n".join(lines)
