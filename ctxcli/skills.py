@@ -517,14 +517,14 @@ def _check_front_matter(
         elif not isinstance(value, str) or not value.strip():
             field_problem(key, f"field '{key}' must be a non-empty string")
     if isinstance(name, str) and name.strip():
+        expected = path.parent.name if layout == "directory" else path.stem
         if not FUNCTION_NAME_RE.match(name):
             field_problem(
                 "name",
                 f"name {name!r} is not a valid OpenAI/Anthropic function name:"
                 " use 1-64 letters, digits, '_' or '-'",
             )
-        expected = path.parent.name if layout == "directory" else path.stem
-        if name != expected:
+        elif name != expected:
             where = "folder" if layout == "directory" else "file"
             severity: Severity = "error" if layout == "directory" or strict else "warning"
             field_problem(
@@ -798,13 +798,14 @@ def token_report(
     skills: Sequence[Skill],
     fmt: ExportFormat,
     *,
-    count: Callable[[str], int] = count_tokens,
+    count: Callable[[str], int] | None = None,
 ) -> TokenReport:
     """Tokens of the listing in ``fmt`` against those of every full body.
 
-    Reads every body (tier 2) through :func:`load_detail`; ``count`` maps text to tokens.
-    Raises SkillError as :func:`load_detail` does.
+    Reads every body (tier 2) through :func:`load_detail`; ``count`` maps text to tokens
+    (default :func:`count_tokens`). Raises SkillError as :func:`load_detail` does.
     """
+    count = count or count_tokens
     per_skill = tuple(
         (s.name, count(export_skills([s], fmt)), count(load_detail(s).body)) for s in skills
     )
