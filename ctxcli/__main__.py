@@ -1,0 +1,5 @@
+"""``python -m ctxcli``."""
+
+from ctxcli.cli import cli
+
+cli()

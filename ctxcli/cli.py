@@ -1,0 +1,173 @@
+"""The ``ctxcli`` command line: parse options, call the library, print.
+
+stdout is data (``-o -`` writes compressed records there); stderr is for people:
+warnings, the progress bar and the end-of-run table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ctxcli.errors import ConfigError, CtxcliError
+
+F = TypeVar("F", bound=Callable[..., Any])
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(package_name="ctxcli")
+def cli() -> None:
+    """Compress LLM conversation transcripts to a token budget, in batch.
+
+    Example: ctxcli compress logs.jsonl --max-tokens 4000
+    """
+
+
+def budget_options(func: F) -> F:
+    """The options that say how tokens are counted and what the budget is."""
+    options = [
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=0),
+            help="Token budget per conversation (default 8000; 0 for none).",
+        ),
+        click.option("--model", help="Count tokens as this model does (default gpt-4o)."),
+        click.option(
+            "--encoding", help="tiktoken encoding, overriding --model (e.g. cl100k_base)."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("-o", "--output", help="Output file, or - for stdout (one input only).")
+@click.option("--out-dir", type=click.Path(file_okay=False), help="Folder for the outputs.")
+@click.option("--stats", "stats_path", help="Stats JSON path (one input only).")
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False), help="YAML settings file."
+)
+@click.option("--stages", help="Stages in order, comma-separated (default summary,priority).")
+@budget_options
+@click.option("--keep-last", type=click.IntRange(min=0), help="Messages window and summary keep.")
+@click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
+@click.option("--summary-max-tokens", type=click.IntRange(min=1), help="Bound on a summary.")
+@click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "keep"]),
+    help="On a bad line: stop (default), or copy it unchanged and go on.",
+)
+@click.option("--check", is_flag=True, help="Exit 3 if any conversation stays over budget.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or table.")
+def compress(
+    inputs: tuple[str, ...],
+    output: str | None,
+    out_dir: str | None,
+    stats_path: str | None,
+    config_path: str | None,
+    stages: str | None,
+    max_tokens: int | None,
+    model: str | None,
+    encoding: str | None,
+    keep_last: int | None,
+    summary_role: str | None,
+    summary_max_tokens: int | None,
+    priority_order: str | None,
+    on_error: str | None,
+    check: bool,
+    quiet: bool,
+) -> None:
+    """Compress conversations in JSONL files to a token budget.
+
+    Each INPUT is a JSONL file (one conversation per line), a folder of them, or - for
+    stdin. Writes <name>.compressed.jsonl and <name>.compressed.stats.json beside each
+    input, and a summary table on stderr.
+
+    Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
+    """
+    from ctxcli import config
+    from ctxcli.compress import Compressor, default_output, default_stats, expand_inputs
+
+    try:
+        file_settings = config.load_file(config_path) if config_path else None
+        stage_options: dict[str, dict[str, Any]] = {"window": {}, "summary": {}, "priority": {}}
+        if keep_last is not None:
+            stage_options["window"]["keep_last"] = keep_last
+            stage_options["summary"]["keep_last"] = keep_last
+        if summary_role:
+            stage_options["summary"]["role"] = summary_role
+        if summary_max_tokens:
+            stage_options["summary"]["max_tokens"] = summary_max_tokens
+        if priority_order:
+            stage_options["priority"]["order"] = [p.strip() for p in priority_order.split(",")]
+        settings = config.resolve(
+            file_settings,
+            stages=stages,
+            stage_options=stage_options,
+            max_tokens=max_tokens,
+            model=model,
+            encoding=encoding,
+            on_error=on_error,
+        )
+        paths = expand_inputs(inputs)
+        if len(paths) > 1 and (output or stats_path):
+            raise ConfigError("-o and --stats take one input; use --out-dir for several")
+        compressor = Compressor(
+            settings, warn=lambda text: click.echo(f"warning: {text}", err=True)
+        )
+        progress = not quiet and sys.stderr.isatty()
+        results = []
+        for path in paths:
+            target = output or (
+                "-" if path == "-" and not out_dir else default_output(path, out_dir)
+            )
+            stats_file = stats_path or (None if target == "-" else default_stats(target))
+            results.append(compressor.file(path, target, stats_path=stats_file, progress=progress))
+    except CtxcliError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not quiet:
+        click.echo(_table(results), err=True)
+    if check and any(stats.over_budget for stats in results):
+        over = sum(len(stats.over_budget) for stats in results)
+        click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
+        sys.exit(3)
+
+
+def _table(results: list[Any]) -> str:
+    header = ("file", "convs", "msgs before→after", "tokens before→after", "ratio", "over")
+    rows = [header]
+    for s in results:
+        rows.append(
+            (
+                s.input,
+                str(s.conversations),
+                f"{s.messages_before:,}→{s.messages_after:,}",
+                f"{s.tokens_before:,}→{s.tokens_after:,}",
+                f"{s.ratio:.2f}",
+                str(len(s.over_budget)),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for s in results:
+        if s.output != "-":
+            lines.append(f"wrote {s.output}")
+    return "\n".join(lines)
+
+
+def _add_skills() -> None:
+    try:
+        from ctxcli.skills_cli import skills
+    except ImportError:  # pragma: no cover - the skills group lands separately
+        return
+    cli.add_command(skills)
+
+
+_add_skills()

@@ -1,0 +1,34 @@
+"""The exceptions ctxcli raises. Only ``cli.py`` turns them into exit codes."""
+
+from __future__ import annotations
+
+
+class CtxcliError(Exception):
+    """Base class of every error ctxcli raises on purpose."""
+
+
+class InputError(CtxcliError):
+    """A line or record of an input file cannot be used; names the file and line."""
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+
+
+class ConfigError(CtxcliError):
+    """A setting, stage name or config file is invalid."""
+
+
+class SkillError(CtxcliError):
+    """A skill file is missing, malformed or unsafe to read."""
+
+
+class SummaryError(CtxcliError):
+    """A summarizer could not produce a usable summary."""
+
+
+class InvariantError(CtxcliError):
+    """Compressed output would break a transcript rule (a bug: never written)."""

@@ -1,0 +1,1 @@
+"""Transcript formats: each reads records into the neutral model and writes them back."""

@@ -1,0 +1,171 @@
+"""The neutral message model every stage works on.
+
+A conversation is a list of :class:`Message` objects, each wrapping one OpenAI-style
+chat message dict (``role``, ``content``, ``name``, ``tool_calls``, ``tool_call_id``,
+legacy ``function_call``) with its token count and its position in the input. Format
+adapters read into this model and write back; a message no stage changed keeps the
+very dict that was read, so it is written back as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxcli.tokens import REPLY_PRIMING, TokenCounter
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+#: The first line of every summary ctxcli writes; how a later run recognises it.
+SUMMARY_MARKER = "[ctxcli summary]"
+_SUMMARY_RE = re.compile(r"^\s*\[ctxcli summary\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message.
+
+    ``data`` is the message dict; ``tokens`` its size by
+    :meth:`TokenCounter.message`; ``index`` its position in the input (``None`` for a
+    message a stage wrote); ``changed`` is true once a stage replaced ``data``.
+    """
+
+    data: Mapping[str, Any]
+    tokens: int
+    index: int | None = None
+    changed: bool = False
+
+    @property
+    def role(self) -> str:
+        return str(self.data.get("role", ""))
+
+    @property
+    def is_system(self) -> bool:
+        return self.role in SYSTEM_ROLES
+
+    @property
+    def is_summary(self) -> bool:
+        """True for a summary written by ctxcli (this run or an earlier one)."""
+        content = self.data.get("content")
+        return isinstance(content, str) and bool(_SUMMARY_RE.match(content))
+
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        """The ``id`` of each tool call this message makes (empty when none)."""
+        calls = self.data.get("tool_calls")
+        if not isinstance(calls, list):
+            return ()
+        return tuple(str(c.get("id")) for c in calls if isinstance(c, Mapping))
+
+    @property
+    def calls_function(self) -> bool:
+        """True for an assistant message with a legacy ``function_call``."""
+        return isinstance(self.data.get("function_call"), Mapping)
+
+    def replace(self, data: Mapping[str, Any], counter: TokenCounter) -> Message:
+        """A copy holding ``data`` instead, recounted and marked changed."""
+        return dataclasses.replace(self, data=data, tokens=counter.message(data), changed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One record's messages plus what the budget must also pay for.
+
+    ``extra_tokens`` is the cost of the record's ``tools`` definitions; ``tokens``
+    adds it and the reply priming (:data:`REPLY_PRIMING`) to the messages' sum.
+    ``id`` is the record's ``id`` (or ``None``); ``line`` its 1-based line in the input.
+    """
+
+    messages: tuple[Message, ...]
+    extra_tokens: int = 0
+    id: str | None = None
+    line: int = 0
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.messages) + REPLY_PRIMING + self.extra_tokens
+
+    def with_messages(self, messages: Sequence[Message]) -> Conversation:
+        return dataclasses.replace(self, messages=tuple(messages))
+
+    @property
+    def label(self) -> str:
+        """How warnings name this conversation: its id, else its line."""
+        return f"{self.id}" if self.id is not None else f"line {self.line}"
+
+
+def make_conversation(
+    messages: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    *,
+    tools: Any = None,
+    id: str | None = None,
+    line: int = 0,
+) -> Conversation:
+    """Wrap OpenAI-style message dicts (already validated) in a :class:`Conversation`."""
+    return Conversation(
+        messages=tuple(Message(m, counter.message(m), i) for i, m in enumerate(messages)),
+        extra_tokens=counter.tools(tools),
+        id=id,
+        line=line,
+    )
+
+
+def units(messages: Sequence[Message]) -> list[list[int]]:
+    """Split messages into units that are kept or dropped whole; returns index lists.
+
+    An assistant message with ``tool_calls`` forms one unit with the ``tool`` messages
+    that follow it (its results, parallel calls included); a legacy ``function_call``
+    forms one with the ``function`` message that follows it (they pair by adjacency).
+    Every other message is a unit of its own. Tool results that follow a unit whose
+    ids do not match are kept with it, so an input's structure is never split further.
+    """
+    groups: list[list[int]] = []
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
+        group = [i]
+        i += 1
+        if message.call_ids:
+            while i < n and messages[i].role == "tool":
+                group.append(i)
+                i += 1
+        elif message.calls_function:
+            while i < n and messages[i].role == "function":
+                group.append(i)
+                i += 1
+        groups.append(group)
+    return groups
+
+
+def latest_user_index(messages: Sequence[Message]) -> int | None:
+    """Position of the last ``user`` message, or ``None`` when there is none."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            return i
+    return None
+
+
+def pinned(messages: Sequence[Message], groups: list[list[int]] | None = None) -> set[int]:
+    """Positions no stage may drop: system and developer messages, the latest user
+    message, and the last unit (the conversation's current state: a final answer or
+    the latest tool call with its results)."""
+    keep = {i for i, m in enumerate(messages) if m.is_system}
+    last_user = latest_user_index(messages)
+    if last_user is not None:
+        keep.add(last_user)
+    groups = groups if groups is not None else units(messages)
+    if groups:
+        keep.update(groups[-1])
+    return keep
+
+
+def starts_badly(kept: Sequence[Message]) -> bool:
+    """True when a conversation without a leading system message would open with an
+    assistant or tool message, which Anthropic, Gemini and others reject."""
+    return bool(kept) and kept[0].role in ("assistant", "tool", "function")

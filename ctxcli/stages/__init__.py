@@ -1,0 +1,1 @@
+"""Pipeline stages, one module each; registered in :data:`ctxcli.pipeline.STAGES`."""

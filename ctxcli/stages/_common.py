@@ -1,0 +1,35 @@
+"""Helpers the dropping stages share."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ctxcli.model import Conversation, Message, starts_badly
+
+
+def keep_only(
+    conversation: Conversation,
+    keep: Collection[int],
+    groups: Sequence[Sequence[int]],
+    must: Collection[int],
+) -> tuple[Conversation, dict[str, int]]:
+    """``conversation`` with only the positions in ``keep``, plus its events.
+
+    Where the input opens with a system message nothing more is needed; where it does
+    not, leading units that are not user messages are dropped too (unless pinned in
+    ``must``), so the output never opens with an assistant or tool message.
+    """
+    messages = conversation.messages
+    keep = set(keep)
+    if not (messages and messages[0].is_system):
+        for group in groups:
+            if not keep.intersection(group):
+                continue
+            kept = [messages[i] for i in group]
+            if not starts_badly(kept) or must and set(group) & set(must):
+                break
+            keep.difference_update(group)
+    if len(keep) == len(messages):
+        return conversation, {}
+    out: list[Message] = [m for i, m in enumerate(messages) if i in keep]
+    return conversation.with_messages(out), {"messages_dropped": len(messages) - len(out)}

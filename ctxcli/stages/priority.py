@@ -1,0 +1,68 @@
+"""The ``priority`` stage: drop whole units by class until the budget holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ctxcli.model import Conversation, pinned, units
+from ctxcli.stages._common import keep_only
+
+if TYPE_CHECKING:
+    from ctxcli.pipeline import Context
+
+CLASSES = ("assistant", "user", "tool", "function", "summary")
+
+
+@dataclass(frozen=True)
+class Priority:
+    """While the conversation is over budget, drop whole units, lowest class first and
+    oldest first within a class.
+
+    ``order`` lists the classes from first to drop to last. A unit's class is the role
+    of its first message, so an assistant message with its tool calls and results is
+    ``assistant``; a standalone ``tool`` message is ``tool``; a ctxcli summary is
+    ``summary``. Classes left out of ``order`` are never dropped; system messages, the
+    latest user message and the last unit never are either.
+    """
+
+    name: ClassVar[str] = "priority"
+    order: tuple[str, ...] = ("assistant", "user", "tool", "summary")
+
+    def __post_init__(self) -> None:
+        order = (self.order,) if isinstance(self.order, str) else tuple(self.order)
+        unknown = [c for c in order if c not in CLASSES]
+        if unknown:
+            raise ValueError(
+                f"unknown class {unknown[0]!r} in order; classes: {', '.join(CLASSES)}"
+            )
+        object.__setattr__(self, "order", order)
+
+    def apply(
+        self, conversation: Conversation, context: Context
+    ) -> tuple[Conversation, Mapping[str, int]]:
+        if not context.over(conversation):
+            return conversation, {}
+        assert context.max_tokens is not None
+        messages = conversation.messages
+        groups = units(messages)
+        must = pinned(messages, groups)
+        rank = {cls: i for i, cls in enumerate(self.order)}
+        candidates = []
+        for group in groups:
+            if must.intersection(group):
+                continue
+            head = messages[group[0]]
+            cls = "summary" if head.is_summary else head.role
+            if cls in rank:
+                candidates.append((rank[cls], group[0], group))
+        candidates.sort()
+        total = conversation.tokens
+        keep = set(range(len(messages)))
+        for _, _, group in candidates:
+            if total <= context.max_tokens:
+                break
+            keep.difference_update(group)
+            total -= sum(messages[i].tokens for i in group)
+        return keep_only(conversation, keep, groups, must)

@@ -1,0 +1,148 @@
+"""The ``summary`` stage: fold older messages into one summary message."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from ctxcli.errors import SummaryError
+from ctxcli.model import SUMMARY_MARKER, Conversation, Message, latest_user_index, units
+from ctxcli.summarizers.extractive import Extractive, language
+from ctxcli.tokens import REPLY_PRIMING
+
+if TYPE_CHECKING:
+    from ctxcli.pipeline import Context
+
+#: The fewest tokens a summary body is given, even when the kept messages already
+#: fill the budget (the priority stage may then drop the summary).
+MIN_SUMMARY_TOKENS = 32
+_FOLDED = re.compile(r"(\d+) earlier messages? folded|已折叠较早的 (\d+) 条消息")
+_EXTRACTIVE = Extractive()
+
+
+@dataclass(frozen=True)
+class Summary:
+    """When the conversation is over budget, replace the messages older than the last
+    ``keep_last`` with one summary message right after the leading system messages.
+
+    Never folds a system message (one found among the older messages stays where it
+    is), the latest user message or anything after it. An earlier ctxcli summary among
+    the folded messages is merged into the new one, never stacked. ``max_tokens`` bounds
+    the summary body (tokens), and so does what is left of the budget.
+
+    ``role`` is ``user`` by default: several providers reject a system message after
+    the first. With ``user``, the kept tail is chosen so that it does not start with a
+    user message (older user messages are folded too), so no two user messages meet.
+    """
+
+    name: ClassVar[str] = "summary"
+    keep_last: int = 6
+    role: Literal["user", "system"] = "user"
+    max_tokens: int = 400
+
+    def __post_init__(self) -> None:
+        if self.role not in ("user", "system"):
+            raise ValueError(f"role must be 'user' or 'system', not {self.role!r}")
+        if self.keep_last < 0 or self.max_tokens < 1:
+            raise ValueError("keep_last must be 0 or more and max_tokens 1 or more")
+
+    def apply(
+        self, conversation: Conversation, context: Context
+    ) -> tuple[Conversation, Mapping[str, int]]:
+        if not context.over(conversation):
+            return conversation, {}
+        messages = conversation.messages
+        start = self._tail_start(messages)
+        lead = 0
+        while lead < len(messages) and messages[lead].is_system:
+            lead += 1
+        folded = [m for m in messages[lead:start] if not m.is_system]
+        earlier = [m for m in folded if m.is_summary]
+        fresh = [m for m in folded if not m.is_summary]
+        if not fresh:
+            return conversation, {}
+        rest = list(messages[:lead]) + [m for m in messages[lead:start] if m.is_system]
+        rest += messages[start:]
+        bound = self.max_tokens
+        if context.max_tokens is not None:
+            left = context.max_tokens - sum(m.tokens for m in rest) - REPLY_PRIMING
+            frame = context.counter.message({"role": self.role, "content": ""})
+            left -= conversation.extra_tokens + frame
+            bound = max(MIN_SUMMARY_TOKENS, min(bound, left))
+        previous = "\n".join(_body(m) for m in earlier) or None
+        count = len(fresh) + sum(_folded_count(m) for m in earlier)
+        events = {"messages_summarized": len(fresh), "summaries_written": 1}
+        if earlier:
+            events["summaries_merged"] = len(earlier)
+        counter = context.counter
+        header_cost = counter.text(f"{SUMMARY_MARKER} {count} earlier messages folded.") + 1
+        folded_dicts = [m.data for m in fresh]
+        body_bound = max(1, bound - header_cost)
+        summarizer = context.summarizer or _EXTRACTIVE
+        try:
+            body = summarizer.summarize(
+                folded_dicts, previous=previous, max_tokens=body_bound, counter=counter
+            )
+        except SummaryError as exc:
+            if summarizer is _EXTRACTIVE:
+                raise
+            context.warnings.append(
+                f"conversation {conversation.label}: summary failed ({exc}); "
+                "used the extractive summary instead"
+            )
+            events["fallbacks"] = 1
+            body = _EXTRACTIVE.summarize(
+                folded_dicts, previous=previous, max_tokens=body_bound, counter=counter
+            )
+        header = f"{SUMMARY_MARKER} {count} earlier messages folded."
+        if language([body]) == "zh":
+            header = f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
+        data = {"role": self.role, "content": f"{header}\n{body}" if body else header}
+        summary = Message(data, counter.message(data), None, True)
+        out = list(messages[:lead]) + [summary] + rest[lead:]
+        return conversation.with_messages(out), events
+
+    def _tail_start(self, messages: Sequence[Message]) -> int:
+        """Position of the first kept message: the last ``keep_last`` non-system
+        messages, moved back to a unit's start and never past the latest user message."""
+        groups = units(messages)
+        unit_start = {}
+        for group in groups:
+            for i in group:
+                unit_start[i] = group[0]
+        others = [i for i, m in enumerate(messages) if not m.is_system]
+        if not others:
+            return len(messages)
+        start = others[-self.keep_last] if 0 < self.keep_last <= len(others) else others[0]
+        if self.keep_last == 0:
+            start = len(messages)
+        latest = latest_user_index(messages)
+        if latest is not None:
+            start = min(start, latest)
+        start = unit_start.get(start, start)
+        if self.role == "user":
+            starts = [g[0] for g in groups]
+            # Fold older user messages too, so the tail does not open with one ...
+            while start < len(messages) and messages[start].role == "user" and start != latest:
+                start = next((s for s in starts if s > start), len(messages))
+            # ... but the latest user message is never folded: keep one unit more.
+            while start < len(messages) and messages[start].role == "user":
+                earlier = [s for s in starts if s < start]
+                if not earlier:
+                    break
+                start = earlier[-1]
+        return start
+
+
+def _body(message: Message) -> str:
+    content = str(message.data.get("content") or "")
+    return content.split("\n", 1)[1] if "\n" in content else ""
+
+
+def _folded_count(message: Message) -> int:
+    match = _FOLDED.search(str(message.data.get("content") or ""))
+    if not match:
+        return 1
+    return int(match.group(1) or match.group(2))

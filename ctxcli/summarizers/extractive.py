@@ -1,0 +1,339 @@
+"""The offline, deterministic summarizer: picks what later turns depend on.
+
+It keeps, in this order of precedence while the bound allows:
+
+1. every user request in short form (its first sentence, and its first question);
+2. the facts, found by pattern in every folded message, tool results and tool-call
+   arguments included: identifiers, numbers with units, names, dates, amounts, e-mail
+   addresses, URLs, paths, and ``key=value`` pairs of JSON results;
+3. assistant sentences that state a fact (a number, id, date or amount);
+4. the tools that were called, with counts.
+
+Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
+(no space follows them in Chinese). Section labels follow the conversation's
+language: Chinese when CJK characters make up a third of its letters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ctxcli.tokens import TokenCounter
+
+SECTIONS = ("requests", "facts", "notes", "tools")
+LABELS = {
+    "en": {
+        "requests": "User requests:",
+        "notes": "Assistant notes:",
+        "facts": "Facts:",
+        "tools": "Tools used:",
+    },
+    "zh": {
+        "requests": "用户请求：",
+        "notes": "助手答复要点：",
+        "facts": "关键信息：",
+        "tools": "使用的工具：",
+    },
+}
+_LABEL_TO_SECTION = {label: key for labels in LABELS.values() for key, label in labels.items()}
+_INLINE = {"facts", "tools"}  # sections written on one line, items joined by "; "
+
+REQUEST_CHARS = 160
+NOTE_CHARS = 200
+FACT_CHARS = 60
+
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER = re.compile(r"[^\W\d_]")
+_SPACE = re.compile(r"\s+")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)、])\s+")
+NOTE_MIN_CHARS = 20
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
+_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+_UNITS = (
+    r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
+    r"|%|mph|kwh|w|v|°c|°f|c|f)"
+)
+_CJK_UNITS = (
+    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
+)
+_STOP = frozenset(
+    "a an and or of to the in on at for by with from is are was were be it its this that "
+    "than then as but not no so if".split()
+)
+
+FACT_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"),  # e-mail
+    re.compile(r"https?://[^\s\"'<>)]+"),  # URL
+    re.compile(r"(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?"),  # path
+    re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"),  # ISO date
+    re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),  # May 15, 2024
+    re.compile(r"\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]"),  # 6月18日
+    re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?"),  # $1,200.50
+    re.compile(
+        r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+    ),
+    re.compile(
+        rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+    ),  # ids
+    re.compile(
+        rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+    ),
+    re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"),  # order numbers
+    re.compile(rf"\d+(?:\.\d+)?\s?{_UNITS}(?:\s[a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
+    re.compile(rf"\d+(?:\.\d+)?\s?{_CJK_UNITS}"),
+    re.compile(r"\d+(?:\.\d+)?\s[a-z]{3,12}(?![A-Za-z])"),  # 2 eggs, 4 people
+)
+_NAME = re.compile(r"(?<=[a-z,;:]\s)[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
+_JSON_KEYS = re.compile(
+    r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
+    r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
+    re.IGNORECASE,
+)
+
+
+def language(texts: Iterable[str]) -> str:
+    """``"zh"`` when CJK characters are at least a third of the letters, else ``"en"``."""
+    letters = cjk = 0
+    for text in texts:
+        letters += len(_LETTER.findall(text))
+        cjk += len(_CJK.findall(text))
+    return "zh" if letters and cjk * 3 >= letters else "en"
+
+
+def sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (Latin ``.!?`` + space, CJK ``。！？``, line
+    breaks), without list markers such as ``1.`` or ``-``."""
+    out = []
+    for line in text.splitlines():
+        line = _LIST_MARKER.sub("", line)
+        out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", line)) if s and s.strip()]
+    return out
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (code points), ending in "…"."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
+    """A user message in short form: whole if short, else its first sentence plus its
+    first question, within ``limit`` characters."""
+    flat = _SPACE.sub(" ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    parts = sentences(flat)
+    picked = parts[:1]
+    question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
+    if question:
+        picked.append(question)
+    return shorten(" ".join(picked), limit)
+
+
+def facts(text: str) -> list[str]:
+    """Identifiers, numbers, names, dates and amounts found in ``text``, in order."""
+    found: list[tuple[int, str]] = []
+    for pattern in FACT_PATTERNS:
+        found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
+    found += [(m.start(), m.group()) for m in _NAME.finditer(text)]
+    found.sort(key=lambda item: (item[0], -len(item[1])))
+    result: list[str] = []
+    end = -1
+    for start, fact in found:
+        if start < end or fact.lower() in _STOP:
+            continue  # inside a longer fact found at an earlier position
+        result.append(shorten(fact, FACT_CHARS))
+        end = start + len(fact)
+    return result
+
+
+def json_facts(value: Any, limit: int = 12) -> list[str]:
+    """``key=value`` pairs of a parsed JSON value whose key names an id, name, date,
+    amount, status or the like (at most ``limit``)."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    if _JSON_KEYS.search(str(key)) and len(str(item)) <= FACT_CHARS:
+                        out.append(f"{key}={item}")
+                else:
+                    walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(value)
+    return out[:limit]
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The readable text of a message: its content, text parts joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                value = part.get("text", part.get("value"))
+                if isinstance(value, str):
+                    texts.append(value)
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return ""
+
+
+def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
+    function_call = message.get("function_call")
+    if isinstance(function_call, Mapping):
+        calls.append(
+            (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
+        )
+    return calls
+
+
+def _structured_facts(text: str) -> list[str]:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json_facts(orjson.loads(stripped))
+        except orjson.JSONDecodeError:
+            pass
+    return facts(text)
+
+
+def parse_summary(body: str) -> dict[str, list[str]]:
+    """Read the sections of a summary body this module wrote, in either language."""
+    sections: dict[str, list[str]] = {key: [] for key in SECTIONS}
+    current: str | None = None
+    for line in body.splitlines():
+        stripped = line.strip()
+        label = next((lb for lb in _LABEL_TO_SECTION if stripped.startswith(lb)), None)
+        if label:
+            current = _LABEL_TO_SECTION[label]
+            rest = stripped[len(label) :].strip()
+            if rest and current in _INLINE:
+                sections[current] += [item for item in rest.split("; ") if item]
+        elif current and stripped.startswith("- "):
+            sections[current].append(stripped[2:])
+        elif stripped and current is None:
+            sections["notes"].append(stripped)  # a summary from another tool: keep as a note
+    return sections
+
+
+class Extractive:
+    """The default summarizer (see the module docstring). Stateless and thread-safe."""
+
+    def summarize(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        previous: str | None,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> str:
+        """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
+        tokens (as counted by ``counter``). Never raises for odd content."""
+        items = parse_summary(previous) if previous else {key: [] for key in SECTIONS}
+        tools: Counter[str] = Counter()
+        for item in items["tools"]:
+            name, _, times = item.rpartition(" ×")
+            tools[name or item] += int(times) if times.isdigit() else 1
+        texts = []
+        for message in messages:
+            role = message.get("role")
+            text = message_text(message)
+            texts.append(text)
+            if role == "user" and text.strip():
+                items["requests"].append(short_request(text))
+            elif role == "assistant" and text.strip():
+                items["notes"] += [
+                    shorten(s, NOTE_CHARS)
+                    for s in sentences(text)
+                    if len(s) >= NOTE_MIN_CHARS and facts(s)
+                ][:3]
+            elif role in ("tool", "function"):
+                items["facts"] += _structured_facts(text)
+            for name, arguments in _calls(message):
+                tools[name] += 1
+                items["facts"] += _structured_facts(arguments)
+            if role in ("user", "assistant"):
+                items["facts"] += facts(text)
+        items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
+        lang = language(texts + items["requests"])
+        return _render(items, LABELS[lang], max_tokens, counter)
+
+
+#: Selection passes: (section, share of the bound it may fill up to). Requests get the
+#: first 60%, so the facts are not crowded out; then the rest, by precedence.
+_PASSES = (("requests", 0.6), ("facts", 1.0), ("requests", 1.0), ("notes", 1.0), ("tools", 1.0))
+
+
+def _render(
+    items: Mapping[str, list[str]],
+    labels: Mapping[str, str],
+    max_tokens: int,
+    counter: TokenCounter,
+) -> str:
+    """Greedily fit items within ``max_tokens`` tokens, pass by pass (:data:`_PASSES`);
+    each section keeps its items in their original order."""
+    picked: dict[str, set[int]] = {key: set() for key in SECTIONS}
+    seen: set[str] = set()
+    written: list[str] = []
+    used = 0
+    for key, share in _PASSES:
+        limit = max_tokens * share
+        separator = "; " if key in _INLINE else "\n- "
+        for i, item in enumerate(items[key]):
+            if i in picked[key] or item in seen:
+                continue
+            if key == "facts" and any(item in text for text in written):
+                continue  # already said, in a request or a note
+            cost = counter.text(separator + item)
+            if not picked[key]:
+                cost += counter.text(labels[key]) + 1
+            if used + cost > limit:
+                continue
+            picked[key].add(i)
+            seen.add(item)
+            written.append(item)
+            used += cost
+    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
+    text = _join(chosen, labels)
+    while text and counter.text(text) > max_tokens:
+        # Counts of parts can undercount their join by a token here and there.
+        key = next(k for k in reversed(SECTIONS) if chosen[k])
+        chosen[key].pop()
+        text = _join(chosen, labels)
+    return text
+
+
+def _join(chosen: Mapping[str, list[str]], labels: Mapping[str, str]) -> str:
+    lines = []
+    for key in SECTIONS:
+        if not chosen[key]:
+            continue
+        if key in _INLINE:
+            lines.append(f"{labels[key]} {'; '.join(chosen[key])}")
+        else:
+            lines.append(labels[key])
+            lines += [f"- {item}" for item in chosen[key]]
+    return "\n".join(lines)

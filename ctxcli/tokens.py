@@ -1,0 +1,209 @@
+"""Token counting: tiktoken plus the chat format's per-message overhead.
+
+Every count here is in **tokens** of one tiktoken encoding. The rules follow the
+OpenAI cookbook notebook ``How_to_count_tokens_with_tiktoken.ipynb``
+(``num_tokens_from_messages`` and ``num_tokens_for_tools``), extended to the parts of
+the chat format the notebook leaves out (tool calls, content parts, images); each
+constant below says where it comes from.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+#: Cookbook ``tokens_per_message`` for every chat model since gpt-3.5-turbo-0613:
+#: ``<|start|>{role}<|message|>{content}<|end|>`` frames each message with 3 tokens.
+TOKENS_PER_MESSAGE = 3
+#: Cookbook ``tokens_per_name``: a ``name`` field costs its text plus 1 token.
+TOKENS_PER_NAME = 1
+#: Cookbook: "every reply is primed with <|start|>assistant<|message|>" (3 tokens),
+#: added once per conversation.
+REPLY_PRIMING = 3
+#: Per tool call, on top of its function name and arguments. OpenAI does not publish
+#: how a call is rendered in the prompt; we charge the same 3-token frame the cookbook
+#: charges a message, since each call is a separate item. The cookbook itself counts
+#: tool calls not at all, so reference counts made by its rule are lower by 3 per call.
+TOOL_CALL_OVERHEAD = 3
+#: A fixed cost per image part, never the length of its base64 data. OpenAI's vision
+#: pricing charges a ``detail: "low"`` image 85 tokens, and 85 is the base of every
+#: ``high`` image too (85 + 170 per 512 px tile); without decoding the image we charge
+#: the base. LangChain's ``count_tokens_approximately`` uses the same 85.
+IMAGE_TOKENS = 85
+#: Cookbook ``num_tokens_for_tools`` constants for gpt-4o / gpt-4o-mini.
+FUNC_INIT, PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 7, 3, 3, -3, 3, 12
+
+DEFAULT_MODEL = "gpt-4o"
+
+_IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+
+
+def encoding_name_for(model: str | None = None, encoding: str | None = None) -> str:
+    """Return the tiktoken encoding name for ``encoding`` or else ``model``.
+
+    Unknown model names fall back to ``o200k_base``, as the current cookbook does.
+    """
+    if encoding:
+        return encoding
+    import tiktoken
+
+    try:
+        return tiktoken.encoding_name_for_model(model or DEFAULT_MODEL)
+    except KeyError:
+        return "o200k_base"
+
+
+class TokenCounter:
+    """Counts tokens of texts and chat messages with one tiktoken encoding.
+
+    Texts are encoded with ``encode_ordinary``, so special-token literals such as
+    ``<|endoftext|>`` count as the plain text they are and never raise. Counts of
+    texts are memoised for the life of the counter: a system prompt repeated in every
+    record is encoded once per run.
+
+    Raises ``ValueError`` from tiktoken for an unknown encoding name.
+    """
+
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        *,
+        image_tokens: int = IMAGE_TOKENS,
+        tool_call_overhead: int = TOOL_CALL_OVERHEAD,
+    ) -> None:
+        import tiktoken
+
+        self.encoding_name = encoding
+        self.image_tokens = image_tokens
+        self.tool_call_overhead = tool_call_overhead
+        self._encode = tiktoken.get_encoding(encoding).encode_ordinary
+        self.text = functools.lru_cache(maxsize=65536)(self._count_text)
+
+    def _count_text(self, text: str) -> int:
+        try:
+            return len(self._encode(text))
+        except UnicodeEncodeError:
+            # A lone surrogate (from a JSON "\ud83d" escape) cannot be encoded as UTF-8.
+            return len(self._encode(text.encode("utf-8", "replace").decode("utf-8")))
+
+    def content(self, content: Any) -> int:
+        """Tokens of a message ``content``: a string, ``None``, or a list of parts.
+
+        Text parts count their text, image parts a fixed :data:`IMAGE_TOKENS`, and any
+        other part the text of its JSON.
+        """
+        if content is None:
+            return 0
+        if isinstance(content, str):
+            return self.text(content)
+        if isinstance(content, list):
+            return sum(self._part(part) for part in content)
+        return self.text(_json_text(content))
+
+    def _part(self, part: Any) -> int:
+        if isinstance(part, str):
+            return self.text(part)
+        if not isinstance(part, Mapping):
+            return self.text(_json_text(part))
+        kind = part.get("type")
+        if kind in _IMAGE_PART_TYPES:
+            return self.image_tokens
+        for key in ("text", "value", "content"):
+            value = part.get(key)
+            if isinstance(value, str) and (kind is None or kind == key or key == "text"):
+                return self.text(value)
+        if kind == "text" and isinstance(part.get("text"), str):
+            return self.text(part["text"])
+        return self.text(_json_text(part))
+
+    def message(self, message: Mapping[str, Any]) -> int:
+        """Tokens of one chat message by the cookbook rule, tool calls included.
+
+        3 per message + role + content + name (+1 for a name) + for each tool call its
+        function name and arguments plus :data:`TOOL_CALL_OVERHEAD`; a legacy
+        ``function_call`` counts its name and arguments. ``tool_call_id`` is not
+        counted, as in the cookbook's reference counts.
+        """
+        total = TOKENS_PER_MESSAGE
+        role = message.get("role")
+        if isinstance(role, str):
+            total += self.text(role)
+        total += self.content(message.get("content"))
+        name = message.get("name")
+        if isinstance(name, str):
+            total += self.text(name) + TOKENS_PER_NAME
+        tool_calls = message.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for call in tool_calls:
+                total += self.tool_call(call) + self.tool_call_overhead
+        function_call = message.get("function_call")
+        if isinstance(function_call, Mapping):
+            total += self.tool_call({"function": function_call})
+        return total
+
+    def tool_call(self, call: Any) -> int:
+        """Tokens of one tool call's function name and arguments (no overhead)."""
+        if not isinstance(call, Mapping):
+            return self.text(_json_text(call))
+        function = call.get("function")
+        if not isinstance(function, Mapping):
+            return self.text(_json_text(call))
+        total = 0
+        for key in ("name", "arguments"):
+            value = function.get(key)
+            if isinstance(value, str):
+                total += self.text(value)
+            elif value is not None:
+                total += self.text(_json_text(value))
+        return total
+
+    def tools(self, tools: Any) -> int:
+        """Tokens of a request's ``tools`` definitions (cookbook ``num_tokens_for_tools``).
+
+        ``tools`` is the Chat Completions list of ``{"type": "function", "function":
+        {name, description, parameters}}``. Anything else (a JSON string, another
+        provider's shape) counts as the text of its JSON. ``None`` or empty is 0.
+        """
+        if not tools:
+            return 0
+        if not isinstance(tools, list):
+            return self.text(tools if isinstance(tools, str) else _json_text(tools))
+        total = 0
+        for tool in tools:
+            function = tool.get("function") if isinstance(tool, Mapping) else None
+            if not isinstance(function, Mapping):
+                total += self.text(_json_text(tool))
+                continue
+            total += FUNC_INIT
+            description = str(function.get("description") or "").rstrip(".")
+            total += self.text(f"{function.get('name', '')}:{description}")
+            properties = (function.get("parameters") or {}).get("properties") or {}
+            if properties:
+                total += PROP_INIT
+                for key, spec in properties.items():
+                    spec = spec if isinstance(spec, Mapping) else {}
+                    total += PROP_KEY
+                    desc = str(spec.get("description") or "").rstrip(".")
+                    total += self.text(f"{key}:{spec.get('type', '')}:{desc}")
+                    enum = spec.get("enum")
+                    if isinstance(enum, list):
+                        total += ENUM_INIT
+                        total += sum(ENUM_ITEM + self.text(str(item)) for item in enum)
+        return total + FUNC_END
+
+    def messages(self, messages: Iterable[Mapping[str, Any]], tools: Any = None) -> int:
+        """Tokens of a whole request: every message, reply priming and ``tools``."""
+        return sum(self.message(m) for m in messages) + REPLY_PRIMING + self.tools(tools)
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, default=str).decode()
+
+
+@functools.lru_cache(maxsize=8)
+def get_counter(encoding: str = "o200k_base") -> TokenCounter:
+    """A shared :class:`TokenCounter` per encoding name (one per process)."""
+    return TokenCounter(encoding)

@@ -1,0 +1,31 @@
+"""Shared fixtures: where the shared data lives, and a runner for the CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CASES = SHARED / "cases"
+DATA = SHARED / "data"
+
+if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir():
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")
+
+
+@pytest.fixture
+def cases() -> Path:
+    """The shared cases folder; skips the test when ../shared is absent."""
+    if not CASES.is_dir():
+        pytest.skip("../shared/cases is not here")
+    return CASES
+
+
+@pytest.fixture
+def data() -> Path:
+    """The shared real-data folder; skips the test when ../shared is absent."""
+    if not DATA.is_dir():
+        pytest.skip("../shared/data is not here")
+    return DATA
