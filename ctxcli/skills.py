@@ -275,14 +275,29 @@ def read_front_matter(path: str | os.PathLike[str]) -> FrontMatter:
     )
 
 
+# libyaml when present: the pure-Python parser is most of the cost of a listing.
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _compose_and_construct(loader_class: Any, text: str) -> tuple[Any, Any]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
 def _parse_yaml(
     text: str, path: Path, *, first_line: int
 ) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """``yaml.safe_load`` plus the file line of each top-level and parameter key."""
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        try:
+            node, data = _compose_and_construct(_FAST_LOADER, text)
+        except yaml.YAMLError:
+            # Parse again to report it in PyYAML's words, the same with or without libyaml.
+            node, data = _compose_and_construct(yaml.SafeLoader, text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = first_line + mark.line if mark is not None else first_line
@@ -290,8 +305,6 @@ def _parse_yaml(
         raise SkillError(f"{path}:{line}: invalid YAML in front matter: {what}") from e
     except yaml.YAMLError as e:
         raise SkillError(f"{path}:{first_line}: invalid YAML in front matter: {e}") from e
-    finally:
-        loader.dispose()
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise SkillError(

@@ -710,3 +710,30 @@ def test_every_command_has_help_with_an_example(path: tuple[str, ...], flag: str
     assert result.exit_code == 0
     assert "Example:" in result.stdout
     assert "ctxcli skills" in result.stdout.split("Example:")[1]
+
+
+@pytest.mark.parametrize(
+    "loader",
+    [
+        pytest.param("CSafeLoader", id="libyaml"),
+        pytest.param("SafeLoader", id="pure-python"),
+    ],
+)
+def test_libyaml_and_pure_python_parse_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
+    if not hasattr(yaml, loader):
+        pytest.skip(f"PyYAML built without {loader}")
+    monkeypatch.setattr(lib, "_FAST_LOADER", getattr(yaml, loader))
+    good = write_skill(tmp_path, "a", "name: a\ndescription: d\nparameters:\n  p: {type: string}\n")
+    fm = lib.read_front_matter(good)
+    assert (fm.data["parameters"], fm.key_lines[("parameters", "p")]) == (
+        {"p": {"type": "string"}},
+        5,
+    )
+    bad = write_skill(tmp_path, "b", "name: b\ndescription: when: now\n")
+    with pytest.raises(SkillError) as caught:
+        lib.read_front_matter(bad)
+    assert str(caught.value) == (
+        f"{bad}:3: invalid YAML in front matter: mapping values are not allowed here"
+    )
