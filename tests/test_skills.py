@@ -737,3 +737,20 @@ def test_libyaml_and_pure_python_parse_alike(
     assert str(caught.value) == (
         f"{bad}:3: invalid YAML in front matter: mapping values are not allowed here"
     )
+
+
+def test_tokens_without_the_encoding_is_a_clear_error(
+    two: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken
+
+    def offline(name: str) -> None:
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    result = invoke("list", "--dir", str(two), "--tokens")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "Error: cannot load the o200k_base token encoding (ConnectionError: no network);"
+        " offline, point TIKTOKEN_CACHE_DIR at a cache that holds it\n"
+    )
