@@ -143,10 +143,7 @@ class Compressor:
     def __init__(self, settings: Settings, *, warn: Warn | None = None) -> None:
         self.settings = settings
         self.encoding = encoding_name_for(settings.model, settings.encoding)
-        try:
-            self.counter = TokenCounter(self.encoding)
-        except ValueError as exc:
-            raise ConfigError(f"unknown encoding {self.encoding!r}: {exc}") from None
+        self.counter = TokenCounter(self.encoding)
         self.context = Context(settings.max_tokens, self.counter)
         self._warn = warn or (lambda _: None)
         self.warned = 0

@@ -112,7 +112,9 @@ def resolve(
         merged.update(options)
         merged.update((stage_options or {}).get(name, {}))
         built.append(build_stage(name, merged))
-    values = {k: file[k] for k in ("max_tokens", "model", "encoding", "on_error") if k in file}
+    values: dict[str, Any] = {
+        k: file[k] for k in ("max_tokens", "model", "encoding", "on_error") if k in file
+    }
     values.update({k: v for k, v in overrides.items() if v is not None})
     max_tokens = values.get("max_tokens", DEFAULT_MAX_TOKENS)
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 0):

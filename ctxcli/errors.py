@@ -22,6 +22,10 @@ class ConfigError(CtxcliError):
     """A setting, stage name or config file is invalid."""
 
 
+class TokenizerError(CtxcliError):
+    """A tiktoken encoding is unknown or its BPE file cannot be loaded."""
+
+
 class SkillError(CtxcliError):
     """A skill file is missing, malformed or unsafe to read."""
 

@@ -10,10 +10,13 @@ constant below says where it comes from.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
+
+from ctxcli.errors import TokenizerError
 
 #: Cookbook ``tokens_per_message`` for every chat model since gpt-3.5-turbo-0613:
 #: ``<|start|>{role}<|message|>{content}<|end|>`` frames each message with 3 tokens.
@@ -64,7 +67,9 @@ class TokenCounter:
     texts are memoised for the life of the counter: a system prompt repeated in every
     record is encoded once per run.
 
-    Raises ``ValueError`` from tiktoken for an unknown encoding name.
+    Raises :class:`TokenizerError` for an unknown encoding name, or when its BPE file
+    is neither cached nor downloadable (offline: point ``TIKTOKEN_CACHE_DIR`` at a
+    folder holding it).
     """
 
     def __init__(
@@ -79,7 +84,16 @@ class TokenCounter:
         self.encoding_name = encoding
         self.image_tokens = image_tokens
         self.tool_call_overhead = tool_call_overhead
-        self._encode = tiktoken.get_encoding(encoding).encode_ordinary
+        try:
+            self._encode = tiktoken.get_encoding(encoding).encode_ordinary
+        except ValueError as exc:
+            raise TokenizerError(f"unknown encoding {encoding!r}: {exc}") from None
+        except Exception as exc:  # network or file errors from tiktoken's download
+            cache = os.environ.get("TIKTOKEN_CACHE_DIR", "not set")
+            raise TokenizerError(
+                f"cannot load the {encoding} tokenizer ({type(exc).__name__}); offline, set "
+                f"TIKTOKEN_CACHE_DIR to a folder with its BPE file (now: {cache})"
+            ) from None
         self.text = functools.lru_cache(maxsize=65536)(self._count_text)
 
     def _count_text(self, text: str) -> int:

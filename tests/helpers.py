@@ -28,17 +28,23 @@ def to_conversation(
     counter: TokenCounter,
     originals: list[dict[str, Any]] | None = None,
 ) -> Conversation:
-    """Wrap dicts; with ``originals``, give each message its input position by value."""
-    wrapped = []
-    cursor = 0
-    for data in messages:
-        index = None
-        if originals is not None:
-            for j in range(cursor, len(originals)):
-                if originals[j] == data:
-                    index, cursor = j, j + 1
-                    data = originals[j]
+    """Wrap dicts; with ``originals``, give each message its input position by value.
+
+    Matching runs from the end, as compression keeps the end: of two equal messages
+    the later one is taken as the one kept.
+    """
+    positions: list[int | None] = [None] * len(messages)
+    if originals is not None:
+        cursor = len(originals)
+        for k in range(len(messages) - 1, -1, -1):
+            for j in range(cursor - 1, -1, -1):
+                if originals[j] == messages[k]:
+                    positions[k], cursor = j, j
                     break
+    wrapped = []
+    for data, index in zip(messages, positions):
+        if index is not None and originals is not None:
+            data = originals[index]
         wrapped.append(Message(data, counter.message(data), index, index is None))
     return Conversation(tuple(wrapped))
 

@@ -5,9 +5,12 @@ It keeps, in this order of precedence while the bound allows:
 1. every user request in short form (its first sentence, and its first question);
 2. the facts, found by pattern in every folded message, tool results and tool-call
    arguments included: identifiers, numbers with units, names, dates, amounts, e-mail
-   addresses, URLs, paths, and ``key=value`` pairs of JSON results;
-3. assistant sentences that state a fact (a number, id, date or amount);
-4. the tools that were called, with counts.
+   addresses, URLs, paths, and ``key=value`` pairs of JSON results (at most
+   :data:`FACTS_PER_MESSAGE` from one tool result, at most two of one shape);
+3. error lines of tool results (tracebacks, failed tests: what the agent learned);
+4. assistant sentences that state a fact (those holding a digit: a number, id, date,
+   amount);
+5. the tools that were called, with counts.
 
 Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
 (no space follows them in Chinese). Section labels follow the conversation's
@@ -25,18 +28,20 @@ import orjson
 
 from ctxcli.tokens import TokenCounter
 
-SECTIONS = ("requests", "facts", "notes", "tools")
+SECTIONS = ("requests", "facts", "errors", "notes", "tools")
 LABELS = {
     "en": {
         "requests": "User requests:",
         "notes": "Assistant notes:",
         "facts": "Facts:",
+        "errors": "Errors:",
         "tools": "Tools used:",
     },
     "zh": {
         "requests": "用户请求：",
         "notes": "助手答复要点：",
         "facts": "关键信息：",
+        "errors": "错误：",
         "tools": "使用的工具：",
     },
 }
@@ -62,7 +67,8 @@ _UNITS = (
     r"|%|mph|kwh|w|v|°c|°f|c|f)"
 )
 _CJK_UNITS = (
-    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
+    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|万|亿|小时|分钟"
+    r"|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
 )
 _STOP = frozenset(
     "a an and or of to the in on at for by with from is are was were be it its this that "
@@ -72,11 +78,16 @@ _STOP = frozenset(
 FACT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"),  # e-mail
     re.compile(r"https?://[^\s\"'<>)]+"),  # URL
-    re.compile(r"(?:~|\.{1,2})?(?:/[\w.@-]+){2,}/?"),  # path
+    re.compile(  # paths: absolute, relative, or a file with an extension
+        r"(?:~|\.{1,2}|[\w.-]+)?(?:/[\w.@-]+){2,}/?|[\w.-]+/[\w.@/-]*\.\w{1,5}\b"
+    ),
     re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"),  # ISO date
     re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),  # May 15, 2024
-    re.compile(r"\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]"),  # 6月18日
-    re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?"),  # $1,200.50
+    re.compile(
+        r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"
+    ),  # 6月18日
+    re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"),  # phone numbers
+    re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"),  # $1,200.50
     re.compile(
         r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
     ),
@@ -87,9 +98,23 @@ FACT_PATTERNS: tuple[re.Pattern[str], ...] = (
         rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
     ),
     re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"),  # order numbers
-    re.compile(rf"\d+(?:\.\d+)?\s?{_UNITS}(?:\s[a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
-    re.compile(rf"\d+(?:\.\d+)?\s?{_CJK_UNITS}"),
-    re.compile(r"\d+(?:\.\d+)?\s[a-z]{3,12}(?![A-Za-z])"),  # 2 eggs, 4 people
+    re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
+    re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"),
+    re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"),  # 2 eggs, 4 people
+)
+#: The patterns that can match text without a digit (e-mail, URL, path).
+_NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
+#: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
+#: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
+_STRICT_PATTERNS = FACT_PATTERNS[:11]
+_DIGIT = re.compile(r"\d")
+FACT_SCAN_CHARS = 4000
+ERROR_SCAN_CHARS = 20000
+FACTS_PER_MESSAGE = 12
+_SHAPE_DIGITS = re.compile(r"\d+")
+_ERROR_LINE = re.compile(
+    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):).*$",
+    re.MULTILINE,
 )
 _NAME = re.compile(r"(?<=[a-z,;:]\s)[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
 _JSON_KEYS = re.compile(
@@ -99,12 +124,16 @@ _JSON_KEYS = re.compile(
 )
 
 
-def language(texts: Iterable[str]) -> str:
-    """``"zh"`` when CJK characters are at least a third of the letters, else ``"en"``."""
-    letters = cjk = 0
-    for text in texts:
-        letters += len(_LETTER.findall(text))
-        cjk += len(_CJK.findall(text))
+def language(texts: Iterable[str], sample: int = 4000) -> str:
+    """``"zh"`` when CJK characters are at least a third of the letters in the first
+    ``sample`` characters of ``texts``, else ``"en"``."""
+    text = ""
+    for item in texts:
+        text += item[: sample - len(text)]
+        if len(text) >= sample:
+            break
+    letters = len(_LETTER.findall(text))
+    cjk = len(_CJK.findall(text))
     return "zh" if letters and cjk * 3 >= letters else "en"
 
 
@@ -138,12 +167,23 @@ def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
     return shorten(" ".join(picked), limit)
 
 
-def facts(text: str) -> list[str]:
-    """Identifiers, numbers, names, dates and amounts found in ``text``, in order."""
+def facts(text: str, *, strict: bool = False) -> list[str]:
+    """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
+    ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
+
+    Only the first :data:`FACT_SCAN_CHARS` characters are read: past that, a message is
+    a dump whose facts a summary cannot hold anyway.
+    """
+    text = text[:FACT_SCAN_CHARS]
     found: list[tuple[int, str]] = []
-    for pattern in FACT_PATTERNS:
+    if not _DIGIT.search(text):
+        patterns = _NO_DIGIT_PATTERNS
+    else:
+        patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
+    for pattern in patterns:
         found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
-    found += [(m.start(), m.group()) for m in _NAME.finditer(text)]
+    if not strict:
+        found += [(m.start(), m.group()) for m in _NAME.finditer(text)]
     found.sort(key=lambda item: (item[0], -len(item[1])))
     result: list[str] = []
     end = -1
@@ -217,7 +257,34 @@ def _structured_facts(text: str) -> list[str]:
             return json_facts(orjson.loads(stripped))
         except orjson.JSONDecodeError:
             pass
-    return facts(text)
+    return facts(text, strict=True)
+
+
+def error_lines(text: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
+    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``), shortened:
+    what an agent learned from its mistakes."""
+    found = []
+    for match in _ERROR_LINE.finditer(text[:ERROR_SCAN_CHARS]):
+        line = shorten(match.group().strip(), NOTE_CHARS)
+        if line not in found:
+            found.append(line)
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _thin(found: list[str]) -> list[str]:
+    """Facts without near-repeats: at most 2 of one shape (digits and case aside), so
+    ``helper_1 … helper_40`` in a code dump do not crowd out the rest."""
+    shapes: Counter[str] = Counter()
+    out = []
+    for fact in found:
+        shape = _SHAPE_DIGITS.sub("#", fact.lower())
+        shapes[shape] += 1
+        if shapes[shape] <= 2 and fact not in out:
+            out.append(fact)
+    return out
 
 
 def parse_summary(body: str) -> dict[str, list[str]]:
@@ -268,15 +335,17 @@ class Extractive:
                 items["notes"] += [
                     shorten(s, NOTE_CHARS)
                     for s in sentences(text)
-                    if len(s) >= NOTE_MIN_CHARS and facts(s)
+                    if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)
                 ][:3]
             elif role in ("tool", "function"):
-                items["facts"] += _structured_facts(text)
+                items["facts"] += _structured_facts(text)[:FACTS_PER_MESSAGE]
+                items["errors"] += error_lines(text)
             for name, arguments in _calls(message):
                 tools[name] += 1
-                items["facts"] += _structured_facts(arguments)
+                items["facts"] += _structured_facts(arguments)[:FACTS_PER_MESSAGE]
             if role in ("user", "assistant"):
                 items["facts"] += facts(text)
+        items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
         lang = language(texts + items["requests"])
         return _render(items, LABELS[lang], max_tokens, counter)
@@ -284,7 +353,15 @@ class Extractive:
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the
 #: first 60%, so the facts are not crowded out; then the rest, by precedence.
-_PASSES = (("requests", 0.6), ("facts", 1.0), ("requests", 1.0), ("notes", 1.0), ("tools", 1.0))
+_PASSES = (
+    ("requests", 0.6),
+    ("facts", 0.9),
+    ("errors", 1.0),
+    ("requests", 1.0),
+    ("facts", 1.0),
+    ("notes", 1.0),
+    ("tools", 1.0),
+)
 
 
 def _render(

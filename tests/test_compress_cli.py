@@ -1,0 +1,277 @@
+"""``ctxcli compress`` as a user runs it: inputs, outputs, errors, config, stats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from helpers import assert_valid, read_jsonl
+
+from ctxcli.cli import cli
+from ctxcli.model import SUMMARY_MARKER
+from ctxcli.tokens import TokenCounter
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def chat(n: int, *, system: bool = True, words: int = 30) -> dict[str, Any]:
+    """A plain chat of ``n`` user/assistant pairs, ending on a user message."""
+    messages: list[dict[str, Any]] = (
+        [{"role": "system", "content": "Be helpful."}] if system else []
+    )
+    for i in range(n):
+        messages.append({"role": "user", "content": f"Question {i}: " + "why " * words + "?"})
+        messages.append({"role": "assistant", "content": f"Answer {i}: " + "because " * words})
+    messages.append({"role": "user", "content": "Last question?"})
+    return {"id": f"chat-{n}", "messages": messages}
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def invoke(*args: str, input: str | bytes | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    def walk(command: Any, path: list[str]) -> None:
+        result = invoke(*path, "--help")
+        assert result.exit_code == 0, path
+        assert "Example:" in result.output, f"{' '.join(path) or 'ctxcli'} --help has no example"
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(cli, [])
+
+
+def test_writes_output_and_stats_beside_the_input(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "logs.jsonl", [chat(3), chat(40)])
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    result = invoke("compress", str(source), "--max-tokens", "300")
+    assert result.exit_code == 0, result.output
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == digest
+    out = tmp_path / "logs.compressed.jsonl"
+    stats = json.loads((tmp_path / "logs.compressed.stats.json").read_text())
+    assert "logs.jsonl  2" in result.output and f"wrote {out}" in result.output
+    lines_in = source.read_text().splitlines()
+    lines_out = out.read_text().splitlines()
+    assert lines_out[0] == lines_in[0]  # under budget: the same bytes
+    counter = TokenCounter("o200k_base")
+    before, after = read_jsonl(source), read_jsonl(out)
+    for b, a in zip(before, after):
+        assert_valid(b, a, counter, max_tokens=300)
+    assert stats["conversations"] == 2
+    assert stats["conversations_changed"] == 1
+    assert stats["tokens"]["before"] == sum(counter.messages(r["messages"]) for r in before)
+    assert stats["tokens"]["after"] == sum(counter.messages(r["messages"]) for r in after)
+    assert stats["messages"] == {
+        "before": 3 * 2 + 2 + 40 * 2 + 2,
+        "after": len(after[0]["messages"]) + len(after[1]["messages"]),
+    }
+    assert stats["stage_events"]["summary"]["summaries_written"] == 1
+    assert stats["by_role"]["summary"]["messages_after"] == 1
+    assert stats["over_budget"] == [] and stats["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        pytest.param("{not json", "invalid JSON", id="not-json"),
+        pytest.param("[1, 2]", "expected a JSON object, got an array", id="not-object"),
+        pytest.param('{"id": 1}', "no 'messages' list", id="no-messages"),
+        pytest.param('{"messages": [{"content": "hi"}]}', "message 0 has no 'role'", id="no-role"),
+        pytest.param(
+            '{"messages": ["hi"]}', "message 0 is a string, not an object", id="not-message"
+        ),
+        pytest.param(
+            '{"messages": [{"role": "bot", "content": "x"}]}',
+            "message 0 has unknown role 'bot'",
+            id="bad-role",
+        ),
+    ],
+)
+def test_a_bad_line_names_file_and_line_and_leaves_no_output(
+    tmp_path: Path, line: str, reason: str
+) -> None:
+    source = tmp_path / "bad.jsonl"
+    good = json.dumps(chat(2))
+    source.write_text(f"{good}\n{good}\n{line}\n{good}\n")
+    result = invoke("compress", str(source), "--max-tokens", "100")
+    assert result.exit_code == 1
+    assert f"Error: {source}:3: {reason}" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
+def test_on_error_keep_copies_bad_lines_and_lists_them(tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    source.write_text(f"{json.dumps(chat(2))}\n[1]\n{json.dumps(chat(30))}\n")
+    result = invoke("compress", str(source), "--max-tokens", "300", "--on-error", "keep")
+    assert result.exit_code == 0, result.output
+    assert f"warning: {source}:2: expected a JSON object" in result.output
+    lines = (tmp_path / "bad.compressed.jsonl").read_text().splitlines()
+    assert lines[1] == "[1]" and len(lines) == 3
+    stats = json.loads((tmp_path / "bad.compressed.stats.json").read_text())
+    assert stats["errors"] == [{"line": 2, "reason": "expected a JSON object, got an array"}]
+    assert stats["conversations"] == 2
+
+
+def test_bom_crlf_and_blank_lines_are_accepted(tmp_path: Path) -> None:
+    source = tmp_path / "win.jsonl"
+    body = "\r\n".join([json.dumps(chat(1)), "", json.dumps(chat(25)), ""])
+    source.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    result = invoke("compress", str(source), "--max-tokens", "300")
+    assert result.exit_code == 0, result.output
+    records = read_jsonl(tmp_path / "win.compressed.jsonl")
+    assert [r["id"] for r in records] == ["chat-1", "chat-25"]
+    stats = json.loads((tmp_path / "win.compressed.stats.json").read_text())
+    assert stats["over_budget"] == []
+
+
+def test_stdin_to_stdout_carries_only_data() -> None:
+    records = [chat(2), chat(30)]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    result = CliRunner().invoke(cli, ["compress", "-", "--max-tokens", "300", "-q"], input=text)
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in out] == ["chat-2", "chat-30"]
+    assert out[0] == records[0]
+
+
+def test_a_folder_input_skips_what_ctxcli_wrote(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    write_jsonl(tmp_path / "b.jsonl", [chat(1)])
+    assert invoke("compress", str(tmp_path)).exit_code == 0
+    result = invoke("compress", str(tmp_path), "--out-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "a.compressed.jsonl",
+        "a.compressed.stats.json",
+        "b.compressed.jsonl",
+        "b.compressed.stats.json",
+    ]
+
+
+def test_the_output_never_overwrites_the_input(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    before = source.read_bytes()
+    result = invoke("compress", str(source), "-o", str(source))
+    assert result.exit_code == 1
+    assert "would overwrite the input" in result.output
+    assert source.read_bytes() == before
+
+
+def test_one_output_path_takes_one_input(tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    result = invoke("compress", str(a), str(a), "-o", str(tmp_path / "x.jsonl"))
+    assert result.exit_code == 1
+    assert "use --out-dir for several" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--stages", "window,shrink"], "unknown stage 'shrink'; known stages: ", id="stage"
+        ),
+        pytest.param(["--priority-order", "assistant,bogus"], "unknown class 'bogus'", id="class"),
+        pytest.param(["--encoding", "nope_base"], "unknown encoding 'nope_base'", id="encoding"),
+    ],
+)
+def test_bad_settings_are_named(tmp_path: Path, args: list[str], message: str) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    result = invoke("compress", str(source), *args)
+    assert result.exit_code == 1
+    assert message in result.output
+
+
+def test_config_file_with_command_line_overrides(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    config = tmp_path / "ctxcli.yaml"
+    config.write_text(
+        "max_tokens: 400\nencoding: cl100k_base\nstages:\n  - window: {keep_last: 4}\n"
+    )
+    assert invoke("compress", str(source), "--config", str(config)).exit_code == 0
+    out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    assert len(out["messages"]) == 1 + 4  # the system message and the last 4
+    stats = json.loads((tmp_path / "a.compressed.stats.json").read_text())
+    assert (stats["encoding"], stats["max_tokens"], stats["stages"]) == (
+        "cl100k_base",
+        400,
+        ["window"],
+    )
+    result = invoke(
+        "compress", str(source), "--config", str(config), "--keep-last", "8", "--max-tokens", "5000"
+    )
+    assert result.exit_code == 0, result.output
+    out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    assert len(out["messages"]) == 1 + 8
+
+
+def test_config_errors_name_the_file(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    config = tmp_path / "bad.yaml"
+    config.write_text("stages: [window]\nwindow: {keep_lsat: 3}\n")
+    result = invoke("compress", str(source), "--config", str(config))
+    assert result.exit_code == 1
+    assert "stage 'window' has no option 'keep_lsat'; its options: keep_last" in result.output
+    config.write_text("budget: 3\n")
+    result = invoke("compress", str(source), "--config", str(config))
+    assert f"{config}: unknown setting 'budget'" in result.output
+
+
+def test_a_second_run_merges_into_the_one_summary(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    first = tmp_path / "first.jsonl"
+    assert invoke("compress", str(source), "-o", str(first), "--max-tokens", "600").exit_code == 0
+    record = read_jsonl(first)[0]
+    for i in range(10):  # the conversation goes on, then is compressed again
+        record["messages"] += [
+            {"role": "assistant", "content": f"Later answer {i}: " + "so " * 30},
+            {"role": "user", "content": f"Later question {i}, order ORD-{i}77?"},
+        ]
+    write_jsonl(tmp_path / "longer.jsonl", [record])
+    second = tmp_path / "second.jsonl"
+    result = invoke(
+        "compress", str(tmp_path / "longer.jsonl"), "-o", str(second), "--max-tokens", "600"
+    )
+    assert result.exit_code == 0, result.output
+    messages = read_jsonl(second)[0]["messages"]
+    summaries = [m for m in messages if str(m.get("content", "")).startswith(SUMMARY_MARKER)]
+    assert len(summaries) == 1
+    assert "Question 0" in summaries[0]["content"]  # carried over from the first summary
+    assert "ORD-077" in summaries[0]["content"]  # added by the second
+    folded = int(summaries[0]["content"].split("]")[1].split()[0])
+    assert folded > 60
+
+
+def test_check_fails_only_when_something_is_over_budget(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3)])
+    assert invoke("compress", str(source), "--check", "--max-tokens", "5000").exit_code == 0
+    result = invoke("compress", str(source), "--check", "--max-tokens", "10")
+    assert result.exit_code == 3
+    assert "over budget" in result.output
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxcli", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "compress" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["customer_service_zh.jsonl", "agent_run.jsonl"])
+def test_the_samples_compress_within_budget(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out.jsonl"
+    result = invoke("compress", str(SAMPLES / name), "-o", str(out), "--max-tokens", "800")
+    assert result.exit_code == 0, result.output
+    counter = TokenCounter("o200k_base")
+    for before, after in zip(read_jsonl(SAMPLES / name), read_jsonl(out)):
+        assert_valid(before, after, counter, max_tokens=800)

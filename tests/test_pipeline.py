@@ -1,0 +1,250 @@
+"""Stages and the pipeline: every combination keeps every invariant (property tests),
+and each stage does its own job (unit tests)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from helpers import assert_valid
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxcli.config import resolve
+from ctxcli.errors import ConfigError
+from ctxcli.invariants import pairing_problems, problems
+from ctxcli.model import SUMMARY_MARKER, make_conversation, units
+from ctxcli.pipeline import STAGES, Context, build_stage, run
+from ctxcli.tokens import TokenCounter
+
+COUNTER = TokenCounter("o200k_base")
+
+words = st.lists(
+    st.sampled_from(["order", "A-1234", "ok", "refund", "2024-05-01", "$30", "城市", "。"]),
+    max_size=40,
+).map(" ".join)
+
+
+@st.composite
+def conversations(draw: Any) -> list[dict[str, Any]]:
+    """Valid OpenAI conversations: system prompts, chat turns, parallel tool calls,
+    legacy function calls, names, null content, mid-conversation system messages."""
+    messages: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(words)})
+    call_number = itertools.count()
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools", "legacy", "system", "named"]))
+        if kind == "user":
+            messages.append({"role": "user", "content": draw(words)})
+        elif kind == "named":
+            messages.append({"role": "user", "name": "alice_b", "content": draw(words)})
+        elif kind == "assistant":
+            messages.append({"role": "assistant", "content": draw(words)})
+        elif kind == "system":
+            messages.append({"role": "developer", "content": draw(words)})
+        elif kind == "legacy":
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "f", "arguments": "{}"},
+                }
+            )
+            messages.append({"role": "function", "name": "f", "content": draw(words)})
+        else:
+            ids = [f"call_{next(call_number)}" for _ in range(draw(st.integers(1, 3)))]
+            calls = [
+                {
+                    "id": i,
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": draw(words)},
+                }
+                for i in ids
+            ]
+            message: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+            if draw(st.booleans()):
+                message["content"] = None
+            messages.append(message)
+            messages += [{"role": "tool", "tool_call_id": i, "content": draw(words)} for i in ids]
+    messages.append({"role": "user", "content": draw(words)})
+    if draw(st.booleans()):
+        messages.append({"role": "assistant", "content": draw(words)})
+    return messages
+
+
+stage_lists = st.lists(st.sampled_from(sorted(STAGES)), min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=conversations(),
+    stages=stage_lists,
+    budget=st.integers(10, 600),
+    keep_last=st.integers(0, 8),
+    role=st.sampled_from(["user", "system"]),
+)
+def test_every_stage_combination_keeps_the_invariants(
+    messages: list[dict[str, Any]], stages: list[str], budget: int, keep_last: int, role: str
+) -> None:
+    options = {
+        "window": {"keep_last": keep_last},
+        "summary": {"keep_last": keep_last, "role": role},
+    }
+    pipeline = [build_stage(name, options.get(name)) for name in stages]
+    conversation = make_conversation(messages, COUNTER)
+    result = run(conversation, pipeline, Context(budget, COUNTER))  # raises if a rule breaks
+    out = {"messages": [m.data for m in result.after.messages]}
+    assert_valid(
+        {"messages": messages}, out, COUNTER, max_tokens=budget, over_budget_ok=result.over_budget
+    )
+    if result.over_budget:
+        # Over budget only with what must be kept: no unit left that a dropping stage may drop.
+        droppable = [
+            g
+            for g in units(result.after.messages)
+            if not any(result.after.messages[i].is_system for i in g)
+        ]
+        assert "priority" not in stages or len(droppable) <= 2
+
+
+def convo(*pairs: tuple[str, str], system: str | None = "Be brief.") -> list[dict[str, Any]]:
+    messages = [{"role": "system", "content": system}] if system else []
+    return messages + [{"role": role, "content": text} for role, text in pairs]
+
+
+def compress(
+    messages: list[dict[str, Any]], stages: str, budget: int | None, **options: Any
+) -> list[dict[str, Any]]:
+    settings_ = resolve(stages=stages, stage_options=options, max_tokens=budget or 0)
+    result = run(
+        make_conversation(messages, COUNTER),
+        settings_.stages,
+        Context(settings_.max_tokens, COUNTER),
+    )
+    return [dict(m.data) for m in result.after.messages]
+
+
+def test_window_counts_messages_and_keeps_the_system_prompt() -> None:
+    messages = convo(
+        *[("user", f"q{i}") if i % 2 == 0 else ("assistant", f"a{i}") for i in range(9)]
+    )
+    out = compress(messages, "window", None, window={"keep_last": 3})
+    assert [m["content"] for m in out] == ["Be brief.", "q6", "a7", "q8"]
+
+
+def test_window_keeps_a_mid_conversation_system_message() -> None:
+    messages = convo(
+        ("user", "q0"),
+        ("assistant", "a0"),
+        ("system", "Now answer in French."),
+        ("assistant", "a1"),
+        ("user", "q1"),
+    )
+    out = compress(messages, "window", None, window={"keep_last": 2})
+    assert [m["content"] for m in out] == ["Be brief.", "Now answer in French.", "a1", "q1"]
+
+
+def test_priority_drops_assistant_before_user_oldest_first() -> None:
+    long = " ".join(["word"] * 40)
+    messages = convo(
+        ("user", "u1 " + long),
+        ("assistant", "a1 " + long),
+        ("user", "u2 " + long),
+        ("assistant", "a2 " + long),
+        ("user", "last"),
+    )
+    total = COUNTER.messages(messages)
+    out = compress(messages, "priority", total - 40)
+    assert [m["content"].split()[0] for m in out] == ["Be", "u1", "u2", "a2", "last"]
+    out = compress(messages, "priority", total - 100)
+    assert [m["content"].split()[0] for m in out] == ["Be", "u2", "last"]
+
+
+def test_priority_order_is_configurable() -> None:
+    long = " ".join(["word"] * 40)
+    messages = convo(("user", "u1 " + long), ("assistant", "a1 " + long), ("user", "last"))
+    out = compress(
+        messages,
+        "priority",
+        COUNTER.messages(messages) - 20,
+        priority={"order": ["user", "assistant"]},
+    )
+    assert [m["content"].split()[0] for m in out] == ["Be", "a1", "last"]
+
+
+def test_priority_never_drops_a_class_left_out_of_the_order() -> None:
+    long = " ".join(["word"] * 40)
+    messages = convo(("user", "u1 " + long), ("assistant", "a1 " + long), ("user", "last"))
+    out = compress(messages, "priority", 10, priority={"order": ["assistant"]})
+    assert [m["content"].split()[0] for m in out] == ["Be", "u1", "last"]
+
+
+def test_summary_goes_after_the_leading_system_messages() -> None:
+    messages = [{"role": "system", "content": "A."}, {"role": "developer", "content": "B."}]
+    messages += convo(
+        *[
+            ("user", f"q{i} " + "x " * 30) if i % 2 == 0 else ("assistant", f"a{i} " + "y " * 30)
+            for i in range(10)
+        ],
+        ("user", "end?"),
+        system=None,
+    )
+    out = compress(messages, "summary", 200, summary={"keep_last": 2, "role": "system"})
+    assert [m["role"] for m in out[:3]] == ["system", "developer", "system"]
+    assert out[2]["content"].startswith(SUMMARY_MARKER)
+    assert out[-1]["content"] == "end?"
+
+
+def test_summary_leaves_a_conversation_within_budget_alone() -> None:
+    messages = convo(("user", "hi"), ("assistant", "hello"), ("user", "bye"))
+    assert compress(messages, "summary", 1000) == messages
+
+
+def test_the_invariant_check_catches_broken_outputs() -> None:
+    messages = convo(("user", "q"), ("assistant", "a"), ("user", "last"))
+    messages.insert(
+        2,
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+    )
+    messages.insert(3, {"role": "tool", "tool_call_id": "c1", "content": "r"})
+    before = make_conversation(messages, COUNTER)
+    orphan = before.with_messages([before.messages[i] for i in (0, 1, 3, 4, 5)])
+    assert problems(before, orphan) == ["message 2: tool result 'c1' without its call"]
+    unanswered = before.with_messages([before.messages[i] for i in (0, 1, 2, 4, 5)])
+    assert problems(before, unanswered) == ["message 2: tool calls ['c1'] have no result"]
+    no_system = before.with_messages(before.messages[1:])
+    assert problems(before, no_system) == ["message 0 (system) was dropped but must be kept as is"]
+    no_last_user = before.with_messages(before.messages[:-1])
+    assert "message 5 (user) was dropped but must be kept as is" in problems(before, no_last_user)
+    swapped = before.with_messages([before.messages[i] for i in (0, 1, 2, 3, 5, 4)])
+    assert "message 4 is out of order" in problems(before, swapped)
+    assert problems(before, before, max_tokens=5) == [
+        f"{before.tokens} tokens exceed the budget of 5"
+    ]
+
+
+def test_pairing_problems_follow_legacy_function_calls_by_adjacency() -> None:
+    messages = [
+        {"role": "user", "content": "t?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+        {"role": "function", "name": "f", "content": "12:00"},
+        {"role": "function", "name": "f", "content": "again"},
+    ]
+    conversation = make_conversation(messages, COUNTER)
+    assert pairing_problems(conversation.messages) == [
+        "message 3: function result without a function_call"
+    ]
+
+
+def test_unknown_stage_lists_the_known_ones() -> None:
+    with pytest.raises(
+        ConfigError, match="unknown stage 'trim'; known stages: priority, summary, window"
+    ):
+        build_stage("trim")
