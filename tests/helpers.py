@@ -12,6 +12,8 @@ from typing import Any
 
 from ctxcli.invariants import problems
 from ctxcli.model import Conversation, Message
+from ctxcli.stages.placeholder import content_id
+from ctxcli.store import restore_record
 from ctxcli.tokens import TokenCounter
 
 
@@ -28,19 +30,34 @@ def to_conversation(
     counter: TokenCounter,
     originals: list[dict[str, Any]] | None = None,
 ) -> Conversation:
-    """Wrap dicts; with ``originals``, give each message its input position by value."""
+    """Wrap dicts; with ``originals``, give each message its input position by value
+    (a message whose placeholders restore to an original is that original, changed)."""
     wrapped = []
     cursor = 0
     for data in messages:
         index = None
+        changed = True
         if originals is not None:
             for j in range(cursor, len(originals)):
                 if originals[j] == data:
-                    index, cursor = j, j + 1
+                    index, cursor, changed = j, j + 1, False
                     data = originals[j]
                     break
-        wrapped.append(Message(data, counter.message(data), index, index is None))
+                if _placeholder_of(originals[j], data):
+                    index, cursor = j, j + 1
+                    break
+        wrapped.append(Message(data, counter.message(data), index, changed))
     return Conversation(tuple(wrapped))
+
+
+def _placeholder_of(original: dict[str, Any], data: dict[str, Any]) -> bool:
+    """True when ``data`` is ``original`` with some parts replaced by placeholders."""
+    parts = [original.get("content")]
+    for call in original.get("tool_calls") or []:
+        parts.append((call.get("function") or {}).get("arguments"))
+    store = {content_id(p): p for p in parts if p is not None}
+    restored, ids, _ = restore_record({"messages": [data]}, store)
+    return bool(ids) and restored["messages"][0] == original
 
 
 def assert_valid(
