@@ -10,10 +10,18 @@ The command line is a thin skin over this API::
 
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.config import Settings, resolve
-from ctxcli.errors import ConfigError, CtxcliError, InputError, InvariantError, SummaryError
+from ctxcli.errors import (
+    ConfigError,
+    CtxcliError,
+    InputError,
+    InvariantError,
+    StoreError,
+    SummaryError,
+)
 from ctxcli.invariants import problems
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, run
+from ctxcli.store import restore_file
 from ctxcli.tokens import TokenCounter
 
 __all__ = [
@@ -29,9 +37,11 @@ __all__ = [
     "Message",
     "Result",
     "Settings",
+    "StoreError",
     "SummaryError",
     "TokenCounter",
     "problems",
     "resolve",
+    "restore_file",
     "run",
 ]

@@ -53,12 +53,27 @@ def budget_options(func: F) -> F:
 @click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), help="YAML settings file."
 )
-@click.option("--stages", help="Stages in order, comma-separated (default summary,priority).")
+@click.option(
+    "--stages", help="Stages in order, comma-separated (default placeholder,summary,priority)."
+)
 @budget_options
 @click.option("--keep-last", type=click.IntRange(min=0), help="Messages window and summary keep.")
 @click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
 @click.option("--summary-max-tokens", type=click.IntRange(min=1), help="Bound on a summary.")
 @click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
+@click.option(
+    "--placeholder-threshold",
+    type=click.IntRange(min=0),
+    help="Replace tool results over this many tokens with placeholders (default 500).",
+)
+@click.option(
+    "--placeholder-keep-recent",
+    type=click.IntRange(min=0),
+    help="The last N tool results stay whole (default 3).",
+)
+@click.option(
+    "--store", "store_path", help="Store of placeholder originals (default <output>.store.jsonl)."
+)
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "keep"]),
@@ -80,6 +95,9 @@ def compress(
     summary_role: str | None,
     summary_max_tokens: int | None,
     priority_order: str | None,
+    placeholder_threshold: int | None,
+    placeholder_keep_recent: int | None,
+    store_path: str | None,
     on_error: str | None,
     check: bool,
     quiet: bool,
@@ -88,16 +106,29 @@ def compress(
 
     Each INPUT is a JSONL file (one conversation per line), a folder of them, or - for
     stdin. Writes <name>.compressed.jsonl and <name>.compressed.stats.json beside each
-    input, and a summary table on stderr.
+    input, and a summary table on stderr. With the placeholder stage (on by default),
+    large tool results become placeholders whose originals go to
+    <name>.compressed.store.jsonl; ctxcli restore puts them back.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
     from ctxcli import config
-    from ctxcli.compress import Compressor, default_output, default_stats, expand_inputs
+    from ctxcli.compress import (
+        Compressor,
+        default_output,
+        default_stats,
+        default_store,
+        expand_inputs,
+    )
 
     try:
         file_settings = config.load_file(config_path) if config_path else None
-        stage_options: dict[str, dict[str, Any]] = {"window": {}, "summary": {}, "priority": {}}
+        stage_options: dict[str, dict[str, Any]] = {
+            "window": {},
+            "summary": {},
+            "priority": {},
+            "placeholder": {},
+        }
         if keep_last is not None:
             stage_options["window"]["keep_last"] = keep_last
             stage_options["summary"]["keep_last"] = keep_last
@@ -107,6 +138,10 @@ def compress(
             stage_options["summary"]["max_tokens"] = summary_max_tokens
         if priority_order:
             stage_options["priority"]["order"] = [p.strip() for p in priority_order.split(",")]
+        if placeholder_threshold is not None:
+            stage_options["placeholder"]["threshold"] = placeholder_threshold
+        if placeholder_keep_recent is not None:
+            stage_options["placeholder"]["keep_recent"] = placeholder_keep_recent
         settings = config.resolve(
             file_settings,
             stages=stages,
@@ -117,8 +152,9 @@ def compress(
             on_error=on_error,
         )
         paths = expand_inputs(inputs)
-        if len(paths) > 1 and (output or stats_path):
-            raise ConfigError("-o and --stats take one input; use --out-dir for several")
+        if len(paths) > 1 and (output or stats_path or store_path):
+            raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+        restorable = "placeholder" in settings.stage_names
         compressor = Compressor(
             settings, warn=lambda text: click.echo(f"warning: {text}", err=True)
         )
@@ -129,7 +165,12 @@ def compress(
                 "-" if path == "-" and not out_dir else default_output(path, out_dir)
             )
             stats_file = stats_path or (None if target == "-" else default_stats(target))
-            results.append(compressor.file(path, target, stats_path=stats_file, progress=progress))
+            store = store_path or (default_store(target, path) if restorable else None)
+            results.append(
+                compressor.file(
+                    path, target, stats_path=stats_file, store_path=store, progress=progress
+                )
+            )
     except CtxcliError as exc:
         raise click.ClickException(str(exc)) from None
     if not quiet:
@@ -157,9 +198,46 @@ def _table(results: list[Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     for s in results:
+        placeholders = s.stage_events.get("placeholder", {})
+        if placeholders.get("placeholders_written"):
+            lines.append(
+                f"{s.input}: {placeholders['placeholders_written']:,} placeholders saved "
+                f"{placeholders.get('tokens_saved', 0):,} tokens"
+            )
         if s.output != "-":
             lines.append(f"wrote {s.output}")
+        if s.store:
+            lines.append(
+                f"wrote {s.store} ({s.store_entries:,} originals, {s.store_bytes:,} bytes)"
+            )
     return "\n".join(lines)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("compressed")
+@click.option("--store", "store_path", required=True, help="The store compress wrote.")
+@click.option(
+    "-o", "--output", default="-", show_default=True, help="Output file, or - for stdout."
+)
+def restore(compressed: str, store_path: str, output: str) -> None:
+    """Put the originals back in place of the placeholders in a compressed file.
+
+    Lines without placeholders are written back as they are. Placeholders the store
+    cannot resolve are an error naming them (exit 1), and nothing is written.
+
+    Example: ctxcli restore logs.compressed.jsonl --store logs.compressed.store.jsonl -o logs.jsonl
+    """
+    from ctxcli.store import restore_file
+
+    try:
+        stats = restore_file(compressed, output, store_path)
+    except CtxcliError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"restored {stats.placeholders:,} placeholders ({stats.chars:,} characters) in "
+        f"{stats.changed:,} of {stats.records:,} records from {store_path}",
+        err=True,
+    )
 
 
 def _add_skills() -> None:

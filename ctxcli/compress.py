@@ -7,6 +7,7 @@ that were read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import Counter
@@ -21,6 +22,7 @@ from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import openai as openai_format
 from ctxcli.model import Conversation
 from ctxcli.pipeline import Context, Result, run
+from ctxcli.store import StoreWriter
 from ctxcli.tokens import TokenCounter, encoding_name_for
 
 #: Files a directory input never includes: what ctxcli itself wrote there.
@@ -51,6 +53,9 @@ class FileStats:
     errors: list[dict[str, Any]] = field(default_factory=list)
     warnings: int = 0
     elapsed_seconds: float = 0.0
+    store: str | None = None
+    store_entries: int = 0
+    store_bytes: int = 0
 
     def add(self, result: Result) -> None:
         """Count one compressed conversation."""
@@ -96,6 +101,7 @@ class FileStats:
             "errors": self.errors,
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "store": {"path": self.store, "entries": self.store_entries, "bytes": self.store_bytes},
         }
 
 
@@ -134,6 +140,17 @@ def default_stats(output_path: str) -> str:
     return str(path.with_name(f"{stem}.stats.json"))
 
 
+def default_store(output_path: str, input_path: str = "-") -> str | None:
+    """``<output stem>.store.jsonl`` beside the output; with output to stdout,
+    ``<input stem>.store.jsonl`` beside the input; ``None`` for stdin to stdout."""
+    base = output_path if output_path != "-" else input_path
+    if base == "-":
+        return None
+    path = Path(base)
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return str(path.with_name(f"{stem}.store.jsonl"))
+
+
 class Compressor:
     """Runs one :class:`Settings` over files; holds the token counter for the run.
 
@@ -166,9 +183,17 @@ class Compressor:
         return result
 
     def records(
-        self, lines: Iterable[tuple[int, bytes]], path: str, stats: FileStats
+        self,
+        lines: Iterable[tuple[int, bytes]],
+        path: str,
+        stats: FileStats,
+        store: StoreWriter | None = None,
     ) -> Iterator[bytes]:
-        """Output lines (without line ends) for ``(line_number, raw)`` input lines."""
+        """Output lines (without line ends) for ``(line_number, raw)`` input lines;
+        originals replaced by placeholders go to ``store``.
+
+        Raises :class:`ConfigError` when a placeholder is written and ``store`` is None.
+        """
         for line, raw in lines:
             try:
                 record = jsonio.loads(raw, path, line)
@@ -181,6 +206,13 @@ class Compressor:
                 yield raw
                 continue
             stats.add(result)
+            if result.stored:
+                if store is None:
+                    raise ConfigError(
+                        f"{path}:{line}: placeholders need a store to restore from; "
+                        "give --store PATH"
+                    )
+                store.add(result.stored)
             if result.over_budget:
                 self.warn(
                     f"{path}:{line}: conversation {result.after.label} is over budget: "
@@ -198,16 +230,23 @@ class Compressor:
         output_path: str,
         *,
         stats_path: str | None = None,
+        store_path: str | None = None,
         progress: bool = False,
     ) -> FileStats:
-        """Compress ``input_path`` into ``output_path`` (``-``: stdout) atomically and
-        write the stats JSON to ``stats_path`` (if given).
+        """Compress ``input_path`` into ``output_path`` (``-``: stdout) and the originals
+        of placeholders into ``store_path`` (see :mod:`ctxcli.store`), both atomically:
+        the two are moved into place only when the whole run succeeded (the store
+        first). Writes the stats JSON to ``stats_path`` (if given).
 
         Raises :class:`InputError` for a bad line (no output is left behind) and
-        :class:`ConfigError` when the output would overwrite the input.
+        :class:`ConfigError` when the output or store would overwrite the input, or a
+        placeholder is written with no ``store_path``.
         """
-        if input_path != "-" and output_path != "-" and _same_file(input_path, output_path):
-            raise ConfigError(f"{output_path}: the output would overwrite the input")
+        for target in (output_path, store_path):
+            if target and target != "-" and input_path != "-" and _same_file(input_path, target):
+                raise ConfigError(f"{target}: the output would overwrite the input")
+        if store_path and output_path != "-" and _same_file(output_path, store_path):
+            raise ConfigError(f"{store_path}: the store would overwrite the output")
         started = time.perf_counter()
         stats = FileStats(
             input=input_path,
@@ -215,13 +254,21 @@ class Compressor:
             encoding=self.encoding,
             max_tokens=self.settings.max_tokens,
             stages=self.settings.stage_names,
+            store=store_path,
         )
         warned = self.warned
         lines = jsonio.iter_lines(input_path)
         bar = _progress(input_path) if progress else None
-        with jsonio.AtomicWriter(output_path) as writer:
-            for out in self.records(_tracked(lines, bar), input_path, stats):
+        with contextlib.ExitStack() as stack:
+            writer = stack.enter_context(jsonio.AtomicWriter(output_path))
+            store = stack.enter_context(StoreWriter(store_path)) if store_path else None
+            for out in self.records(_tracked(lines, bar), input_path, stats, store):
                 writer.write(out + b"\n")
+            if store is not None:
+                store.commit()
+                stats.store_entries, stats.store_bytes = store.entries, store.bytes
+                if not store.entries:
+                    stats.store = None
             writer.commit()
         if bar is not None:
             bar.close()

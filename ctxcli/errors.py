@@ -36,3 +36,7 @@ class SummaryError(CtxcliError):
 
 class InvariantError(CtxcliError):
     """Compressed output would break a transcript rule (a bug: never written)."""
+
+
+class StoreError(CtxcliError):
+    """A placeholder store is unreadable, inconsistent, or lacks a needed original."""

@@ -30,12 +30,18 @@ if TYPE_CHECKING:
 @dataclass
 class Context:
     """What every stage shares for a run: the budget (tokens per conversation, ``None``
-    for no budget), the token counter and the summarizer."""
+    for no budget), the token counter and the summarizer.
+
+    ``stored`` is the current conversation's side channel of originals (``{id:
+    content}``) that a stage replaced restorably; :func:`run` moves it onto the
+    :class:`Result`, so nothing outlives one conversation here.
+    """
 
     max_tokens: int | None
     counter: TokenCounter
     summarizer: Summarizer | None = None
     warnings: list[str] = field(default_factory=list)
+    stored: dict[str, Any] = field(default_factory=dict)
 
     def over(self, conversation: Conversation) -> bool:
         """True when ``conversation`` does not fit the budget."""
@@ -53,17 +59,18 @@ class Stage(Protocol):
 
 
 def _registry() -> dict[str, type[Any]]:
+    from ctxcli.stages.placeholder import Placeholder
     from ctxcli.stages.priority import Priority
     from ctxcli.stages.summary import Summary
     from ctxcli.stages.window import Window
 
-    return {cls.name: cls for cls in (Window, Summary, Priority)}
+    return {cls.name: cls for cls in (Window, Placeholder, Summary, Priority)}
 
 
 #: Stage name -> options dataclass. The single place a stage is registered.
 STAGES: dict[str, type[Any]] = _registry()
 
-DEFAULT_STAGES = ("summary", "priority")
+DEFAULT_STAGES = ("placeholder", "summary", "priority")
 
 
 def build_stage(name: str, options: Mapping[str, Any] | None = None) -> Stage:
@@ -95,13 +102,16 @@ class Result:
     """One conversation after the pipeline: the output, the input, and what happened.
 
     ``events`` maps stage name to its counters; ``over_budget`` is true when the output
-    still exceeds the budget (it then holds only what must be kept).
+    still exceeds the budget (it then holds only what must be kept); ``stored`` maps the
+    id of each original a stage replaced restorably to that original (the store's
+    content for this conversation).
     """
 
     before: Conversation
     after: Conversation
     events: dict[str, Counter[str]]
     over_budget: bool
+    stored: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -116,9 +126,11 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     """
     current = conversation
     events: dict[str, Counter[str]] = {}
+    context.stored.clear()
     for stage in stages:
         current, done = stage.apply(current, context)
         events.setdefault(stage.name, Counter()).update(done)
     over = context.over(current)
     check(conversation, current, max_tokens=None if over else context.max_tokens)
-    return Result(conversation, current, events, over)
+    stored, context.stored = context.stored, {}
+    return Result(conversation, current, events, over, stored)

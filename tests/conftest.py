@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# ../shared beside the checkout; a git worktree one level deeper finds it one more up.
+_UP = Path(__file__).resolve().parents
+SHARED = next(
+    (p / "shared" for p in (_UP[2], _UP[3]) if (p / "shared").is_dir()), _UP[2] / "shared"
+)
 CASES = SHARED / "cases"
 DATA = SHARED / "data"
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from ctxcli.invariants import problems
 from ctxcli.model import Conversation, Message
+from ctxcli.stages.placeholder import content_id
+from ctxcli.store import restore_record
 from ctxcli.tokens import TokenCounter
 
 
@@ -28,25 +30,43 @@ def to_conversation(
     counter: TokenCounter,
     originals: list[dict[str, Any]] | None = None,
 ) -> Conversation:
-    """Wrap dicts; with ``originals``, give each message its input position by value.
+    """Wrap dicts; with ``originals``, give each message its input position by value
+    (a message whose placeholders restore to an original is that original, changed).
 
     Matching runs from the end, as compression keeps the end: of two equal messages
     the later one is taken as the one kept.
     """
-    positions: list[int | None] = [None] * len(messages)
+    positions: list[tuple[int, bool] | None] = [None] * len(messages)
     if originals is not None:
         cursor = len(originals)
         for k in range(len(messages) - 1, -1, -1):
             for j in range(cursor - 1, -1, -1):
                 if originals[j] == messages[k]:
-                    positions[k], cursor = j, j
+                    positions[k], cursor = (j, False), j
+                    break
+                if _placeholder_of(originals[j], messages[k]):
+                    positions[k], cursor = (j, True), j
                     break
     wrapped = []
-    for data, index in zip(messages, positions):
-        if index is not None and originals is not None:
+    for data, found in zip(messages, positions):
+        if found is None:
+            wrapped.append(Message(data, counter.message(data), None, True))
+            continue
+        index, changed = found
+        if not changed and originals is not None:
             data = originals[index]
-        wrapped.append(Message(data, counter.message(data), index, index is None))
+        wrapped.append(Message(data, counter.message(data), index, changed))
     return Conversation(tuple(wrapped))
+
+
+def _placeholder_of(original: dict[str, Any], data: dict[str, Any]) -> bool:
+    """True when ``data`` is ``original`` with some parts replaced by placeholders."""
+    parts = [original.get("content")]
+    for call in original.get("tool_calls") or []:
+        parts.append((call.get("function") or {}).get("arguments"))
+    store = {content_id(p): p for p in parts if p is not None}
+    restored, ids, _ = restore_record({"messages": [data]}, store)
+    return bool(ids) and restored["messages"][0] == original
 
 
 def assert_valid(

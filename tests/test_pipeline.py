@@ -245,6 +245,7 @@ def test_pairing_problems_follow_legacy_function_calls_by_adjacency() -> None:
 
 def test_unknown_stage_lists_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match="unknown stage 'trim'; known stages: priority, summary, window"
+        ConfigError,
+        match="unknown stage 'trim'; known stages: placeholder, priority, summary, window",
     ):
         build_stage("trim")

@@ -1,0 +1,398 @@
+"""The ``placeholder`` stage: replace large tool results with restorable placeholders.
+
+A tool result (a ``tool`` or legacy ``function`` message) whose content is over the
+threshold (tokens) has its ``content`` replaced by a placeholder text; every other key
+of the message (``role``, ``tool_call_id``, ``name``, unknown keys) stays as it was.
+The original content goes into :attr:`ctxcli.pipeline.Context.stored` (``{id:
+original}``), which the pipeline hands on as :attr:`ctxcli.pipeline.Result.stored` and
+the file driver writes to the store (see :mod:`ctxcli.store`); ``ctxcli restore`` puts
+it back.
+
+The placeholder format (one line of header, then the preview)::
+
+    [ctxcli placeholder id=3f2a9c0d1e4b5a67 tool="read_log" tokens=812 chars=2819 head=100 tail=50]
+    <head: the first `head` characters of the preview text>
+    [... 2669 characters omitted ...]
+    <tail: the last `tail` characters of the preview text>
+
+:data:`PLACEHOLDER_RE` parses it (``fullmatch`` on the whole content):
+
+- ``id``: the first :data:`ID_HEX` hex digits of a SHA-256 (:func:`content_id`). For
+  string content the hash is of its UTF-8 bytes; for any other content (a list of
+  parts) of its canonical JSON (sorted keys, ``,`` and ``:`` separators, non-ASCII as
+  UTF-8). A lone surrogate (JSON allows ``"\\ud83d"`` alone) is hashed as its 3-byte
+  ``surrogatepass`` form, so such a string still has one well-defined id.
+- ``tool``: the tool's name as a JSON string (``""`` when neither the message's
+  ``name`` nor the matching call names it).
+- ``tokens``: the original content's tokens (:meth:`TokenCounter.content`); ``chars``:
+  its characters (code points) for a string, of its canonical JSON otherwise.
+- ``head`` / ``tail``: the lengths in characters of the two preview pieces, so
+  ``preview[:head]`` and ``preview[-tail:]`` (when ``tail`` > 0) give them exactly.
+  The preview text is the string content itself, or for a list of parts their texts
+  joined by newlines (an image part as ``[image]``).
+
+Previews are cut on character boundaries: Python strings are sequences of code points,
+so no cut lands inside a multi-byte UTF-8 sequence; a cut is also moved off a surrogate
+pair, off a combining mark, variation selector, emoji modifier or zero-width joiner
+(so ``👍🏽`` stays whole), and out of a ``data:`` URL (the preview then ends before it,
+or starts after it). A lone surrogate in a preview is replaced with U+FFFD: a preview
+is for reading, and some APIs reject lone surrogates. The original, lone surrogate
+included, is stored and restored exactly (written as the same ``\\udXXX`` escape).
+
+Results that report an error (:func:`reports_error`) stay whole when ``keep_errors``:
+the model learns from its mistakes. With ``clear_inputs``, long tool-call arguments are
+replaced too; as arguments are JSON text by the API's definition, the replacement is
+the JSON object ``{"ctxcli_placeholder": "<placeholder text>"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ctxcli.model import Conversation, Message
+
+if TYPE_CHECKING:
+    from ctxcli.pipeline import Context
+    from ctxcli.tokens import TokenCounter
+
+#: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
+#: before about 4e9 distinct contents (birthday bound).
+ID_HEX = 16
+#: The key of the JSON object that replaces long tool-call arguments.
+ARGUMENTS_KEY = "ctxcli_placeholder"
+
+PLACEHOLDER_RE = re.compile(
+    r"\[ctxcli placeholder id=(?P<id>[0-9a-f]{12,64})"
+    r' tool=(?P<tool>"(?:[^"\\\n]|\\.)*")'
+    r" tokens=(?P<tokens>\d+) chars=(?P<chars>\d+) head=(?P<head>\d+) tail=(?P<tail>\d+)\]"
+    r"\n(?P<preview>.*)",
+    re.DOTALL,
+)
+_DATA_URL = re.compile(r"data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-]*)?)*,[\w+/=%.~-]*")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_ERROR_TEXT = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|\A\s*(?:error|exception|fatal)\b"
+    r"|\b(?:exit(?:ed)?(?: with)?(?: code| status)|return ?code|returncode|exit_code)"
+    r"[\"']?\s*[:=]?\s*(?:[1-9]\d*|-\d+)\b",
+    re.IGNORECASE,
+)
+TOOL_ROLES = frozenset({"tool", "function"})
+
+
+def content_id(content: Any) -> str:
+    """The id of a content value: hex SHA-256 (first :data:`ID_HEX` digits) of a
+    string's UTF-8 bytes, or of any other value's canonical JSON (see module doc)."""
+    return hashlib.sha256(_content_bytes(content)).hexdigest()[:ID_HEX]
+
+
+def _content_bytes(content: Any) -> bytes:
+    text = content if isinstance(content, str) else canonical_json(content)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as JSON text with sorted keys, no spaces and non-ASCII kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse(text: Any) -> re.Match[str] | None:
+    """The :data:`PLACEHOLDER_RE` match when ``text`` is a whole placeholder, else None."""
+    return PLACEHOLDER_RE.fullmatch(text) if isinstance(text, str) else None
+
+
+def parse_arguments(arguments: Any) -> re.Match[str] | None:
+    """The placeholder match inside replaced tool-call ``arguments``, else None."""
+    if not isinstance(arguments, str) or ARGUMENTS_KEY not in arguments:
+        return None
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and list(value) == [ARGUMENTS_KEY]:
+        return parse(value[ARGUMENTS_KEY])
+    return None
+
+
+def reports_error(message: Mapping[str, Any]) -> bool:
+    """True when a tool result reports an error: an ``error`` / ``is_error`` key on
+    the message, content that is a JSON object with a non-empty ``error`` field, or
+    text with a Python traceback, a leading ``Error:``, or a non-zero exit status
+    (``exit code 2``, ``returncode: 1``)."""
+    if message.get("is_error") is True or message.get("error"):
+        return True
+    text = preview_text(message.get("content"))
+    if _ERROR_TEXT.search(text):
+        return True
+    stripped = text.lstrip()
+    if stripped.startswith("{") and '"error"' in stripped:
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and bool(value.get("error"))
+    return False
+
+
+def preview_text(content: Any) -> str:
+    """The text a preview is cut from: a string as is; a list of parts as their texts
+    joined by newlines (images as ``[image]``); anything else as its JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return canonical_json(content)
+    pieces = []
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part)
+        elif isinstance(part, Mapping) and str(part.get("type", "")).startswith(
+            ("image", "input_image")
+        ):
+            pieces.append("[image]")
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif isinstance(part, Mapping) and isinstance(part.get("value"), str):
+            pieces.append(part["value"])
+        else:
+            pieces.append(canonical_json(part))
+    return "\n".join(pieces)
+
+
+def _joins(text: str, at: int) -> bool:
+    """True when a cut before ``text[at]`` would split a character as people see it."""
+    if at <= 0 or at >= len(text):
+        return False
+    before, after = text[at - 1], text[at]
+    if "\ud800" <= before <= "\udbff" and "\udc00" <= after <= "\udfff":
+        return True
+    if before == "\u200d" or after == "\u200d":
+        return True
+    code = ord(after)
+    return (
+        unicodedata.combining(after) != 0
+        or 0xFE00 <= code <= 0xFE0F  # variation selectors
+        or 0x1F3FB <= code <= 0x1F3FF  # emoji skin-tone modifiers
+        or 0xE0020 <= code <= 0xE007F  # emoji tag sequences
+    )
+
+
+def cut_preview(text: str, head: int, tail: int) -> tuple[str, str]:
+    """The first ``head`` and last ``tail`` characters of ``text`` (fewer where a cut
+    would split a character or a ``data:`` URL), never overlapping."""
+    n = len(text)
+    end = min(head, n)
+    start = max(n - tail, end) if tail > 0 else n
+    for match in _DATA_URL.finditer(text):
+        if match.start() < end < match.end():
+            end = match.start()
+        if match.start() < start < match.end():
+            start = match.end()
+    while _joins(text, end):
+        end -= 1
+    while _joins(text, start):
+        start += 1
+    return text[:end], text[start:]
+
+
+def _clean(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def render(content: Any, *, tool: str, tokens: int, head: int, tail: int) -> str:
+    """The placeholder text for ``content`` (format in the module docstring)."""
+    source = preview_text(content)
+    first, last = cut_preview(source, head, tail)
+    first, last = _clean(first), _clean(last)
+    chars = len(content) if isinstance(content, str) else len(canonical_json(content))
+    omitted = len(source) - len(first) - len(last)
+    name = json.dumps(_clean(tool), ensure_ascii=False)
+    lines = [
+        f"[ctxcli placeholder id={content_id(content)} tool={name} tokens={tokens}"
+        f" chars={chars} head={len(first)} tail={len(last)}]",
+        first,
+        f"[... {omitted} characters omitted ...]",
+    ]
+    if last:
+        lines.append(last)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """Replace tool results over ``threshold`` tokens of content with placeholders.
+
+    ``keep_recent``: the last N tool results stay whole. ``exclude_tools``: tools whose
+    results are never replaced. ``tool_thresholds``: ``{tool name: tokens}`` overriding
+    ``threshold`` per tool. ``keep_errors``: results that report an error stay whole
+    (:func:`reports_error`). ``clear_inputs``: also replace tool-call arguments over the
+    threshold (not those of calls whose results ``keep_recent`` keeps). ``head_chars`` /
+    ``tail_chars``: preview lengths in characters. Runs whatever the budget: a result
+    is replaced only when its placeholder is smaller. The originals go to
+    ``context.stored``.
+    """
+
+    name: ClassVar[str] = "placeholder"
+    threshold: int = 500
+    keep_recent: int = 3
+    exclude_tools: tuple[str, ...] = ()
+    tool_thresholds: Mapping[str, int] = field(default_factory=dict)
+    keep_errors: bool = True
+    clear_inputs: bool = False
+    head_chars: int = 100
+    tail_chars: int = 50
+
+    def __post_init__(self) -> None:
+        exclude = self.exclude_tools
+        exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
+        object.__setattr__(self, "exclude_tools", exclude)
+        if not isinstance(self.tool_thresholds, Mapping):
+            raise ValueError("tool_thresholds must map tool names to tokens")
+        object.__setattr__(self, "tool_thresholds", dict(self.tool_thresholds))
+        numbers = {
+            "threshold": self.threshold,
+            "keep_recent": self.keep_recent,
+            "head_chars": self.head_chars,
+            "tail_chars": self.tail_chars,
+            **{f"tool_thresholds[{k!r}]": v for k, v in self.tool_thresholds.items()},
+        }
+        for key, value in numbers.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{key} must be a whole number, 0 or more, not {value!r}")
+
+    def limit(self, tool: str) -> int:
+        """The threshold (tokens of content) for ``tool``'s results and arguments."""
+        return self.tool_thresholds.get(tool, self.threshold)
+
+    def apply(
+        self, conversation: Conversation, context: Context
+    ) -> tuple[Conversation, Mapping[str, int]]:
+        messages = list(conversation.messages)
+        counter = context.counter
+        names = _call_names(messages)
+        results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
+        recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
+        recent_ids = {str(messages[i].data.get("tool_call_id")) for i in recent}
+        events: dict[str, int] = {}
+        for i in results:
+            message = messages[i]
+            tool = _tool_name(message, names.get(i))
+            if i in recent or tool in self.exclude_tools:
+                continue
+            content = message.data.get("content")
+            if content is None or parse(content):
+                continue
+            tokens = counter.content(content)
+            if tokens <= self.limit(tool):
+                continue
+            if self.keep_errors and reports_error(message.data):
+                events["errors_kept"] = events.get("errors_kept", 0) + 1
+                continue
+            text = self._text(content, tool, tokens)
+            new = message.replace({**message.data, "content": text}, counter)
+            if new.tokens >= message.tokens:
+                continue
+            context.stored[content_id(content)] = content
+            messages[i] = new
+            _count(events, message, new)
+        if self.clear_inputs:
+            for i, message in enumerate(messages):
+                if message.role == "assistant":
+                    messages[i] = self._clear_calls(message, recent_ids, context, events)
+        if not events.get("placeholders_written"):
+            return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
+        return conversation.with_messages(messages), events
+
+    def _text(self, content: Any, tool: str, tokens: int) -> str:
+        return render(content, tool=tool, tokens=tokens, head=self.head_chars, tail=self.tail_chars)
+
+    def _clear_calls(
+        self, message: Message, keep_ids: set[str], context: Context, events: dict[str, int]
+    ) -> Message:
+        data = dict(message.data)
+        touched = 0
+        calls = data.get("tool_calls")
+        if isinstance(calls, list):
+            new_calls = []
+            for call in calls:
+                new_call = call
+                if isinstance(call, Mapping) and str(call.get("id")) not in keep_ids:
+                    function = call.get("function")
+                    new_function = self._clear_function(function, context.counter, context)
+                    if new_function is not function:
+                        new_call = {**call, "function": new_function}
+                        touched += 1
+                new_calls.append(new_call)
+            data["tool_calls"] = new_calls
+        function_call = data.get("function_call")
+        if isinstance(function_call, Mapping):
+            new_function = self._clear_function(function_call, context.counter, context)
+            if new_function is not function_call:
+                data["function_call"] = new_function
+                touched += 1
+        if not touched:
+            return message
+        new = message.replace(data, context.counter)
+        _count(events, message, new, count=touched, key="inputs_cleared")
+        return new
+
+    def _clear_function(self, function: Any, counter: TokenCounter, context: Context) -> Any:
+        if not isinstance(function, Mapping):
+            return function
+        tool = str(function.get("name") or "")
+        arguments = function.get("arguments")
+        if tool in self.exclude_tools or not isinstance(arguments, str):
+            return function
+        if parse_arguments(arguments):
+            return function
+        tokens = counter.text(arguments)
+        if tokens <= self.limit(tool):
+            return function
+        text = self._text(arguments, tool, tokens)
+        replaced = json.dumps({ARGUMENTS_KEY: text}, ensure_ascii=False)
+        if counter.text(replaced) >= tokens:
+            return function
+        context.stored[content_id(arguments)] = arguments
+        return {**function, "arguments": replaced}
+
+
+def _count(
+    events: dict[str, int], old: Message, new: Message, *, count: int = 1, key: str = ""
+) -> None:
+    events["placeholders_written"] = events.get("placeholders_written", 0) + count
+    events["tokens_saved"] = events.get("tokens_saved", 0) + old.tokens - new.tokens
+    if key:
+        events[key] = events.get(key, 0) + count
+
+
+def _call_names(messages: list[Message]) -> dict[int, str]:
+    """Position of each tool result -> the function name its call gave."""
+    by_id: dict[str, str] = {}
+    last_function = ""
+    out: dict[int, str] = {}
+    for i, message in enumerate(messages):
+        calls = message.data.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                    by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
+        function_call = message.data.get("function_call")
+        if isinstance(function_call, Mapping):
+            last_function = str(function_call.get("name") or "")
+        if message.role == "tool":
+            out[i] = by_id.get(str(message.data.get("tool_call_id")), "")
+        elif message.role == "function":
+            out[i] = last_function
+    return out
+
+
+def _tool_name(message: Message, from_call: str | None) -> str:
+    name = message.data.get("name")
+    return name if isinstance(name, str) and name else from_call or ""

@@ -1,0 +1,164 @@
+"""``ctxcli restore``, and the store ``compress`` writes beside its output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from helpers import read_jsonl
+
+from ctxcli.cli import cli
+from ctxcli.stages.placeholder import content_id
+
+BIG = "a long line of tool output\n" * 60
+
+
+def record(record_id: str, result: str) -> dict[str, Any]:
+    return {
+        "id": record_id,
+        "messages": [
+            {"role": "user", "content": "Go."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a", "name": "cat", "content": result},
+            {"role": "assistant", "content": "Done."},
+        ],
+    }
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "in.jsonl"
+    lines = [
+        json.dumps(record("big", BIG)),
+        json.dumps(record("small", "ok"), indent=None, separators=(", ", ": ")),
+        json.dumps(record("same", BIG)),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def compress(path: Path, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli,
+        ["compress", str(path), "--stages", "placeholder", "--placeholder-keep-recent", "0", *args],
+    )
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_compress_writes_a_deduplicated_store_and_restore_gives_back_the_input(
+    source: Path, tmp_path: Path
+) -> None:
+    result = compress(source, "--placeholder-threshold", "100")
+    out = tmp_path / "in.compressed.jsonl"
+    store = tmp_path / "in.compressed.store.jsonl"
+    assert f"wrote {store} (1 originals," in result.output
+    assert read_jsonl(store) == [{"id": content_id(BIG), "content": BIG}]
+    stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
+    assert stats["stage_events"]["placeholder"]["placeholders_written"] == 2
+    assert stats["store"] == {"path": str(store), "entries": 1, "bytes": store.stat().st_size}
+    back = tmp_path / "back.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(out), "--store", str(store), "-o", str(back)])
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        f"restored 2 placeholders ({2 * len(BIG):,} characters) in 2 of 3 records from {store}\n"
+    )
+    assert read_jsonl(back) == read_jsonl(source)
+    # The untouched line comes back as the very bytes read.
+    assert back.read_bytes().splitlines()[1] == source.read_bytes().splitlines()[1]
+
+
+def test_restore_writes_to_stdout_by_default(source: Path, tmp_path: Path) -> None:
+    compress(source, "--placeholder-threshold", "100", "--store", str(tmp_path / "s.jsonl"))
+    result = CliRunner().invoke(
+        cli,
+        ["restore", str(tmp_path / "in.compressed.jsonl"), "--store", str(tmp_path / "s.jsonl")],
+    )
+    assert result.exit_code == 0
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines == read_jsonl(source)
+
+
+def test_an_unresolvable_placeholder_is_an_error_naming_it(source: Path, tmp_path: Path) -> None:
+    compress(source, "--placeholder-threshold", "100")
+    empty = tmp_path / "empty.store.jsonl"
+    empty.write_text("")
+    back = tmp_path / "back.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        ["restore", str(tmp_path / "in.compressed.jsonl"), "--store", str(empty), "-o", str(back)],
+    )
+    assert result.exit_code == 1
+    key = content_id(BIG)
+    assert result.output == (
+        f"Error: {tmp_path / 'in.compressed.jsonl'}: 2 placeholder(s) not in the store "
+        f"{empty}: {key} (line 1), {key} (line 3)\n"
+    )
+    assert not back.exists()
+    assert list(tmp_path.glob(".back.jsonl.*")) == []
+
+
+def test_a_store_whose_content_does_not_match_its_id_is_refused(
+    source: Path, tmp_path: Path
+) -> None:
+    compress(source, "--placeholder-threshold", "100")
+    store = tmp_path / "in.compressed.store.jsonl"
+    store.write_text(json.dumps({"id": content_id(BIG), "content": "edited"}) + "\n")
+    result = CliRunner().invoke(
+        cli, ["restore", str(tmp_path / "in.compressed.jsonl"), "--store", str(store)]
+    )
+    assert result.exit_code == 1
+    assert f"{store}:1: content does not match its id {content_id(BIG)}" in result.output
+
+
+def test_stdin_to_stdout_needs_a_store(source: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["compress", "-", "-o", "-", "--stages", "placeholder", "--placeholder-threshold", "100"]
+        + ["--placeholder-keep-recent", "0"],
+        input=source.read_text(),
+    )
+    assert result.exit_code == 1
+    assert "-:1: placeholders need a store to restore from; give --store PATH" in result.output
+
+
+def test_stdout_output_puts_the_store_beside_the_input(source: Path, tmp_path: Path) -> None:
+    result = compress(source, "--placeholder-threshold", "100", "-o", "-", "-q")
+    assert len(result.stdout.splitlines()) == 3
+    assert read_jsonl(tmp_path / "in.store.jsonl")[0]["id"] == content_id(BIG)
+
+
+def test_a_failed_run_leaves_neither_output_nor_store(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(record("big", BIG)) + "\nnot json\n")
+    result = CliRunner().invoke(
+        cli,
+        ["compress", str(path), "--stages", "placeholder", "--placeholder-threshold", "100"]
+        + ["--placeholder-keep-recent", "0"],
+    )
+    assert result.exit_code == 1
+    assert "in.jsonl:2: invalid JSON" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_store_takes_one_input(source: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), str(source), "--store", str(tmp_path / "s.jsonl")]
+    )
+    assert result.exit_code == 1
+    assert "-o, --stats and --store take one input" in result.output
+
+
+def test_restore_has_help() -> None:
+    result = CliRunner().invoke(cli, ["restore", "-h"])
+    assert result.exit_code == 0
+    assert "Put the originals back" in result.output and "Example:" in result.output
