@@ -19,6 +19,7 @@ language: Chinese when CJK characters make up a third of its letters.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,32 +76,50 @@ _STOP = frozenset(
     "than then as but not no so if".split()
 )
 
-FACT_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"),  # e-mail
-    re.compile(r"https?://[^\s\"'<>)]+"),  # URL
-    re.compile(  # paths: absolute, relative, or a file with an extension
-        r"(?:~|\.{1,2}|[\w.-]+)?(?:/[\w.@-]+){2,}/?|[\w.-]+/[\w.@/-]*\.\w{1,5}\b"
+_PATH_START = r"(?<![\w.@/-])"
+#: (pattern, a substring any match contains, or ``None``): the substring is checked
+#: first, so a pattern is not run over text it cannot match.
+FACT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = (
+    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), "@"),  # e-mail
+    (re.compile(r"https?://[^\s\"'<>)]+"), "://"),  # URL
+    (
+        re.compile(  # paths: absolute, relative, or a file with an extension
+            rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
+            rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
+        ),
+        "/",
     ),
-    re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"),  # ISO date
-    re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),  # May 15, 2024
-    re.compile(
-        r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"
+    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), "-"),  # ISO date
+    (re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"), None),  # May 15
+    (
+        re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
+        "月",
     ),  # 6月18日
-    re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"),  # phone numbers
-    re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"),  # $1,200.50
-    re.compile(
-        r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+    (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
+    (re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"), None),  # $1.50
+    (
+        re.compile(
+            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+        ),
+        None,
     ),
-    re.compile(
-        rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+    (
+        re.compile(rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"),
+        None,
     ),  # ids
-    re.compile(
-        rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+    (
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+        ),
+        None,
     ),
-    re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"),  # order numbers
-    re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
-    re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"),
-    re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"),  # 2 eggs, 4 people
+    (re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"), None),  # order no.
+    (
+        re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
+        None,
+    ),
+    (re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"), None),
+    (re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"), None),  # 2 eggs, 4 people
 )
 #: The patterns that can match text without a digit (e-mail, URL, path).
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
@@ -112,6 +131,7 @@ FACT_SCAN_CHARS = 4000
 ERROR_SCAN_CHARS = 20000
 FACTS_PER_MESSAGE = 12
 _SHAPE_DIGITS = re.compile(r"\d+")
+_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "error:", "fatal:", "panic:")
 _ERROR_LINE = re.compile(
     r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):).*$",
     re.MULTILINE,
@@ -124,7 +144,7 @@ _JSON_KEYS = re.compile(
 )
 
 
-def language(texts: Iterable[str], sample: int = 4000) -> str:
+def language(texts: Iterable[str], sample: int = 1000) -> str:
     """``"zh"`` when CJK characters are at least a third of the letters in the first
     ``sample`` characters of ``texts``, else ``"en"``."""
     text = ""
@@ -180,8 +200,9 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         patterns = _NO_DIGIT_PATTERNS
     else:
         patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
-    for pattern in patterns:
-        found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
+    for pattern, needs in patterns:
+        if needs is None or needs in text:
+            found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:
         found += [(m.start(), m.group()) for m in _NAME.finditer(text)]
     found.sort(key=lambda item: (item[0], -len(item[1])))
@@ -264,14 +285,41 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
     """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
     ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``), shortened:
     what an agent learned from its mistakes."""
-    found = []
-    for match in _ERROR_LINE.finditer(text[:ERROR_SCAN_CHARS]):
+    text = text[:ERROR_SCAN_CHARS]
+    if not any(word in text for word in _ERROR_WORDS):
+        return []
+    found: list[str] = []
+    for match in _ERROR_LINE.finditer(text):
         line = shorten(match.group().strip(), NOTE_CHARS)
         if line not in found:
             found.append(line)
         if len(found) >= limit:
             break
     return found
+
+
+@functools.lru_cache(maxsize=16384)
+def _extract(role: str, text: str) -> tuple[tuple[str, ...], ...]:
+    """What one message gives each section (in :data:`SECTIONS` order). Memoised: a
+    text seen before in this process (a repeated prompt or tool result) is read once."""
+    requests: list[str] = []
+    found: list[str] = []
+    errors: list[str] = []
+    notes: list[str] = []
+    if role == "user" and text.strip():
+        requests.append(short_request(text))
+    elif role == "assistant" and text.strip():
+        notes = [
+            shorten(s, NOTE_CHARS)
+            for s in sentences(text)
+            if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)
+        ][:3]
+    elif role in ("tool", "function"):
+        found = _structured_facts(text)[:FACTS_PER_MESSAGE]
+        errors = error_lines(text)
+    if role in ("user", "assistant"):
+        found += facts(text)
+    return tuple(requests), tuple(found), tuple(errors), tuple(notes), ()
 
 
 def _thin(found: list[str]) -> list[str]:
@@ -326,28 +374,17 @@ class Extractive:
             tools[name or item] += int(times) if times.isdigit() else 1
         texts = []
         for message in messages:
-            role = message.get("role")
+            role = str(message.get("role"))
             text = message_text(message)
             texts.append(text)
-            if role == "user" and text.strip():
-                items["requests"].append(short_request(text))
-            elif role == "assistant" and text.strip():
-                items["notes"] += [
-                    shorten(s, NOTE_CHARS)
-                    for s in sentences(text)
-                    if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)
-                ][:3]
-            elif role in ("tool", "function"):
-                items["facts"] += _structured_facts(text)[:FACTS_PER_MESSAGE]
-                items["errors"] += error_lines(text)
+            for key, found in zip(SECTIONS, _extract(role, text)):
+                items[key] += found
             for name, arguments in _calls(message):
                 tools[name] += 1
                 items["facts"] += _structured_facts(arguments)[:FACTS_PER_MESSAGE]
-            if role in ("user", "assistant"):
-                items["facts"] += facts(text)
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
-        lang = language(texts + items["requests"])
+        lang = language(items["requests"] + texts)
         return _render(items, LABELS[lang], max_tokens, counter)
 
 
