@@ -6,26 +6,42 @@ The command line is a thin skin over this API::
     compressor = Compressor(resolve(stages="window,priority", max_tokens=2000))
     result = compressor.conversation({"messages": [...]})
     result.after.messages, result.over_budget
+
+Skills (``ctxcli skills``) have their own API in :mod:`ctxcli.skills`: ``list_skills``,
+``get_skill``, ``load_detail``, ``scan_skills``, ``export_skills``.
+
+Names are imported on first use, so ``ctxcli --help`` starts without loading the
+pipeline or tiktoken.
 """
 
-from ctxcli.compress import Compressor, FileStats
-from ctxcli.config import Settings, resolve
-from ctxcli.errors import (
-    ConfigError,
-    CtxcliError,
-    InputError,
-    InvariantError,
-    StoreError,
-    SummaryError,
-)
-from ctxcli.invariants import problems
-from ctxcli.model import Conversation, Message
-from ctxcli.pipeline import STAGES, Context, Result, run
-from ctxcli.store import restore_file
-from ctxcli.tokens import TokenCounter
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "Compressor": "ctxcli.compress",
+    "FileStats": "ctxcli.compress",
+    "Settings": "ctxcli.config",
+    "resolve": "ctxcli.config",
+    "ConfigError": "ctxcli.errors",
+    "CtxcliError": "ctxcli.errors",
+    "InputError": "ctxcli.errors",
+    "InvariantError": "ctxcli.errors",
+    "StoreError": "ctxcli.errors",
+    "SummaryError": "ctxcli.errors",
+    "problems": "ctxcli.invariants",
+    "Conversation": "ctxcli.model",
+    "Message": "ctxcli.model",
+    "STAGES": "ctxcli.pipeline",
+    "Context": "ctxcli.pipeline",
+    "Result": "ctxcli.pipeline",
+    "run": "ctxcli.pipeline",
+    "restore_file": "ctxcli.store",
+    "TokenCounter": "ctxcli.tokens",
+}
 
 __all__ = [
-    "STAGES",
     "Compressor",
     "ConfigError",
     "Context",
@@ -36,6 +52,7 @@ __all__ = [
     "InvariantError",
     "Message",
     "Result",
+    "STAGES",
     "Settings",
     "StoreError",
     "SummaryError",
@@ -45,3 +62,28 @@ __all__ = [
     "restore_file",
     "run",
 ]
+
+if TYPE_CHECKING:
+    from ctxcli.compress import Compressor, FileStats
+    from ctxcli.config import Settings, resolve
+    from ctxcli.errors import (
+        ConfigError,
+        CtxcliError,
+        InputError,
+        InvariantError,
+        StoreError,
+        SummaryError,
+    )
+    from ctxcli.invariants import problems
+    from ctxcli.model import Conversation, Message
+    from ctxcli.pipeline import STAGES, Context, Result, run
+    from ctxcli.store import restore_file
+    from ctxcli.tokens import TokenCounter
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'ctxcli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from ctxcli.errors import ConfigError, CtxcliError
+from ctxcli.skills_cli import skills
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -240,12 +241,4 @@ def restore(compressed: str, store_path: str, output: str) -> None:
     )
 
 
-def _add_skills() -> None:
-    try:
-        from ctxcli.skills_cli import skills
-    except ImportError:  # pragma: no cover - the skills group lands separately
-        return
-    cli.add_command(skills)
-
-
-_add_skills()
+cli.add_command(skills)
