@@ -41,3 +41,12 @@ def text_of(content: Any) -> str:
         texts = [p.get("text") or p.get("value") for p in content if isinstance(p, Mapping)]
         return "\n".join(t for t in texts if isinstance(t, str))
     return "" if content is None else str(content)
+
+
+def pending(problems: list[str], count: int) -> list[str]:
+    """``problems`` (from :func:`ctxcli.invariants.pairing_problems` over ``count``
+    messages) without "calls have no result" for the last message: a transcript may
+    end on calls that still wait for their results, as a log cut mid-run or a
+    training target does; it is only wrong to go on without them."""
+    last = f"message {count - 1}: "
+    return [p for p in problems if not (p.startswith(last) and p.endswith("no result"))]

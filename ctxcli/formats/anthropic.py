@@ -28,7 +28,8 @@ Rules (Anthropic Messages API, "Tool use" and "Extended thinking" guides): the f
 message is a user message; every ``tool_use`` is answered by a ``tool_result`` in the
 very next message, a user message, whose tool results come before any other block;
 a ``tool_result`` answers a ``tool_use`` of the message just before; thinking blocks
-keep their ``signature`` (``data`` for redacted ones) and open their message.
+keep their ``signature`` (``data`` for redacted ones) and open their message. The
+last message may hold calls still waiting for their results (a log cut mid-run).
 """
 
 from __future__ import annotations
@@ -281,8 +282,6 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
         expected = []
         if entry.get("role") == "assistant":
             expected = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
-    if expected:
-        found.append(f"message {len(entries) - 1}: tool_use {expected} has no tool_result")
     return found
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
-from ctxcli.formats._common import kind, text_of
+from ctxcli.formats._common import kind, pending, text_of
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message
 from ctxcli.tokens import TokenCounter
@@ -226,7 +226,7 @@ def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
     messages = conversation.messages
     if messages and messages[0].role != "user":
         found.append(f"line {lines[sources[0][0][0]]}: the session opens with {messages[0].role}")
-    for problem in pairing_problems(messages):
+    for problem in pending(pairing_problems(messages), len(messages)):
         position, _, reason = problem.partition(": ")
         at = int(position.split()[-1])
         found.append(f"line {lines[sources[at][0][0]]}: {reason}")

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of
+from ctxcli.formats._common import kind, messages_of, pending
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message
 from ctxcli.tokens import TokenCounter
@@ -104,8 +104,10 @@ def write(
 
 def problems(record: Any, conversation: Conversation) -> list[str]:
     """The OpenAI rule for one record: every tool result follows its call and every
-    call has its results (Chat Completions rejects a request otherwise)."""
-    return pairing_problems(conversation.messages)
+    call has its results (Chat Completions rejects a request otherwise). Calls in the
+    last message may still wait for their results (a log cut mid-run, a training
+    target): :func:`ctxcli.formats._common.pending` leaves them out."""
+    return pending(pairing_problems(conversation.messages), len(conversation.messages))
 
 
 def _with_part_calls(

@@ -13,7 +13,8 @@ Writing back: a turn no stage changed is the very entry read; a summary becomes 
 
 Rules (LLaMA-Factory's ShareGPT loader, ``data/converter.py``): the first turn after
 the system turns is a ``human`` turn; a ``function_call`` is followed by its
-``observation``, and an ``observation`` follows a ``function_call``.
+``observation`` (unless it is the last turn, still waiting for it), and an
+``observation`` follows a ``function_call``.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def read(
     """Read one ShareGPT record into the neutral model.
 
     Raises :class:`InputError` for a record that is not an object or has no turn
-    list, or a turn that is not an object or has an unknown ``from`` (naming it).
+    list, or with every turn that is not an object or has an unknown ``from``.
     """
     turns = messages_of(record, messages_key or DEFAULT_KEY, path, line)
     neutral: list[dict[str, Any]] = []
@@ -75,15 +76,20 @@ def read(
     if isinstance(system, str) and system:
         neutral.append({"role": "system", "content": system})
         sources.append(None)
+    bad: list[str] = []
     for i, turn in enumerate(turns):
         if not isinstance(turn, Mapping):
-            raise InputError(path, line, f"turn {i} is {kind(turn)}, not an object: {turn!r}")
+            bad.append(f"turn {i} is {kind(turn)}, not an object: {turn!r:.60}")
+            continue
         sender = turn.get("from")
         if sender not in ROLES:
-            known = ", ".join(ROLES)
-            raise InputError(path, line, f"turn {i} has unknown 'from' {sender!r} (known: {known})")
+            bad.append(f"turn {i} has unknown 'from' {sender!r}")
+            continue
         neutral.append(_neutral(sender, turn.get("value")))
         sources.append(i)
+    if bad:
+        known = ", ".join(ROLES)
+        raise InputError(path, line, "; ".join(bad) + f" (known 'from' values: {known})")
     record_id = record.get("id")
     return Conversation(
         messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
@@ -155,7 +161,7 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
     for i, sender in enumerate(senders):
         after = senders[i + 1] if i + 1 < len(senders) else None
         before = senders[i - 1] if i else None
-        if sender == _CALL and after not in _RESULTS:
+        if sender == _CALL and after not in _RESULTS and i + 1 < len(senders):
             found.append(f"turn {i}: function_call without an observation right after it")
         if sender in _RESULTS and before != _CALL:
             found.append(f"turn {i}: {sender} without a function_call right before it")
