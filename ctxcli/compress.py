@@ -275,10 +275,10 @@ class Compressor:
         position = {id(event): e for e, event in enumerate(events)}
         for event in out:
             at = position.get(id(event))
-            for raw in bad_before.pop(at, []) if at is not None else []:
-                yield raw, False
-            raw = raw_of.get(id(event))
-            yield (raw, False) if raw is not None else (jsonio.dumps(event), True)
+            for bad in bad_before.pop(at, []) if at is not None else []:
+                yield bad, False
+            read_as = raw_of.get(id(event))
+            yield (read_as, False) if read_as is not None else (jsonio.dumps(event), True)
         for raws in bad_before.values():
             for raw in raws:
                 yield raw, False

@@ -266,8 +266,8 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
             missing = [e for e in expected if e not in results]
             if entry.get("role") != "user" or missing:
                 found.append(
-                    f"message {i - 1}: tool_use {missing or expected} not answered "
-                    "by a tool_result in the next message"
+                    f"message {i - 1}: tool_use {missing or expected} has no "
+                    "tool_result in the next message"
                 )
         extra = [r for r in results if r not in expected]
         if extra:

@@ -173,10 +173,10 @@ def write(
             new = _summary_event(event, parent, message)
             out.append(new)
             parent = new["uuid"]
-        blocks = kept.get(e)
+        survivors = kept.get(e)
         content = event["message"].get("content") if e in chat else None
-        if blocks is not None and isinstance(content, list) and len(blocks) < len(content):
-            message_data = {**event["message"], "content": [content[j] for j in sorted(blocks)]}
+        if survivors is not None and isinstance(content, list) and len(survivors) < len(content):
+            message_data = {**event["message"], "content": [content[j] for j in sorted(survivors)]}
             event = {**event, "message": message_data}
         if parent != event.get("parentUuid"):
             event = {**event, "parentUuid": parent}
