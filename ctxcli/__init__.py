@@ -11,12 +11,15 @@ The command line is a thin skin over this API::
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.config import Settings, resolve
 from ctxcli.errors import ConfigError, CtxcliError, InputError, InvariantError, SummaryError
+from ctxcli.formats import FORMATS
 from ctxcli.invariants import problems
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, run
 from ctxcli.tokens import TokenCounter
+from ctxcli.validate import Problem, validate_file
 
 __all__ = [
+    "FORMATS",
     "STAGES",
     "Compressor",
     "ConfigError",
@@ -27,6 +30,7 @@ __all__ = [
     "InputError",
     "InvariantError",
     "Message",
+    "Problem",
     "Result",
     "Settings",
     "SummaryError",
@@ -34,4 +38,5 @@ __all__ = [
     "problems",
     "resolve",
     "run",
+    "validate_file",
 ]
