@@ -39,9 +39,13 @@ _WHERE = {
     "run": "ctxcli.pipeline",
     "restore_file": "ctxcli.store",
     "TokenCounter": "ctxcli.tokens",
+    "FORMATS": "ctxcli.formats",
+    "Problem": "ctxcli.validate",
+    "validate_file": "ctxcli.validate",
 }
 
 __all__ = [
+    "FORMATS",
     "Compressor",
     "ConfigError",
     "Context",
@@ -51,6 +55,7 @@ __all__ = [
     "InputError",
     "InvariantError",
     "Message",
+    "Problem",
     "Result",
     "STAGES",
     "Settings",
@@ -61,6 +66,7 @@ __all__ = [
     "resolve",
     "restore_file",
     "run",
+    "validate_file",
 ]
 
 if TYPE_CHECKING:
@@ -74,11 +80,13 @@ if TYPE_CHECKING:
         StoreError,
         SummaryError,
     )
+    from ctxcli.formats import FORMATS
     from ctxcli.invariants import problems
     from ctxcli.model import Conversation, Message
     from ctxcli.pipeline import STAGES, Context, Result, run
     from ctxcli.store import restore_file
     from ctxcli.tokens import TokenCounter
+    from ctxcli.validate import Problem, validate_file
 
 
 def __getattr__(name: str) -> Any:

@@ -46,6 +46,26 @@ def budget_options(func: F) -> F:
     return func
 
 
+def format_options(func: F) -> F:
+    """The options that say how records are read: their format and messages key."""
+    options = [
+        click.option(
+            "--format",
+            "format_name",
+            help="Read every record as this format: openai, anthropic, sharegpt, claude-code "
+            "(default: detected per record).",
+        ),
+        click.option(
+            "--messages-key",
+            help="Record key holding the messages, e.g. traj or history "
+            "(default: messages, or conversations for ShareGPT).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("-o", "--output", help="Output file, or - for stdout (one input only).")
@@ -62,6 +82,7 @@ def budget_options(func: F) -> F:
 @click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
 @click.option("--summary-max-tokens", type=click.IntRange(min=1), help="Bound on a summary.")
 @click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
+@format_options
 @click.option(
     "--placeholder-threshold",
     type=click.IntRange(min=0),
@@ -96,6 +117,8 @@ def compress(
     summary_role: str | None,
     summary_max_tokens: int | None,
     priority_order: str | None,
+    format_name: str | None,
+    messages_key: str | None,
     placeholder_threshold: int | None,
     placeholder_keep_recent: int | None,
     store_path: str | None,
@@ -105,11 +128,13 @@ def compress(
 ) -> None:
     """Compress conversations in JSONL files to a token budget.
 
-    Each INPUT is a JSONL file (one conversation per line), a folder of them, or - for
-    stdin. Writes <name>.compressed.jsonl and <name>.compressed.stats.json beside each
-    input, and a summary table on stderr. With the placeholder stage (on by default),
-    large tool results become placeholders whose originals go to
-    <name>.compressed.store.jsonl; ctxcli restore puts them back.
+    Each INPUT is a JSONL file (one conversation per line), a JSON file holding an
+    array of them or one of them, a folder of JSONL files, or - for stdin. Records may
+    be OpenAI, Anthropic or ShareGPT; a Claude Code session log is one conversation.
+    Writes <name>.compressed.<ext> (same shape and format) and
+    <name>.compressed.stats.json beside each input, and a summary table on stderr.
+    With the placeholder stage (on by default), large tool results become placeholders
+    whose originals go to <name>.compressed.store.jsonl; ctxcli restore puts them back.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
@@ -151,6 +176,8 @@ def compress(
             model=model,
             encoding=encoding,
             on_error=on_error,
+            format=format_name,
+            messages_key=messages_key,
         )
         paths = expand_inputs(inputs)
         if len(paths) > 1 and (output or stats_path or store_path):
@@ -180,6 +207,34 @@ def compress(
         over = sum(len(stats.over_budget) for stats in results)
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
         sys.exit(3)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
+@format_options
+def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str | None) -> None:
+    """Check transcripts against the rules of their formats.
+
+    Prints each problem (tool calls without results, results without calls, a first
+    message the provider rejects, altered thinking blocks, broken session links) with
+    its file and line, and exits 1 if there is any.
+
+    Example: ctxcli validate logs.compressed.jsonl
+    """
+    from ctxcli.validate import validate_file
+
+    count = 0
+    try:
+        for path in inputs:
+            for problem in validate_file(path, format=format_name, messages_key=messages_key):
+                click.echo(str(problem))
+                count += 1
+    except CtxcliError as exc:
+        raise click.ClickException(str(exc)) from None
+    if count:
+        click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
+        sys.exit(1)
+    click.echo(f"ok: {len(inputs)} file(s), no problems", err=True)
 
 
 def _table(results: list[Any]) -> str:

@@ -1,25 +1,32 @@
 """Compress whole files: read, run the pipeline, write, count.
 
-Conversations are read, compressed and written one at a time, so memory does not
-grow with the file. A record no stage changed is written back as the very bytes
-that were read.
+An input is JSON lines, one JSON array of records, or one record (see
+:func:`ctxcli.jsonio.read_records`); the output has the input's shape, and each
+record the format it was read in (:mod:`ctxcli.formats`). A Claude Code session log
+is one conversation for the whole file. JSON lines are read, compressed and written
+one record at a time, so memory does not grow with the file. A record no stage
+changed is written back as the very bytes that were read; a changed one is checked
+against its format's rules before it is written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from ctxcli import jsonio
+from ctxcli import formats, jsonio
 from ctxcli.config import Settings
-from ctxcli.errors import ConfigError, InputError
-from ctxcli.formats import openai as openai_format
+from ctxcli.errors import ConfigError, InputError, InvariantError, where
+from ctxcli.formats import anthropic, claude_code
+from ctxcli.formats._common import kind
 from ctxcli.model import Conversation
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter
@@ -127,10 +134,12 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
 
 
 def default_output(input_path: str, out_dir: str | None = None) -> str:
-    """``<stem>.compressed.jsonl`` beside the input, or in ``out_dir``."""
+    """``<stem>.compressed<suffix>`` beside the input, or in ``out_dir``: the input's
+    suffix is kept (the output has its shape), ``.jsonl`` when it has none."""
     path = Path(input_path)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    return str(Path(out_dir or path.parent) / f"{stem}.compressed.jsonl")
+    suffix = path.suffix or ".jsonl"
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    return str(Path(out_dir or path.parent) / f"{stem}.compressed{suffix}")
 
 
 def default_stats(output_path: str) -> str:
@@ -162,6 +171,7 @@ class Compressor:
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self.counter = TokenCounter(self.encoding)
         self.context = Context(settings.max_tokens, self.counter)
+        self.format = formats.get(settings.format) if settings.format else None
         self._warn = warn or (lambda _: None)
         self.warned = 0
 
@@ -170,10 +180,24 @@ class Compressor:
         self.warned += 1
         self._warn(text)
 
+    def read(
+        self, record: Any, *, path: str = "<input>", line: int = 0
+    ) -> tuple[ModuleType, Conversation]:
+        """Read one parsed record in its format (forced, else detected).
+
+        Raises :class:`InputError` for a bad record or one no format fits.
+        """
+        module = self.format or formats.detect(record, self.settings.messages_key)
+        if module is None:
+            raise InputError(path, line, formats.no_fit(record, self.settings.messages_key))
+        conversation = module.read(
+            record, self.counter, path=path, line=line, messages_key=self.settings.messages_key
+        )
+        return module, conversation
+
     def conversation(self, record: Any, *, path: str = "<input>", line: int = 0) -> Result:
         """Compress one parsed record. Raises :class:`InputError` for a bad record."""
-        conversation = openai_format.read(record, self.counter, path=path, line=line)
-        return self._run(conversation)
+        return self._run(self.read(record, path=path, line=line)[1])
 
     def _run(self, conversation: Conversation) -> Result:
         result = run(conversation, self.settings.stages, self.context)
@@ -184,45 +208,143 @@ class Compressor:
 
     def records(
         self,
-        lines: Iterable[tuple[int, bytes]],
+        items: Iterable[jsonio.Record],
         path: str,
         stats: FileStats,
         store: StoreWriter | None = None,
-    ) -> Iterator[bytes]:
-        """Output lines (without line ends) for ``(line_number, raw)`` input lines;
-        originals replaced by placeholders go to ``store``.
+    ) -> Iterator[tuple[bytes, bool]]:
+        """``(output record, changed)`` for each input record, in order; originals
+        replaced by placeholders go to ``store``.
 
         Raises :class:`ConfigError` when a placeholder is written and ``store`` is None.
         """
-        for line, raw in lines:
+        for item in items:
+            line = item.line or 0
             try:
-                record = jsonio.loads(raw, path, line)
-                result = self.conversation(record, path=path, line=line)
+                record = item.parse(path)
+                module, conversation = self.read(record, path=path, line=line)
+                result = self._run(conversation)
+            except InputError as exc:
+                located = InputError(path, item.line, exc.reason, record=item.index)
+                if self.settings.on_error != "keep":
+                    raise located from None
+                stats.errors.append({**_place(item), "reason": exc.reason})
+                self.warn(f"{located} (copied unchanged)")
+                yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
+                continue
+            stats.add(result)
+            self._stash(result, store, where(path, item.line, item.index))
+            if result.over_budget and item.index is not None:
+                entry = stats.over_budget[-1]
+                stats.over_budget[-1] = {
+                    "id": entry["id"],
+                    "record": item.index,
+                    "tokens": entry["tokens"],
+                }
+            if result.over_budget:
+                self.warn(
+                    f"{where(path, item.line, item.index)}: conversation {result.after.label} "
+                    f"is over budget: {result.after.tokens} tokens > {self.settings.max_tokens} "
+                    "with only what must be kept"
+                )
+            if result.changed:
+                out = module.write(record, result.after, messages_key=self.settings.messages_key)
+                self._check(module, record, out, result, where(path, item.line, item.index))
+                yield jsonio.dumps(out), True
+            else:
+                yield (item.raw if item.raw is not None else jsonio.dumps(record)), False
+
+    def session(
+        self,
+        items: Iterable[jsonio.Record],
+        path: str,
+        stats: FileStats,
+        store: StoreWriter | None = None,
+    ) -> Iterator[tuple[bytes, bool]]:
+        """Output lines for a Claude Code session log: one conversation for the file
+        (see :mod:`ctxcli.formats.claude_code`). With ``on_error: keep`` a bad line is
+        copied unchanged in its place and left out of the conversation."""
+        events: list[Any] = []
+        lines: list[int] = []
+        raw_of: dict[int, bytes] = {}
+        bad_before: dict[int, list[bytes]] = {}
+        for item in items:
+            line = item.line or 0
+            try:
+                event = item.parse(path)
+                if not isinstance(event, dict):
+                    raise InputError(path, line, f"event is {kind(event)}, not an object")
             except InputError as exc:
                 if self.settings.on_error != "keep":
                     raise
                 stats.errors.append({"line": line, "reason": exc.reason})
                 self.warn(f"{exc} (copied unchanged)")
-                yield raw
+                bad_before.setdefault(len(events), []).append(item.raw or b"")
                 continue
-            stats.add(result)
-            if result.stored:
-                if store is None:
-                    raise ConfigError(
-                        f"{path}:{line}: placeholders need a store to restore from; "
-                        "give --store PATH"
-                    )
-                store.add(result.stored)
-            if result.over_budget:
-                self.warn(
-                    f"{path}:{line}: conversation {result.after.label} is over budget: "
-                    f"{result.after.tokens} tokens > {self.settings.max_tokens} with only "
-                    "what must be kept"
-                )
-            if result.changed:
-                yield jsonio.dumps(openai_format.write(record, result.after))
+            events.append(event)
+            lines.append(line)
+            raw_of[id(event)] = item.raw or jsonio.dumps(event)
+        conversation = claude_code.read(
+            events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
+        )
+        result = self._run(conversation)
+        stats.add(result)
+        self._stash(result, store, path)
+        if result.over_budget:
+            self.warn(
+                f"{path}: session {result.after.label} is over budget: "
+                f"{result.after.tokens} tokens > {self.settings.max_tokens} "
+                "with only what must be kept"
+            )
+        out = events
+        if result.changed:
+            out = claude_code.write(events, result.after)
+            self._check(claude_code, events, out, result, path)
+        position = {id(event): e for e, event in enumerate(events)}
+        for event in out:
+            at = position.get(id(event))
+            for bad in bad_before.pop(at, []) if at is not None else []:
+                yield bad, False
+            read_as = raw_of.get(id(event))
+            yield (read_as, False) if read_as is not None else (jsonio.dumps(event), True)
+        for raws in bad_before.values():
+            for raw in raws:
+                yield raw, False
+
+    @staticmethod
+    def _stash(result: Result, store: StoreWriter | None, place: str) -> None:
+        """Send the originals ``result`` replaced by placeholders to ``store``."""
+        if not result.stored:
+            return
+        if store is None:
+            raise ConfigError(
+                f"{place}: placeholders need a store to restore from; give --store PATH"
+            )
+        store.add(result.stored)
+
+    def _check(self, module: ModuleType, record: Any, out: Any, result: Result, place: str) -> None:
+        """Raise :class:`InvariantError` when ``out`` breaks a rule of its format that
+        the input ``record`` kept (compared by reason, since positions move)."""
+        try:
+            written = module.read(
+                out, self.counter, path=place, line=0, messages_key=self.settings.messages_key
+            )
+        except InputError as exc:
+            raise InvariantError(f"{place}: output could not be read back: {exc.reason}") from None
+        known = Counter(_reason(p) for p in module.problems(record, result.before))
+        found = []
+        for problem in module.problems(out, written):
+            if known[_reason(problem)]:
+                known[_reason(problem)] -= 1
             else:
-                yield raw
+                found.append(problem)
+        if module is anthropic:
+            found += anthropic.kept_problems(result.before, result.after)
+        if found:
+            raise InvariantError(
+                f"{place}: conversation {result.after.label}: output would break the "
+                f"{module.NAME} rules: " + "; ".join(found)
+            )
 
     def file(
         self,
@@ -257,13 +379,23 @@ class Compressor:
             store=store_path,
         )
         warned = self.warned
-        lines = jsonio.iter_lines(input_path)
-        bar = _progress(input_path) if progress else None
+        shape, items, original = jsonio.read_records(input_path)
+        bar = _progress(input_path) if progress and shape == "jsonl" else None
+        items = _tracked(items, bar)
+        is_session = self.format is claude_code
+        if self.format is None and shape == "jsonl":
+            first = next(items, None)
+            if first is not None:
+                items = itertools.chain([first], items)
+                is_session = claude_code.detect(_peek(first, input_path))
+        driver = self.session if is_session else self.records
         with contextlib.ExitStack() as stack:
             writer = stack.enter_context(jsonio.AtomicWriter(output_path))
             store = stack.enter_context(StoreWriter(store_path)) if store_path else None
-            for out in self.records(_tracked(lines, bar), input_path, stats, store):
-                writer.write(out + b"\n")
+            sink = jsonio.RecordSink(writer, shape, original)
+            for out, changed in driver(items, input_path, stats, store):
+                sink.write(out, changed=changed)
+            sink.close()
             if store is not None:
                 store.commit()
                 stats.store_entries, stats.store_bytes = store.entries, store.bytes
@@ -293,8 +425,24 @@ def _progress(path: str) -> Any:
     return tqdm(total=total, unit="B", unit_scale=True, desc=Path(path).name, leave=False)
 
 
-def _tracked(lines: Iterator[tuple[int, bytes]], bar: Any) -> Iterator[tuple[int, bytes]]:
-    for item in lines:
+def _tracked(items: Iterator[jsonio.Record], bar: Any) -> Iterator[jsonio.Record]:
+    for item in items:
         if bar is not None:
-            bar.update(len(item[1]) + 1)
+            bar.update(len(item.raw or b"") + 1)
         yield item
+
+
+def _peek(item: jsonio.Record, path: str) -> Any:
+    try:
+        return item.parse(path)
+    except InputError:
+        return None
+
+
+def _place(item: jsonio.Record) -> dict[str, int]:
+    return {"record": item.index} if item.index is not None else {"line": item.line or 0}
+
+
+def _reason(problem: str) -> str:
+    """A problem without the position it names ("message 3: x" -> "x")."""
+    return problem.partition(": ")[2] or problem

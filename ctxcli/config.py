@@ -5,6 +5,8 @@ A config file maps one-to-one onto the command-line options::
     model: gpt-4o            # or encoding: cl100k_base
     max_tokens: 2000         # tokens per conversation; null for no budget
     on_error: fail           # or keep
+    format: anthropic        # force a format (default: detected per record)
+    messages_key: traj       # where the messages are (default: the format's own key)
     stages:                  # in order; a name, or a name with its options
       - summary: {keep_last: 4, role: user, max_tokens: 300}
       - priority
@@ -22,7 +24,16 @@ from ctxcli.errors import ConfigError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
 
 DEFAULT_MAX_TOKENS = 8000
-_TOP_LEVEL = {"model", "encoding", "max_tokens", "on_error", "stages", "summarizer"}
+_TOP_LEVEL = {
+    "model",
+    "encoding",
+    "max_tokens",
+    "on_error",
+    "stages",
+    "summarizer",
+    "format",
+    "messages_key",
+}
 
 
 @dataclass
@@ -30,7 +41,10 @@ class Settings:
     """Everything ``compress`` needs besides paths.
 
     ``max_tokens`` is the budget in tokens per conversation (``None``: no budget);
-    ``model`` picks the tiktoken encoding unless ``encoding`` names one.
+    ``model`` picks the tiktoken encoding unless ``encoding`` names one. ``format``
+    forces a transcript format (:data:`ctxcli.formats.FORMATS`; ``None``: detect per
+    record); ``messages_key`` is the record key holding the messages (``None``: the
+    format's own, ``messages`` or ``conversations``).
     """
 
     stages: list[Stage]
@@ -39,6 +53,8 @@ class Settings:
     encoding: str | None = None
     on_error: Literal["fail", "keep"] = "fail"
     summarizer: Mapping[str, Any] = field(default_factory=dict)
+    format: str | None = None
+    messages_key: str | None = None
 
     @property
     def stage_names(self) -> list[str]:
@@ -98,7 +114,8 @@ def resolve(
 
     ``stages`` (``"summary,priority"``) replaces the file's list; ``stage_options``
     (``{"summary": {"role": "user"}}``) override option by option; ``overrides``
-    (``max_tokens``, ``model``, ``encoding``, ``on_error``) whose value is not ``None``
+    (``max_tokens``, ``model``, ``encoding``, ``on_error``, ``format``,
+    ``messages_key``) whose value is not ``None``
     replace the file's. Options for a stage that is not in the pipeline are ignored,
     so ``--keep-last`` can serve window and summary alike.
 
@@ -112,9 +129,8 @@ def resolve(
         merged.update(options)
         merged.update((stage_options or {}).get(name, {}))
         built.append(build_stage(name, merged))
-    values: dict[str, Any] = {
-        k: file[k] for k in ("max_tokens", "model", "encoding", "on_error") if k in file
-    }
+    names = ("max_tokens", "model", "encoding", "on_error", "format", "messages_key")
+    values: dict[str, Any] = {k: file[k] for k in names if k in file}
     values.update({k: v for k, v in overrides.items() if v is not None})
     max_tokens = values.get("max_tokens", DEFAULT_MAX_TOKENS)
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 0):
@@ -128,4 +144,6 @@ def resolve(
         encoding=values.get("encoding"),
         on_error=values.get("on_error", "fail"),
         summarizer=dict(file.get("summarizer") or {}),
+        format=values.get("format"),
+        messages_key=values.get("messages_key"),
     )

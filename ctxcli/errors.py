@@ -10,12 +10,20 @@ class CtxcliError(Exception):
 class InputError(CtxcliError):
     """A line or record of an input file cannot be used; names the file and line."""
 
-    def __init__(self, path: str, line: int | None, reason: str) -> None:
+    def __init__(self, path: str, line: int | None, reason: str, *, record: int | None = None):
         self.path = path
         self.line = line
+        self.record = record
         self.reason = reason
-        where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {reason}")
+        super().__init__(f"{where(path, line, record)}: {reason}")
+
+
+def where(path: str, line: int | None, record: int | None = None) -> str:
+    """How messages name a place in an input: ``path:line`` for a JSON lines file,
+    ``path[record N]`` (0-based) for an item of a JSON array, else ``path``."""
+    if record is not None:
+        return f"{path}[record {record}]"
+    return f"{path}:{line}" if line is not None else path
 
 
 class ConfigError(CtxcliError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxcli.errors import InvariantError
-from ctxcli.model import Conversation, Message, latest_user_index, starts_badly
+from ctxcli.model import Conversation, Message, latest_user_index, opens_badly
 
 
 def pairing_problems(messages: Sequence[Message]) -> list[str]:
@@ -35,10 +35,10 @@ def pairing_problems(messages: Sequence[Message]) -> list[str]:
     for pos, message in enumerate(messages):
         role = message.role
         if role == "tool":
-            call_id = str(message.data.get("tool_call_id"))
-            if call_id not in open_ids:
-                found.append(f"message {pos}: tool result {call_id!r} without its call")
-            open_ids.discard(call_id)
+            for call_id in message.result_ids or ("None",):
+                if call_id not in open_ids:
+                    found.append(f"message {pos}: tool result {call_id!r} without its call")
+                open_ids.discard(call_id)
             continue
         if role == "function":
             if not function_open:
@@ -94,16 +94,15 @@ def problems(
     if originals and len(originals) - 1 not in kept:
         found.append(f"the last message ({len(originals) - 1}) was dropped")
 
-    opens_badly = not _leading_system(after.messages) and starts_badly(after.messages)
-    if opens_badly and (_leading_system(originals) or not starts_badly(originals)):
-        found.append(f"output starts with a {after.messages[0].role} message")
+    first = before.user_first
+    if opens_badly(after.messages, user_first=first) and not opens_badly(
+        originals, user_first=first
+    ):
+        opening = [m for m in after.messages if not (first and m.is_system)]
+        found.append(f"output starts with a {opening[0].role} message")
     if max_tokens is not None and after.tokens > max_tokens:
         found.append(f"{after.tokens} tokens exceed the budget of {max_tokens}")
     return found
-
-
-def _leading_system(messages: Sequence[Message]) -> bool:
-    return bool(messages) and messages[0].is_system
 
 
 def check(before: Conversation, after: Conversation, *, max_tokens: int | None = None) -> None:

@@ -14,8 +14,9 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import orjson
 
@@ -43,6 +44,121 @@ def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
             line = line.rstrip(b"\r\n")
             if line.strip():
                 yield number, line
+
+
+Shape = Literal["jsonl", "array", "object"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of an input file, before it is parsed (JSON lines) or after.
+
+    ``line`` is its 1-based line for JSON lines (``None`` otherwise); ``index`` its
+    0-based position in a JSON array (``None`` otherwise). ``raw`` is its own bytes
+    (a JSON lines line, or the whole file of a one-record file); ``value`` the parsed
+    record for the shapes that are parsed whole.
+    """
+
+    line: int | None
+    index: int | None
+    raw: bytes | None
+    value: Any = None
+
+    def parse(self, path: str) -> Any:
+        """The record's JSON value. Raises :class:`InputError` naming file and line."""
+        if self.raw is not None and self.index is None and self.value is None:
+            return loads(self.raw, path, self.line)
+        return self.value
+
+
+def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
+    """Open ``path`` (``-``: stdin) and say which of the three input shapes it has:
+
+    - ``jsonl``: one record a line (read lazily, line by line);
+    - ``array``: one JSON array of records (parsed whole);
+    - ``object``: one JSON object spread over the file (a SWE-agent ``.traj``).
+
+    The first non-blank line decides: when it is a JSON object on its own the file is
+    JSON lines; otherwise the whole file is parsed, and a file that is not one JSON
+    text is read as JSON lines after all (so a broken line is reported by number).
+    Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
+    Raises :class:`InputError` when the file cannot be read.
+    """
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        first = next((line for _, line in _split(data)), b"")
+    else:
+        first = next((line for _, line in iter_lines(path)), b"")
+        data = b""
+    try:
+        head = orjson.loads(first) if first else None
+    except orjson.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) or not first:
+        return "jsonl", _jsonl(path, data), None
+    if path != "-":
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    body = data[len(BOM) :] if data.startswith(BOM) else data
+    try:
+        whole = loads(body, path, None)
+    except InputError:
+        return "jsonl", _jsonl(path, data), None
+    if isinstance(whole, list):
+        items = (Record(None, i, None, value) for i, value in enumerate(whole))
+        return "array", items, data
+    return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def _jsonl(path: str, data: bytes) -> Iterator[Record]:
+    lines = _split(data) if path == "-" else iter_lines(path)
+    return (Record(number, None, raw) for number, raw in lines)
+
+
+def _split(data: bytes) -> Iterator[tuple[int, bytes]]:
+    for number, line in enumerate(data.splitlines(), start=1):
+        if number == 1 and line.startswith(BOM):
+            line = line[len(BOM) :]
+        if line.strip():
+            yield number, line
+
+
+class RecordSink:
+    """Writes output records in the input's shape to an :class:`AtomicWriter`.
+
+    JSON lines are written as they come. An array is written as ``[`` records
+    ``]``; a one-record file as that record. For those two, when no record changed,
+    ``original`` (the input's bytes) is written instead, so a run that changes nothing
+    gives back the very file.
+    """
+
+    def __init__(self, writer: AtomicWriter, shape: Shape, original: bytes | None = None):
+        self.writer = writer
+        self.shape = shape
+        self.original = original
+        self._held: list[bytes] = []
+        self._changed = False
+
+    def write(self, record: bytes, *, changed: bool = True) -> None:
+        """Add one output record (its JSON text, no line end)."""
+        if self.shape == "jsonl":
+            self.writer.write(record + b"\n")
+            return
+        self._held.append(record)
+        self._changed = self._changed or changed
+
+    def close(self) -> None:
+        """Write what is held (array and one-record shapes)."""
+        if self.shape == "jsonl":
+            return
+        if not self._changed and self.original is not None:
+            self.writer.write(self.original)
+        elif self.shape == "array":
+            self.writer.write(b"[\n" + b",\n".join(self._held) + b"\n]\n")
+        else:
+            self.writer.write(b"".join(self._held) + b"\n")
 
 
 def loads(raw: bytes | str, path: str, line: int | None) -> Any:

@@ -62,6 +62,18 @@ class Message:
         return tuple(str(c.get("id")) for c in calls if isinstance(c, Mapping))
 
     @property
+    def result_ids(self) -> tuple[str, ...]:
+        """The call ids a ``tool`` message answers: its ``tool_call_id``, or each id of
+        a ``tool_call_ids`` list (SWE-agent trajectories); empty when it names none."""
+        call_id = self.data.get("tool_call_id")
+        if call_id is not None:
+            return (str(call_id),)
+        ids = self.data.get("tool_call_ids")
+        if isinstance(ids, list):
+            return tuple(str(i) for i in ids)
+        return ()
+
+    @property
     def calls_function(self) -> bool:
         """True for an assistant message with a legacy ``function_call``."""
         return isinstance(self.data.get("function_call"), Mapping)
@@ -78,6 +90,10 @@ class Conversation:
     ``extra_tokens`` is the cost of the record's ``tools`` definitions; ``tokens``
     adds it and the reply priming (:data:`REPLY_PRIMING`) to the messages' sum.
     ``id`` is the record's ``id`` (or ``None``); ``line`` its 1-based line in the input.
+    ``user_first`` is true for formats whose first non-system message must be a user
+    message even after a system prompt (Anthropic keeps its system prompt apart from
+    the messages, so a leading system message does not excuse an assistant opening).
+    ``meta`` is the format adapter's own record of where each message came from.
     """
 
     messages: tuple[Message, ...]
@@ -85,6 +101,7 @@ class Conversation:
     id: str | None = None
     line: int = 0
     meta: Mapping[str, Any] = field(default_factory=dict)
+    user_first: bool = False
 
     @property
     def tokens(self) -> int:
@@ -169,3 +186,12 @@ def starts_badly(kept: Sequence[Message]) -> bool:
     """True when a conversation without a leading system message would open with an
     assistant or tool message, which Anthropic, Gemini and others reject."""
     return bool(kept) and kept[0].role in ("assistant", "tool", "function")
+
+
+def opens_badly(kept: Sequence[Message], *, user_first: bool = False) -> bool:
+    """True when ``kept`` opens badly: with an assistant or tool message, after the
+    leading system messages when ``user_first`` (see :class:`Conversation`), or at
+    the very start otherwise (a system prompt then excuses what follows)."""
+    if not user_first:
+        return not (kept and kept[0].is_system) and starts_badly(kept)
+    return starts_badly([m for m in kept if not m.is_system])

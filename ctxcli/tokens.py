@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -36,6 +36,11 @@ TOOL_CALL_OVERHEAD = 3
 #: ``high`` image too (85 + 170 per 512 px tile); without decoding the image we charge
 #: the base. LangChain's ``count_tokens_approximately`` uses the same 85.
 IMAGE_TOKENS = 85
+#: A fixed cost per Anthropic ``document`` block whose source is not plain text (a
+#: base64 PDF, a URL, a file id), never the length of its data. Anthropic's PDF
+#: support page puts one page at 1,500 to 3,000 tokens; without decoding the file we
+#: charge one page at the low end. A ``text`` source counts its text instead.
+DOCUMENT_TOKENS = 1500
 #: Cookbook ``num_tokens_for_tools`` constants for gpt-4o / gpt-4o-mini.
 FUNC_INIT, PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 7, 3, 3, -3, 3, 12
 
@@ -107,7 +112,12 @@ class TokenCounter:
         """Tokens of a message ``content``: a string, ``None``, or a list of parts.
 
         Text parts count their text, image parts a fixed :data:`IMAGE_TOKENS`, and any
-        other part the text of its JSON.
+        other part the text of its JSON. Anthropic blocks count as follows: ``document``
+        a fixed :data:`DOCUMENT_TOKENS` (its text, for a ``text`` source), ``thinking``
+        its thinking text, ``redacted_thinking`` its opaque ``data`` as text,
+        ``tool_use`` its name and the JSON of its input, ``tool_result`` its content
+        (a string or nested blocks, counted by this same rule). Nothing here raises on
+        an unknown part: it counts as its JSON.
         """
         if content is None:
             return 0
@@ -125,6 +135,8 @@ class TokenCounter:
         kind = part.get("type")
         if kind in _IMAGE_PART_TYPES:
             return self.image_tokens
+        if kind in _BLOCK_COUNTERS:
+            return _BLOCK_COUNTERS[kind](self, part)
         for key in ("text", "value", "content"):
             value = part.get(key)
             if isinstance(value, str) and (kind is None or kind == key or key == "text"):
@@ -215,6 +227,28 @@ class TokenCounter:
 
 def _json_text(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
+
+
+def _document(counter: TokenCounter, part: Mapping[str, Any]) -> int:
+    source = part.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "text":
+        return counter.text(str(source.get("data") or ""))
+    return DOCUMENT_TOKENS
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else _json_text(value)
+
+
+_BLOCK_COUNTERS: dict[str, Callable[[TokenCounter, Mapping[str, Any]], int]] = {
+    "document": _document,
+    "thinking": lambda c, p: c.text(_text_of(p.get("thinking", ""))),
+    "redacted_thinking": lambda c, p: c.text(_text_of(p.get("data", ""))),
+    "tool_use": lambda c, p: (
+        c.text(_text_of(p.get("name", ""))) + c.text(_json_text(p.get("input")))
+    ),
+    "tool_result": lambda c, p: c.content(p.get("content")),
+}
 
 
 @functools.lru_cache(maxsize=8)

@@ -4,20 +4,53 @@ Messages carry ``role`` (``system``, ``developer``, ``user``, ``assistant``, ``t
 legacy ``function``), ``content`` (a string, ``null``, or a list of parts), optional
 ``name``, assistant ``tool_calls`` and tool ``tool_call_id``. Keys ctxcli does not
 know are kept, on the record and on each message.
+
+Two close relatives read as this format too:
+
+- SWE-agent trajectories, whose tool messages name their calls in a ``tool_call_ids``
+  list (:attr:`ctxcli.model.Message.result_ids` reads it);
+- LLaMA-Factory's OpenAI-style data, where an assistant message carries its calls as
+  ``{"type": "tool_call", "value": "{name, arguments}"}`` content parts and the
+  ``tool`` messages after it carry no ids. Such a call is given a neutral
+  ``tool_calls`` entry with an id ``ctxcli-<message>-<n>`` and the tool messages that
+  follow take those ids in order (the last one takes all that are left), so the
+  calls pair by adjacency. The added keys never reach the output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from ctxcli.errors import InputError
-from ctxcli.model import ROLES, Conversation, make_conversation
+from ctxcli.formats._common import kind, messages_of, pending
+from ctxcli.invariants import pairing_problems
+from ctxcli.model import ROLES, Conversation, Message
 from ctxcli.tokens import TokenCounter
+
+NAME = "openai"
+DEFAULT_KEY = "messages"
+_PART_CALL = "tool_call"
+_ADDED = "_ctxcli_added"
+
+
+def detect(record: Any, messages_key: str | None = None) -> bool:
+    """True when ``record`` holds a list of objects with a ``role`` under the key."""
+    messages = record.get(messages_key or DEFAULT_KEY) if isinstance(record, Mapping) else None
+    return isinstance(messages, list) and all(
+        isinstance(m, Mapping) and "role" in m for m in messages[:3]
+    )
 
 
 def read(
-    record: Any, counter: TokenCounter, *, path: str, line: int, messages_key: str = "messages"
+    record: Any,
+    counter: TokenCounter,
+    *,
+    path: str,
+    line: int,
+    messages_key: str | None = None,
 ) -> Conversation:
     """Check one parsed record and wrap it as a :class:`Conversation`.
 
@@ -25,43 +58,109 @@ def read(
     object, has no ``messages_key`` list, or holds a message that is not an object,
     has no ``role`` or has a role outside :data:`ctxcli.model.ROLES`.
     """
-    if not isinstance(record, Mapping):
-        raise InputError(path, line, f"expected a JSON object, got {_kind(record)}")
-    messages = record.get(messages_key)
-    if not isinstance(messages, list):
-        found = "no" if messages is None else f"a {_kind(messages)} as"
-        keys = ", ".join(map(repr, list(record)[:8]))
-        raise InputError(path, line, f"{found} {messages_key!r} list (keys: {keys})")
+    messages = messages_of(record, messages_key or DEFAULT_KEY, path, line)
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise InputError(path, line, f"message {i} is {_kind(message)}, not an object")
+            raise InputError(path, line, f"message {i} is {kind(message)}, not an object")
         role = message.get("role")
         if role is None:
             raise InputError(path, line, f"message {i} has no 'role'")
         if role not in ROLES:
             known = ", ".join(sorted(ROLES))
             raise InputError(path, line, f"message {i} has unknown role {role!r} (known: {known})")
+    neutral, added = _with_part_calls(messages)
     record_id = record.get("id")
-    return make_conversation(
-        messages,
-        counter,
-        tools=record.get("tools"),
+    return Conversation(
+        messages=tuple(Message(m, counter.message(m), i) for i, m in enumerate(neutral)),
+        extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
+        meta={"entries": messages, _ADDED: added} if added else {"entries": messages},
     )
 
 
 def write(
-    record: Mapping[str, Any], conversation: Conversation, *, messages_key: str = "messages"
+    record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> dict[str, Any]:
-    """``record`` with its messages replaced by ``conversation``'s (other keys kept)."""
+    """``record`` with its messages replaced by ``conversation``'s (other keys kept).
+
+    A message no stage changed is written as the entry that was read; a changed one
+    without the keys the reader added (LLaMA-Factory calls go back into parts).
+    """
+    entries: Sequence[Any] = conversation.meta.get("entries", ())
+    added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
     out = dict(record)
-    out[messages_key] = [m.data for m in conversation.messages]
+    written = []
+    for message in conversation.messages:
+        if message.index is not None and not message.changed and entries:
+            written.append(entries[message.index])
+        elif message.index is not None and message.index in added:
+            written.append(_without_added(message.data, added[message.index]))
+        else:
+            written.append(message.data)
+    out[messages_key or DEFAULT_KEY] = written
     return out
 
 
-def _kind(value: Any) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(
-        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
-    )
+def problems(record: Any, conversation: Conversation) -> list[str]:
+    """The OpenAI rule for one record: every tool result follows its call and every
+    call has its results (Chat Completions rejects a request otherwise). Calls in the
+    last message may still wait for their results (a log cut mid-run, a training
+    target): :func:`ctxcli.formats._common.pending` leaves them out."""
+    return pending(pairing_problems(conversation.messages), len(conversation.messages))
+
+
+def _with_part_calls(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], dict[int, tuple[str, ...]]]:
+    """Neutral dicts: LLaMA-Factory ``tool_call`` parts become ``tool_calls``."""
+    neutral: list[Mapping[str, Any]] = list(messages)
+    added: dict[int, tuple[str, ...]] = {}
+    open_ids: list[str] = []
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        role = message.get("role")
+        if role == "tool" and open_ids and not Message(message, 0).result_ids:
+            following = i + 1 < len(messages) and messages[i + 1].get("role") == "tool"
+            take = open_ids[:1] if following else open_ids
+            neutral[i] = {**message, "tool_call_ids": take}
+            added[i] = ("tool_call_ids",)
+            open_ids = open_ids[len(take) :]
+            continue
+        open_ids = []
+        if role != "assistant" or "tool_calls" in message or not isinstance(content, list):
+            continue
+        calls = [p for p in content if isinstance(p, Mapping) and p.get("type") == _PART_CALL]
+        if not calls:
+            continue
+        tool_calls = [_call(part, f"ctxcli-{i}-{n}") for n, part in enumerate(calls)]
+        rest = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == _PART_CALL)]
+        neutral[i] = {**message, "content": rest, "tool_calls": tool_calls}
+        added[i] = ("tool_calls",)
+        open_ids = [c["id"] for c in tool_calls]
+    return neutral, added
+
+
+def _call(part: Mapping[str, Any], call_id: str) -> dict[str, Any]:
+    value = part.get("value")
+    try:
+        parsed = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, Mapping) and "name" in parsed:
+        arguments = parsed.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = orjson.dumps(arguments).decode()
+        function = {"name": str(parsed["name"]), "arguments": arguments}
+    else:
+        function = {"name": "", "arguments": value if isinstance(value, str) else str(value)}
+    return {"id": call_id, "type": "function", "function": function, "_part": part}
+
+
+def _without_added(data: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out = {k: v for k, v in data.items() if k not in keys}
+    if "tool_calls" in keys:
+        parts = [c["_part"] for c in data.get("tool_calls") or () if "_part" in c]
+        content = out.get("content")
+        out["content"] = (list(content) if isinstance(content, list) else []) + parts
+    return out

@@ -15,17 +15,21 @@ def keep_only(
 ) -> tuple[Conversation, dict[str, int]]:
     """``conversation`` with only the positions in ``keep``, plus its events.
 
-    Where the input opens with a system message nothing more is needed; where it does
-    not, leading units that are not user messages are dropped too (unless pinned in
-    ``must``), so the output never opens with an assistant or tool message.
+    Where the input opens with a system message nothing more is needed (unless the
+    format wants a user message first all the same: ``conversation.user_first``);
+    where it does not, leading units that are not user messages are dropped too
+    (unless pinned in ``must``), so the output never opens with an assistant or tool
+    message.
     """
     messages = conversation.messages
     keep = set(keep)
-    if not (messages and messages[0].is_system):
+    if conversation.user_first or not (messages and messages[0].is_system):
         for group in groups:
             if not keep.intersection(group):
                 continue
             kept = [messages[i] for i in group]
+            if conversation.user_first and all(m.is_system for m in kept):
+                continue
             if not starts_badly(kept) or must and set(group) & set(must):
                 break
             keep.difference_update(group)

@@ -1,0 +1,52 @@
+"""Helpers the format adapters share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxcli.errors import InputError
+
+
+def kind(value: Any) -> str:
+    """How an error names the JSON type of ``value`` ("an array", "a string" ...)."""
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    if type(value) in names:
+        return names[type(value)]
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
+
+
+def messages_of(record: Any, key: str, path: str, line: int) -> list[Any]:
+    """``record[key]`` when ``record`` is an object holding a list there.
+
+    Raises :class:`InputError` naming the keys the record does have.
+    """
+    if not isinstance(record, Mapping):
+        raise InputError(path, line, f"expected a JSON object, got {kind(record)}")
+    messages = record.get(key)
+    if not isinstance(messages, list):
+        found = "no" if messages is None else f"{kind(messages)} as"
+        keys = ", ".join(map(repr, list(record)[:8]))
+        raise InputError(path, line, f"{found} {key!r} list (keys: {keys})")
+    return messages
+
+
+def text_of(content: Any) -> str:
+    """The text of neutral ``content``: a string, or the text of its text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") or p.get("value") for p in content if isinstance(p, Mapping)]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return "" if content is None else str(content)
+
+
+def pending(problems: list[str], count: int) -> list[str]:
+    """``problems`` (from :func:`ctxcli.invariants.pairing_problems` over ``count``
+    messages) without "calls have no result" for the last message: a transcript may
+    end on calls that still wait for their results, as a log cut mid-run or a
+    training target does; it is only wrong to go on without them."""
+    last = f"message {count - 1}: "
+    return [p for p in problems if not (p.startswith(last) and p.endswith("no result"))]

@@ -1,0 +1,233 @@
+"""Claude Code session logs: a ``.jsonl`` file of events, one session a file.
+
+Each event is an object with ``type``, ``uuid``, ``parentUuid`` (``null`` at a root),
+``isSidechain``, ``sessionId`` and, for ``user`` and ``assistant`` events, a
+``message`` ``{role, content}`` whose content is a string or Anthropic blocks. Claude
+Code writes one event per content block of a streamed reply, so consecutive assistant
+events with the same ``message.id`` are one API message (parallel tool calls arrive
+as several such events).
+
+The *record* of this format is the whole session: the list of its events. The
+conversation is the main chain (``isSidechain`` false) of ``user`` and ``assistant``
+events, read block by block as :mod:`ctxcli.formats.anthropic` reads messages. Every
+other event (sidechains, which are a sub-agent's own context, ``summary``,
+``system`` and snapshot events, anything unknown) passes through unchanged and is
+never dropped or counted.
+
+Writing back: an event whose messages all survive unchanged is the very event read (so
+the compressor writes its line as read); a partly kept one keeps only the surviving
+blocks. A dropped event is unlinked, and every ``parentUuid`` that pointed at one is
+re-linked to its nearest kept ancestor. A summary becomes a new ``user`` event in the
+same style (``cwd``, ``sessionId``, ``version``, ... copied from the event it
+precedes), with a fresh ``uuid`` (UUID5 of that event's uuid and the text, so a run
+is reproducible) linked into the chain in front of that event.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxcli.errors import InputError
+from ctxcli.formats import anthropic
+from ctxcli.formats._common import kind, pending, text_of
+from ctxcli.invariants import pairing_problems
+from ctxcli.model import Conversation, Message
+from ctxcli.tokens import TokenCounter
+
+NAME = "claude-code"
+DEFAULT_KEY = "message"
+_CHAT = ("user", "assistant")
+#: Keys a summary event copies from the event it is put in front of.
+_STYLE = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+_NAMESPACE = uuid.UUID("6f2b1c4e-9a57-4b8e-8d3e-2f1c0a9b7d10")
+
+Source = list[tuple[int, tuple[int, ...] | None]]
+
+
+def detect(record: Any, messages_key: str | None = None) -> bool:
+    """True for one session event: an object with ``type``, ``uuid`` and a
+    ``parentUuid`` or ``sessionId`` key (the compressor asks this of a file's first
+    record, and then reads the whole file as one session)."""
+    return (
+        isinstance(record, Mapping)
+        and "uuid" in record
+        and "type" in record
+        and ("parentUuid" in record or "sessionId" in record)
+    )
+
+
+def _is_chat(event: Any) -> bool:
+    return (
+        isinstance(event, Mapping)
+        and event.get("type") in _CHAT
+        and isinstance(event.get("message"), Mapping)
+        and not event.get("isSidechain")
+    )
+
+
+def read(
+    record: Sequence[Any],
+    counter: TokenCounter,
+    *,
+    path: str,
+    line: int,
+    messages_key: str | None = None,
+    lines: Sequence[int] | None = None,
+) -> Conversation:
+    """Read a session (its events, in file order; ``lines`` their line numbers) into
+    the neutral model (see the module docstring).
+
+    Raises :class:`InputError` naming the event's line for an event that is not an
+    object, a ``user`` / ``assistant`` event whose message role is neither, or a
+    block that is not an object.
+    """
+    where = list(lines) if lines is not None else [line + i for i in range(len(record))]
+    neutral: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    previous_id: Any = None
+    for e, event in enumerate(record):
+        if not isinstance(event, Mapping):
+            raise InputError(path, where[e], f"event is {kind(event)}, not an object")
+        if not _is_chat(event):
+            previous_id = None
+            continue
+        message = event["message"]
+        role = message.get("role")
+        if role not in _CHAT:
+            known = ", ".join(_CHAT)
+            raise InputError(path, where[e], f"message has unknown role {role!r} (known: {known})")
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else None
+        for j, block in enumerate(blocks or ()):
+            if not isinstance(block, Mapping):
+                raise InputError(path, where[e], f"block {j} is {kind(block)}, not an object")
+        message_id = message.get("id") if role == "assistant" else None
+        if message_id is not None and message_id == previous_id and blocks is not None:
+            # One streamed reply written as several events: one neutral message.
+            merged = neutral[-1]["_blocks"] + list(blocks)
+            neutral[-1] = {**anthropic._assistant(merged), "_blocks": merged}
+            sources[-1].append((e, tuple(range(len(blocks)))))
+            continue
+        previous_id = message_id if blocks is not None else None
+        if blocks is None:
+            neutral.append({"role": role, "content": content})
+            sources.append([(e, None)])
+        elif role == "assistant":
+            neutral.append({**anthropic._assistant(blocks), "_blocks": list(blocks)})
+            sources.append([(e, tuple(range(len(blocks))))])
+        else:
+            for data, kept in anthropic._user(blocks):
+                neutral.append(data)
+                sources.append([(e, kept)])
+    for data in neutral:
+        data.pop("_blocks", None)
+    first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
+    return Conversation(
+        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        id=None if not first else str(first.get("sessionId")),
+        line=line,
+        meta={"entries": list(record), "sources": sources, "lines": where},
+        user_first=True,
+    )
+
+
+def write(
+    record: Sequence[Any], conversation: Conversation, *, messages_key: str | None = None
+) -> list[Any]:
+    """The session's events after compression: kept events (the very objects read
+    when unchanged), summary events, and ``parentUuid`` links re-made; see the module
+    docstring."""
+    events: Sequence[Any] = conversation.meta["entries"]
+    sources: Sequence[Source] = conversation.meta["sources"]
+    kept: dict[int, set[int] | None] = {}
+    inserts: dict[int, list[Message]] = {}
+    waiting: list[Message] = []
+    for message in conversation.messages:
+        if message.index is None or message.changed:
+            waiting.append(message)
+            continue
+        for e, blocks in sources[message.index]:
+            if waiting:
+                inserts.setdefault(e, []).extend(waiting)
+                waiting = []
+            if blocks is None:
+                kept[e] = None
+            else:
+                have = kept.setdefault(e, set())
+                if have is not None:
+                    have.update(blocks)
+    chat = {e for source in sources for e, _ in source}
+    dropped = {e for e in chat if e not in kept}
+    parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
+    gone = {events[e].get("uuid") for e in dropped}
+    out: list[Any] = []
+    for e, event in enumerate(events):
+        if e in dropped:
+            continue
+        parent = event.get("parentUuid")
+        while parent in gone:
+            parent = parents.get(parent)
+        for message in inserts.get(e, ()):
+            new = _summary_event(event, parent, message)
+            out.append(new)
+            parent = new["uuid"]
+        survivors = kept.get(e)
+        content = event["message"].get("content") if e in chat else None
+        if survivors is not None and isinstance(content, list) and len(survivors) < len(content):
+            message_data = {**event["message"], "content": [content[j] for j in sorted(survivors)]}
+            event = {**event, "message": message_data}
+        if parent != event.get("parentUuid"):
+            event = {**event, "parentUuid": parent}
+        out.append(event)
+    if waiting:
+        last = next((ev for ev in reversed(out) if _is_chat(ev)), None)
+        for message in waiting:
+            style = last or {}
+            new = _summary_event(style, style.get("uuid"), message)
+            out.append(new)
+            last = new
+    return out
+
+
+def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> dict[str, Any]:
+    text = text_of(message.data.get("content"))
+    seed = f"{style.get('uuid')}\n{text}"
+    event: dict[str, Any] = {"parentUuid": parent}
+    event.update({k: style[k] for k in _STYLE if k in style})
+    event["isSidechain"] = False
+    event["type"] = "user"
+    event["message"] = {"role": "user", "content": text}
+    event["uuid"] = str(uuid.uuid5(_NAMESPACE, seed))
+    if "timestamp" in style:
+        event["timestamp"] = style["timestamp"]
+    return event
+
+
+def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+    """What makes the session invalid, naming the line of the event: a ``uuid`` used
+    twice, a ``parentUuid`` that names no earlier event, and on the main chain the
+    Anthropic rules (first message a user message; every ``tool_use`` answered by its
+    ``tool_result`` before anything else, every ``tool_result`` after its call)."""
+    lines: Sequence[int] = conversation.meta["lines"]
+    sources: Sequence[Source] = conversation.meta["sources"]
+    found: list[str] = []
+    seen: set[Any] = set()
+    for e, event in enumerate(record):
+        if not isinstance(event, Mapping):
+            continue
+        parent = event.get("parentUuid")
+        if parent is not None and parent not in seen:
+            found.append(f"line {lines[e]}: parentUuid {parent!r} names no earlier event")
+        if event.get("uuid") in seen:
+            found.append(f"line {lines[e]}: uuid {event.get('uuid')!r} is used twice")
+        seen.add(event.get("uuid"))
+    messages = conversation.messages
+    if messages and messages[0].role != "user":
+        found.append(f"line {lines[sources[0][0][0]]}: the session opens with {messages[0].role}")
+    for problem in pending(pairing_problems(messages), len(messages)):
+        position, _, reason = problem.partition(": ")
+        at = int(position.split()[-1])
+        found.append(f"line {lines[sources[at][0][0]]}: {reason}")
+    return found

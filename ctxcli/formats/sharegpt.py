@@ -1,0 +1,168 @@
+"""ShareGPT format: ``{"conversations": [{"from": ..., "value": ...}], "system"?, ...}``.
+
+``from`` is ``human`` / ``user``, ``gpt`` / ``assistant``, ``system``, or, for tool
+use as LLaMA-Factory writes it, ``function_call`` (the value is the JSON of
+``{name, arguments}``) and ``observation`` (its result). Calls carry no ids: a
+``function_call`` and the ``observation`` right after it pair by adjacency, so they
+map onto the neutral legacy pair (an assistant ``function_call``, then a ``function``
+message) and are kept or dropped together. A record-level ``system`` string
+(LLaMA-Factory's ``system`` column) is one more ``system`` message, never dropped.
+
+Writing back: a turn no stage changed is the very entry read; a summary becomes a
+``human`` turn (a ``system`` turn when its role is ``system``).
+
+Rules (LLaMA-Factory's ShareGPT loader, ``data/converter.py``): the first turn after
+the system turns is a ``human`` turn; a ``function_call`` is followed by its
+``observation`` (unless it is the last turn, still waiting for it), and an
+``observation`` follows a ``function_call``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ctxcli.errors import InputError
+from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.model import Conversation, Message
+from ctxcli.tokens import TokenCounter
+
+NAME = "sharegpt"
+DEFAULT_KEY = "conversations"
+#: ``from`` value -> neutral role; ``function_call`` and ``observation`` are the
+#: legacy function pair.
+ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "function_call": "assistant",
+    "observation": "function",
+    "tool": "function",
+}
+_CALL, _RESULTS = "function_call", frozenset({"observation", "tool"})
+
+
+def detect(record: Any, messages_key: str | None = None) -> bool:
+    """True when the record's list holds ``{from, value}`` entries."""
+    turns = record.get(messages_key or DEFAULT_KEY) if isinstance(record, Mapping) else None
+    if not isinstance(turns, list):
+        return False
+    entries = [t for t in turns if isinstance(t, Mapping)]
+    return bool(entries) and "from" in entries[0]
+
+
+def read(
+    record: Any,
+    counter: TokenCounter,
+    *,
+    path: str,
+    line: int,
+    messages_key: str | None = None,
+) -> Conversation:
+    """Read one ShareGPT record into the neutral model.
+
+    Raises :class:`InputError` for a record that is not an object or has no turn
+    list, or with every turn that is not an object or has an unknown ``from``.
+    """
+    turns = messages_of(record, messages_key or DEFAULT_KEY, path, line)
+    neutral: list[dict[str, Any]] = []
+    sources: list[int | None] = []
+    system = record.get("system")
+    if isinstance(system, str) and system:
+        neutral.append({"role": "system", "content": system})
+        sources.append(None)
+    bad: list[str] = []
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, Mapping):
+            bad.append(f"turn {i} is {kind(turn)}, not an object: {turn!r:.60}")
+            continue
+        sender = turn.get("from")
+        if sender not in ROLES:
+            bad.append(f"turn {i} has unknown 'from' {sender!r}")
+            continue
+        neutral.append(_neutral(sender, turn.get("value")))
+        sources.append(i)
+    if bad:
+        known = ", ".join(ROLES)
+        raise InputError(path, line, "; ".join(bad) + f" (known 'from' values: {known})")
+    record_id = record.get("id")
+    return Conversation(
+        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        extra_tokens=counter.tools(record.get("tools")),
+        id=None if record_id is None else str(record_id),
+        line=line,
+        meta={"entries": turns, "sources": sources},
+        user_first=True,
+    )
+
+
+def _neutral(sender: str, value: Any) -> dict[str, Any]:
+    if sender != _CALL:
+        return {"role": ROLES[sender], "content": value}
+    try:
+        parsed = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, Mapping) and "name" in parsed:
+        arguments = parsed.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = orjson.dumps(arguments).decode()
+        call = {"name": str(parsed["name"]), "arguments": arguments}
+    else:
+        call = {"name": "", "arguments": value if isinstance(value, str) else str(value)}
+    return {"role": "assistant", "content": None, "function_call": call}
+
+
+def write(
+    record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
+) -> dict[str, Any]:
+    """``record`` with its turns rebuilt from ``conversation`` (other keys kept)."""
+    turns: Sequence[Any] = conversation.meta.get("entries", ())
+    sources: Sequence[int | None] = conversation.meta.get("sources", ())
+    written: list[Any] = []
+    for message in conversation.messages:
+        if message.index is not None and not message.changed:
+            source = sources[message.index]
+            if source is not None:
+                written.append(turns[source])
+            continue
+        written.append(_turn(message))
+    out = dict(record)
+    out[messages_key or DEFAULT_KEY] = written
+    return out
+
+
+def _turn(message: Message) -> dict[str, Any]:
+    data = message.data
+    if message.calls_function:
+        call = data["function_call"]
+        arguments = call.get("arguments")
+        with contextlib.suppress(orjson.JSONDecodeError):
+            arguments = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+        value = orjson.dumps({"name": call.get("name"), "arguments": arguments}).decode()
+        return {"from": _CALL, "value": value}
+    sender = {"user": "human", "assistant": "gpt", "system": "system", "function": "observation"}
+    return {"from": sender.get(message.role, "human"), "value": text_of(data.get("content"))}
+
+
+def problems(record: Any, conversation: Conversation) -> list[str]:
+    """Every ShareGPT rule (module docstring) ``record`` breaks, naming the turn."""
+    turns = [t for t in conversation.meta.get("entries", ()) if isinstance(t, Mapping)]
+    found: list[str] = []
+    senders = [t.get("from") for t in turns]
+    first = next((i for i, s in enumerate(senders) if s != "system"), None)
+    if first is not None and ROLES.get(str(senders[first])) != "user":
+        found.append(f"turn {first}: the first turn is {senders[first]!r}, not a human turn")
+    for i, sender in enumerate(senders):
+        after = senders[i + 1] if i + 1 < len(senders) else None
+        before = senders[i - 1] if i else None
+        if sender == _CALL and after not in _RESULTS and i + 1 < len(senders):
+            found.append(f"turn {i}: function_call without an observation right after it")
+        if sender in _RESULTS and before != _CALL:
+            found.append(f"turn {i}: {sender} without a function_call right before it")
+    return found

@@ -1,0 +1,100 @@
+"""Check transcript files against the rules of their formats (``ctxcli validate``).
+
+Each record is read in its format (forced, else detected as ``compress`` does) and
+checked by that format's ``problems`` (:mod:`ctxcli.formats`): tool pairing and
+order, first-message rules, thinking blocks, session links. A record that cannot be
+read at all is a problem too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ctxcli import formats, jsonio
+from ctxcli.errors import InputError, where
+from ctxcli.formats import claude_code
+from ctxcli.formats._common import kind
+from ctxcli.tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule: the file, the line (JSON lines) or record index (JSON array)
+    of the record, and the reason (which names the message inside the record)."""
+
+    path: str
+    line: int | None
+    record: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{where(self.path, self.line, self.record)}: {self.reason}"
+
+
+def validate_file(
+    path: str,
+    *,
+    format: str | None = None,
+    messages_key: str | None = None,
+    counter: TokenCounter | None = None,
+) -> Iterator[Problem]:
+    """Yield every problem of every record in ``path`` (``-``: stdin), in file order.
+
+    Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` and
+    :class:`InputError` when the file cannot be opened.
+    """
+    module = formats.get(format) if format else None
+    counter = counter or TokenCounter()
+    shape, items, _ = jsonio.read_records(path)
+    if module is None and shape == "jsonl":
+        first = next(items, None)
+        if first is not None:
+            items = itertools.chain([first], items)
+            try:
+                if claude_code.detect(first.parse(path)):
+                    module = claude_code
+            except InputError:
+                pass
+    if module is claude_code:
+        yield from _session(path, items, counter)
+        return
+    for item in items:
+        try:
+            record = item.parse(path)
+            found = module or formats.detect(record, messages_key)
+            if found is None:
+                raise InputError(path, item.line, formats.no_fit(record, messages_key))
+            conversation = found.read(
+                record, counter, path=path, line=item.line or 0, messages_key=messages_key
+            )
+        except InputError as exc:
+            yield Problem(path, item.line, item.index, exc.reason)
+            continue
+        for reason in found.problems(record, conversation):
+            yield Problem(path, item.line, item.index, f"{found.NAME}: {reason}")
+
+
+def _session(path: str, items: Iterator[jsonio.Record], counter: TokenCounter) -> Iterator[Problem]:
+    events, lines = [], []
+    for item in items:
+        try:
+            event = item.parse(path)
+        except InputError as exc:
+            yield Problem(path, item.line, None, exc.reason)
+            continue
+        if not isinstance(event, dict):
+            yield Problem(path, item.line, None, f"event is {kind(event)}, not an object")
+            continue
+        events.append(event)
+        lines.append(item.line or 0)
+    try:
+        conversation = claude_code.read(
+            events, counter, path=path, line=lines[0] if lines else 0, lines=lines
+        )
+    except InputError as exc:
+        yield Problem(path, exc.line, None, exc.reason)
+        return
+    for reason in claude_code.problems(events, conversation):
+        yield Problem(path, None, None, f"{claude_code.NAME}: {reason}")

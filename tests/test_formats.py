@@ -1,0 +1,571 @@
+"""The format adapters (ctxcli/formats), input shapes and block counting, on small
+hand-written records; the shared real data at the end (skipped when absent)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxcli import formats
+from ctxcli.cli import cli
+from ctxcli.config import resolve
+from ctxcli.errors import ConfigError, InputError
+from ctxcli.formats import anthropic, claude_code, openai, sharegpt
+from ctxcli.model import SUMMARY_MARKER, Message
+from ctxcli.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, TokenCounter
+from ctxcli.validate import validate_file
+
+COUNTER = TokenCounter("o200k_base")
+SIG = "EqQBCkYIARgCKkA"  # a thinking signature; its value does not matter here
+
+
+def read(module: Any, record: Any) -> Any:
+    return module.read(record, COUNTER, path="x.jsonl", line=1)
+
+
+def keep(conversation: Any, positions: list[int], *extra: Message) -> Any:
+    """The conversation with only ``positions`` kept, then ``extra`` new messages first."""
+    kept = [conversation.messages[i] for i in positions]
+    return conversation.with_messages([*extra, *kept])
+
+
+def summary(role: str = "user") -> Message:
+    data = {"role": role, "content": f"{SUMMARY_MARKER} 2 earlier messages folded.\nfacts"}
+    return Message(data, COUNTER.message(data), None, True)
+
+
+# --- Anthropic ------------------------------------------------------------------------
+
+ANTHROPIC: dict[str, Any] = {
+    "id": "a1",
+    "model": "claude-x",
+    "system": [{"type": "text", "text": "You are terse."}],
+    "messages": [
+        {"role": "user", "content": "Weather in Oslo and Lima?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Two calls.", "signature": SIG},
+                {"type": "text", "text": "Checking both."},
+                {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}},
+                {"type": "tool_use", "id": "t2", "name": "weather", "input": {"city": "Lima"}},
+            ],
+            "x_unknown": 1,
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "snow"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": [{"type": "text", "text": "mild"}],
+                    "is_error": False,
+                },
+                {"type": "text", "text": "And tomorrow?"},
+            ],
+            "cache": "keep me",
+        },
+        {"role": "assistant", "content": "Same."},
+    ],
+}
+
+
+def test_anthropic_maps_blocks_to_neutral_messages() -> None:
+    conversation = read(anthropic, ANTHROPIC)
+    roles = [m.role for m in conversation.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user", "assistant"]
+    assistant = conversation.messages[2].data
+    assert [c["id"] for c in assistant["tool_calls"]] == ["t1", "t2"]
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"city": "Oslo"}
+    assert [b["type"] for b in assistant["content"]] == ["thinking", "text"]
+    assert conversation.messages[4].data["tool_call_id"] == "t2"
+    assert conversation.user_first
+    assert anthropic.problems(ANTHROPIC, conversation) == []
+
+
+def test_anthropic_untouched_record_is_written_back_as_read() -> None:
+    conversation = read(anthropic, ANTHROPIC)
+    out = anthropic.write(ANTHROPIC, conversation)
+    assert out == ANTHROPIC
+    assert all(a is b for a, b in zip(out["messages"], ANTHROPIC["messages"]))
+
+
+def test_anthropic_a_partly_kept_entry_keeps_only_its_surviving_blocks() -> None:
+    # The tool call unit (assistant + both results) goes; the user's text stays.
+    conversation = read(anthropic, ANTHROPIC)
+    out = anthropic.write(ANTHROPIC, keep(conversation, [0, 1, 5, 6]))
+    third = ANTHROPIC["messages"][2]
+    assert out["messages"][1] == {**third, "content": [third["content"][2]]}
+    assert out["messages"][1]["cache"] == "keep me"
+    assert out["system"] is ANTHROPIC["system"]
+    assert out["messages"][0] is ANTHROPIC["messages"][0]
+
+
+def test_anthropic_results_kept_without_the_text_keep_their_entry_order() -> None:
+    conversation = read(anthropic, ANTHROPIC)
+    out = anthropic.write(ANTHROPIC, keep(conversation, [0, 1, 2, 3, 4]))
+    third = ANTHROPIC["messages"][2]
+    assert out["messages"][2]["content"] == third["content"][:2]
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_anthropic_a_summary_is_a_user_message_with_a_text_block(role: str) -> None:
+    conversation = read(anthropic, ANTHROPIC)
+    out = anthropic.write(ANTHROPIC, keep(conversation, [0, 5, 6], summary(role)))
+    first = out["messages"][0]
+    assert first["role"] == "user" and first["content"][0]["type"] == "text"
+    assert first["content"][0]["text"].startswith(SUMMARY_MARKER)
+
+
+def test_anthropic_is_detected_and_plain_records_stay_openai() -> None:
+    assert formats.detect(ANTHROPIC) is anthropic
+    plain = {"messages": [{"role": "user", "content": "hi"}]}
+    assert formats.detect(plain) is openai
+    assert (
+        formats.detect({"system": "s", "messages": [{"role": "user", "content": "hi"}]})
+        is anthropic
+    )
+
+
+def test_anthropic_unknown_role_and_bad_block_are_errors() -> None:
+    with pytest.raises(InputError, match=r"x.jsonl:1: message 0 has unknown role 'tool'"):
+        read(anthropic, {"messages": [{"role": "tool", "content": "x"}]})
+    with pytest.raises(InputError, match="message 0 block 1 is a string, not an object"):
+        read(
+            anthropic,
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, "b"]}]},
+        )
+
+
+def test_anthropic_compression_keeps_user_first_and_the_last_thinking_turn(
+    tmp_path: Path,
+) -> None:
+    turns: list[dict[str, Any]] = []
+    for n in range(6):
+        turns.append({"role": "user", "content": f"Question {n}: " + "words " * 60})
+        turns.append({"role": "assistant", "content": [{"type": "text", "text": "answer " * 60}]})
+    turns += [
+        {"role": "user", "content": "Look it up."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "I should search.", "signature": SIG},
+                {"type": "tool_use", "id": "s1", "name": "search", "input": {"q": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "s1", "content": "found " * 50}],
+        },
+    ]
+    record = {"system": "Be brief. " * 30, "messages": turns}
+    out = run_compress(tmp_path, [record], "--max-tokens 400 --stages priority")[0]
+    assert out["system"] == record["system"]
+    assert out["messages"][0]["role"] == "user"
+    assert out["messages"][-2:] == turns[-2:]  # the tool loop, thinking block and all
+    assert len(out["messages"]) < len(turns)
+    assert anthropic.problems(out, read(anthropic, out)) == []
+
+
+# --- ShareGPT -------------------------------------------------------------------------
+
+SHAREGPT: dict[str, Any] = {
+    "system": "You convert units.",
+    "conversations": [
+        {"from": "human", "value": "3 miles in km?"},
+        {"from": "function_call", "value": '{"name": "convert", "arguments": {"v": 3}}'},
+        {"from": "observation", "value": '{"result": 4.828}'},
+        {"from": "gpt", "value": "About 4.83 km."},
+        {"from": "user", "value": "Thanks."},
+    ],
+    "tools": '[{"name": "convert"}]',
+}
+
+
+def test_sharegpt_maps_turns_and_pairs_calls_by_adjacency() -> None:
+    conversation = read(sharegpt, SHAREGPT)
+    roles = [m.role for m in conversation.messages]
+    assert roles == ["system", "user", "assistant", "function", "assistant", "user"]
+    call = conversation.messages[2]
+    assert call.calls_function and call.data["function_call"]["name"] == "convert"
+    assert conversation.extra_tokens > 0
+    assert sharegpt.write(SHAREGPT, conversation) == SHAREGPT
+    assert sharegpt.problems(SHAREGPT, conversation) == []
+
+
+def test_sharegpt_a_summary_is_a_human_turn_and_the_system_column_stays() -> None:
+    conversation = read(sharegpt, SHAREGPT)
+    out = sharegpt.write(SHAREGPT, keep(conversation, [0, 4, 5], summary()))
+    assert out["system"] == SHAREGPT["system"]
+    assert out["conversations"][0]["from"] == "human"
+    assert out["conversations"][1:] == SHAREGPT["conversations"][3:]
+    out = sharegpt.write(SHAREGPT, keep(conversation, [0, 5], summary("system")))
+    assert out["conversations"][0]["from"] == "system"
+
+
+def test_sharegpt_bad_turns_are_all_named() -> None:
+    record = {
+        "conversations": [{"from": "human", "value": "a"}, {"from": "bing", "value": "b"}, "c"]
+    }
+    with pytest.raises(InputError) as info:
+        read(sharegpt, record)
+    assert "turn 1 has unknown 'from' 'bing'" in str(info.value)
+    assert "turn 2 is a string, not an object" in str(info.value)
+
+
+# --- OpenAI relatives ----------------------------------------------------------------
+
+
+def test_llama_factory_tool_call_parts_pair_with_the_tool_messages_after_them() -> None:
+    record = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "value": "Two areas."}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "reasoning", "value": "Call twice."},
+                    {"type": "tool_call", "value": '{"name": "area", "arguments": {"r": 1}}'},
+                    {"type": "tool_call", "value": '{"name": "area", "arguments": {"r": 2}}'},
+                ],
+            },
+            {"role": "tool", "content": [{"type": "text", "value": "[3.14, 12.57]"}]},
+            {"role": "assistant", "content": [{"type": "text", "value": "Done."}]},
+        ]
+    }
+    conversation = read(openai, record)
+    assert conversation.messages[1].call_ids == ("ctxcli-1-0", "ctxcli-1-1")
+    assert conversation.messages[2].result_ids == ("ctxcli-1-0", "ctxcli-1-1")
+    assert openai.problems(record, conversation) == []
+    assert openai.write(record, conversation) == record
+    changed = conversation.messages[1].replace(dict(conversation.messages[1].data), COUNTER)
+    out = openai.write(record, conversation.with_messages([conversation.messages[0], changed]))
+    assert out["messages"][1] == record["messages"][1]  # the added keys never leak out
+
+
+def test_swe_agent_tool_call_ids_lists_pair() -> None:
+    record = {
+        "history": [
+            {"role": "user", "content": "Fix it."},
+            {
+                "role": "assistant",
+                "content": "ls",
+                "tool_calls": [{"id": "c1", "function": {"name": "bash", "arguments": "{}"}}],
+            },
+            {"role": "tool", "content": "a b", "tool_call_ids": ["c1"]},
+        ]
+    }
+    conversation = openai.read(record, COUNTER, path="t.traj", line=1, messages_key="history")
+    assert openai.problems(record, conversation) == []
+    bad = {"history": [*record["history"][:2], {**record["history"][2], "tool_call_ids": ["c9"]}]}
+    conversation = openai.read(bad, COUNTER, path="t.traj", line=1, messages_key="history")
+    assert "tool result 'c9' without its call" in openai.problems(bad, conversation)[0]
+
+
+# --- Claude Code ----------------------------------------------------------------------
+
+
+def event(uid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if "mid" in extra:
+        message["id"] = extra.pop("mid")
+    return {
+        "parentUuid": parent,
+        "isSidechain": extra.pop("side", False),
+        "sessionId": "s1",
+        "cwd": "/p",
+        "type": kind,
+        "message": message,
+        "uuid": uid,
+        "timestamp": f"t-{uid}",
+        **extra,
+    }
+
+
+def use(call_id: str) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": call_id, "name": "Read", "input": {"f": call_id}}]
+
+
+def result(call_id: str, text: str = "data") -> list[dict[str, Any]]:
+    return [{"type": "tool_result", "tool_use_id": call_id, "content": text}]
+
+
+SESSION = [
+    event("u1", None, "user", "Refactor the app."),
+    event("a1", "u1", "assistant", use("k1"), mid="m1"),  # two parallel calls,
+    event("a2", "a1", "assistant", use("k2"), mid="m1"),  # one streamed message
+    event("r1", "a2", "user", result("k1", "long " * 200)),
+    event("r2", "r1", "user", result("k2", "long " * 200)),
+    event("x1", None, "user", "sub-agent task", side=True),
+    event("a3", "r2", "assistant", use("k3"), mid="m2"),
+    event("r3", "a3", "user", result("k3")),
+    event("a4", "r3", "assistant", [{"type": "text", "text": "Done."}], mid="m3"),
+    {"type": "summary", "summary": "Refactor", "leafUuid": "a4"},
+]
+
+
+def test_claude_code_merges_a_streamed_message_and_passes_other_events() -> None:
+    conversation = claude_code.read(SESSION, COUNTER, path="s.jsonl", line=1)
+    roles = [m.role for m in conversation.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    assert conversation.messages[1].call_ids == ("k1", "k2")
+    assert claude_code.write(SESSION, conversation) == SESSION
+    assert claude_code.problems(SESSION, conversation) == []
+
+
+def test_claude_code_drops_relink_to_the_nearest_kept_ancestor() -> None:
+    conversation = claude_code.read(SESSION, COUNTER, path="s.jsonl", line=1)
+    out = claude_code.write(SESSION, keep(conversation, [0, 4, 5, 6]))
+    assert [e.get("uuid") for e in out] == ["u1", "x1", "a3", "r3", "a4", None]
+    assert out[2]["parentUuid"] == "u1"
+    assert out[0] is SESSION[0] and out[3] is SESSION[7]
+    relinked = claude_code.read(out, COUNTER, path="s.jsonl", line=1)
+    assert claude_code.problems(out, relinked) == []
+
+
+def test_claude_code_a_summary_is_a_new_event_linked_into_the_chain() -> None:
+    conversation = claude_code.read(SESSION, COUNTER, path="s.jsonl", line=1)
+    out = claude_code.write(SESSION, keep(conversation, [4, 5, 6], summary()))
+    assert [e.get("uuid") for e in out][:2] == ["x1", out[1]["uuid"]]  # before a3
+    new, nxt = out[1], out[2]
+    assert new["type"] == "user" and new["message"]["content"].startswith(SUMMARY_MARKER)
+    assert new["parentUuid"] is None and new["sessionId"] == "s1" and new["cwd"] == "/p"
+    assert new["uuid"] not in {e.get("uuid") for e in SESSION}
+    assert nxt["uuid"] == "a3" and nxt["parentUuid"] == new["uuid"]
+    again = claude_code.write(SESSION, keep(conversation, [4, 5, 6], summary()))
+    assert again[1]["uuid"] == new["uuid"]  # reproducible
+    assert claude_code.problems(out, claude_code.read(out, COUNTER, path="s", line=1)) == []
+
+
+def test_claude_code_session_file_compresses_and_validates(tmp_path: Path) -> None:
+    source = tmp_path / "session.jsonl"
+    lines = [json.dumps(e) for e in SESSION]
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), "-o", str(out), "-q", "--max-tokens", "300"]
+    )
+    assert result.exit_code == 0, result.output
+    written = out.read_text().splitlines()
+    assert written[0] == lines[0]  # untouched events: the very bytes
+    assert lines[5] in written and lines[9] in written  # sidechain and summary events
+    assert list(validate_file(str(out))) == []
+    stats = json.loads((tmp_path / "out.stats.json").read_text())
+    assert stats["conversations"] == 1 and stats["tokens"]["after"] <= 300
+
+
+# --- counting -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "tokens"),
+    [
+        pytest.param(
+            {"type": "text", "text": "hello world"}, COUNTER.text("hello world"), id="text"
+        ),
+        pytest.param(
+            {"type": "image", "source": {"type": "base64", "data": "A" * 9999}},
+            IMAGE_TOKENS,
+            id="image",
+        ),
+        pytest.param(
+            {"type": "document", "source": {"type": "base64", "data": "J" * 9999}},
+            DOCUMENT_TOKENS,
+            id="document",
+        ),
+        pytest.param(
+            {"type": "document", "source": {"type": "text", "data": "plain words"}},
+            COUNTER.text("plain words"),
+            id="text-document",
+        ),
+        pytest.param(
+            {"type": "tool_use", "id": "t", "name": "go", "input": {"a": 1}},
+            COUNTER.text("go") + COUNTER.text('{"a":1}'),
+            id="tool_use",
+        ),
+        pytest.param(
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": [{"type": "text", "text": "ok then"}, {"type": "image", "source": {}}],
+            },
+            COUNTER.text("ok then") + IMAGE_TOKENS,
+            id="tool_result",
+        ),
+        pytest.param(
+            {"type": "thinking", "thinking": "hmm, so", "signature": SIG * 50},
+            COUNTER.text("hmm, so"),
+            id="thinking",
+        ),
+        pytest.param(
+            {"type": "redacted_thinking", "data": "xyz"}, COUNTER.text("xyz"), id="redacted"
+        ),
+        pytest.param(
+            {"type": "mystery", "n": [1, 2]},
+            COUNTER.text('{"type":"mystery","n":[1,2]}'),
+            id="unknown",
+        ),
+    ],
+)
+def test_every_block_type_counts(block: dict[str, Any], tokens: int) -> None:
+    assert COUNTER.content([block]) == tokens
+
+
+# --- input shapes, errors, the CLI ---------------------------------------------------
+
+
+def run_compress(tmp_path: Path, records: Any, args: str, *, shape: str = "jsonl") -> Any:
+    source = tmp_path / ("in.jsonl" if shape == "jsonl" else "in.json")
+    if shape == "jsonl":
+        source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    else:
+        source.write_text(json.dumps(records, indent=2))
+    out = tmp_path / ("out.jsonl" if shape == "jsonl" else "out.json")
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), "-o", str(out), "-q", *shlex.split(args)]
+    )
+    assert result.exit_code == 0, result.output
+    if shape == "jsonl":
+        return [json.loads(line) for line in out.read_text().splitlines()]
+    return json.loads(out.read_text())
+
+
+def long_chat(n: int) -> dict[str, Any]:
+    messages = [{"role": "system", "content": "Be kind."}]
+    for i in range(n):
+        messages.append({"role": "user", "content": f"q{i} " + "word " * 40})
+        messages.append({"role": "assistant", "content": "reply " * 40})
+    return {"id": f"c{n}", "messages": messages}
+
+
+def test_a_json_array_keeps_its_shape_and_its_untouched_records(tmp_path: Path) -> None:
+    records = [long_chat(1), long_chat(8), SHAREGPT]
+    out = run_compress(tmp_path, records, "--max-tokens 300", shape="array")
+    assert isinstance(out, list) and len(out) == 3
+    assert out[0] == records[0] and out[2] == records[2]
+    assert len(out[1]["messages"]) < len(records[1]["messages"])
+
+
+def test_a_no_op_run_gives_back_the_very_file(tmp_path: Path) -> None:
+    records = [long_chat(3), ANTHROPIC, SHAREGPT]
+    run_compress(tmp_path, records, "--max-tokens 10000000", shape="array")
+    assert (tmp_path / "out.json").read_bytes() == (tmp_path / "in.json").read_bytes()
+
+
+def test_one_record_file_with_a_messages_key(tmp_path: Path) -> None:
+    record = {"info": {"k": 1}, "traj": long_chat(8)["messages"]}
+    out = run_compress(tmp_path, record, "--max-tokens 300 --messages-key traj", shape="object")
+    assert out["info"] == {"k": 1} and len(out["traj"]) < len(record["traj"])
+
+
+def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps([long_chat(1), {"prompt": "no messages"}]))
+    result = CliRunner().invoke(cli, ["compress", str(source), "-o", str(tmp_path / "o.json")])
+    assert result.exit_code == 1
+    assert f"{source}[record 1]: no format fits this record" in result.output
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), "-o", str(tmp_path / "o.json"), "--on-error", "keep"]
+    )
+    assert result.exit_code == 0
+    assert json.loads((tmp_path / "o.json").read_text())[1] == {"prompt": "no messages"}
+    stats = json.loads((tmp_path / "o.stats.json").read_text())
+    assert stats["errors"][0]["record"] == 1
+
+
+def test_an_unknown_format_lists_the_known_ones() -> None:
+    with pytest.raises(
+        ConfigError, match="known formats: claude-code, sharegpt, anthropic, openai"
+    ):
+        formats.get("gemini")
+    result = CliRunner().invoke(cli, ["compress", "-", "--format", "gemini"], input="{}")
+    assert result.exit_code == 1 and "unknown format 'gemini'" in result.output
+
+
+def test_format_and_messages_key_come_from_a_config_file_too() -> None:
+    settings = resolve({"format": "sharegpt", "messages_key": "turns"})
+    assert (settings.format, settings.messages_key) == ("sharegpt", "turns")
+
+
+# --- the shared cases and real data --------------------------------------------------
+
+
+def test_19_sharegpt_role_variants(cases: Path, tmp_path: Path) -> None:
+    case = cases / "19-sharegpt-role-variants.jsonl"
+    before = [json.loads(line) for line in case.read_text().splitlines()]
+    result = CliRunner().invoke(cli, ["compress", str(case), "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 1
+    assert f"{case}:3: turn 1 has unknown 'from' 'bing'" in result.output
+    assert "turn 2 is a string, not an object" in result.output
+    args = ["--on-error", "keep", "--stages", "window", "-q"]
+    for keep_last, pair_kept in (("1", False), ("4", True)):
+        out_path = tmp_path / f"o{keep_last}.jsonl"
+        result = CliRunner().invoke(
+            cli, ["compress", str(case), "-o", str(out_path), "--keep-last", keep_last, *args]
+        )
+        assert result.exit_code == 0, result.output
+        out = [json.loads(line) for line in out_path.read_text().splitlines()]
+        c19a = read(sharegpt, before[0])
+        assert [m.role for m in c19a.messages] == [
+            "system",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+        ]
+        turns = [t["from"] for t in out[1]["conversations"]]
+        assert ("function_call" in turns) is pair_kept and ("observation" in turns) is pair_kept
+        assert all(set(t) == {"from", "value"} for r in out[:2] for t in r["conversations"])
+        assert out[2] == before[2]
+        problems = list(validate_file(str(out_path)))
+        assert [(p.line, p.reason[:22]) for p in problems] == [(3, "turn 1 has unknown 'fr")]
+        stats = json.loads(out_path.with_name(f"o{keep_last}.stats.json").read_text())
+        assert stats["errors"][0]["line"] == 3
+    assert [str(p).split(": ", 1)[1] for p in validate_file(str(case))][0].startswith("turn 1")
+
+
+DATA_FILES = [
+    pytest.param("tau-bench/gpt-4o-airline.json", ["--messages-key", "traj"], id="tau-bench"),
+    pytest.param("llama-factory/glaive_toolcall_zh_demo.json", [], id="glaive-sharegpt"),
+    pytest.param("llama-factory/reason_tool_use_demo_50.jsonl", [], id="llama-reason"),
+    pytest.param("claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", [], id="claude-code"),
+    pytest.param(
+        "swe-agent/marshmallow-code__marshmallow-1867.traj",
+        ["--messages-key", "history"],
+        id="swe-agent",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), DATA_FILES)
+def test_real_data_compresses_validates_and_round_trips(
+    data: Path, tmp_path: Path, name: str, args: list[str]
+) -> None:
+    source = data / name
+    key = args[1] if args else None
+    known = [(p.line, p.record, p.reason) for p in validate_file(str(source), messages_key=key)]
+    # The default pipeline at 2000 tokens; at a budget nothing exceeds, the budget-driven
+    # stages only, which then change nothing.
+    for budget, stages in (("2000", []), ("10000000", ["--stages", "summary,priority"])):
+        out = tmp_path / f"{budget}{source.suffix}"
+        result = CliRunner().invoke(
+            cli,
+            ["compress", str(source), "-o", str(out), "-q", "--max-tokens", budget, *stages, *args],
+        )
+        assert result.exit_code == 0, result.output
+        stats = json.loads(out.with_name(f"{budget}.stats.json").read_text())
+        assert stats["errors"] == []
+        found = [(p.line, p.record, p.reason) for p in validate_file(str(out), messages_key=key)]
+        assert found == known  # only what the input already had (two glaive records)
+        if budget == "10000000":
+            assert out.read_bytes() == source.read_bytes()
+        else:
+            assert stats["tokens"]["after"] < stats["tokens"]["before"]
+            over = len(stats["over_budget"])
+            assert over == 0 or all(o["tokens"] > 2000 for o in stats["over_budget"])

@@ -1,0 +1,241 @@
+"""``ctxcli validate`` and the format rules behind it (ctxcli/validate.py, the
+``problems`` of each format), one hand-written record per rule."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from click.testing import CliRunner
+
+from ctxcli.cli import cli
+from ctxcli.compress import Compressor
+from ctxcli.config import Settings
+from ctxcli.errors import InvariantError
+from ctxcli.model import Conversation
+
+SIG = "EqQBCkYIARgCKkA"
+
+
+def call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def use(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "f", "input": {}}
+
+
+def result(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+
+
+USER = {"role": "user", "content": "go"}
+SYSTEM = "Be brief."
+
+RULES = [
+    # OpenAI
+    pytest.param(
+        {"messages": [USER, {"role": "tool", "tool_call_id": "c1", "content": "x"}]},
+        ["openai: message 1: tool result 'c1' without its call"],
+        id="openai-result-without-call",
+    ),
+    pytest.param(
+        {
+            "messages": [
+                USER,
+                {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2")]},
+                {"role": "tool", "tool_call_id": "c1", "content": "x"},
+                {"role": "assistant", "content": "done"},
+            ]
+        },
+        ["openai: message 1: tool calls ['c2'] have no result"],
+        id="openai-parallel-call-half-answered",
+    ),
+    pytest.param(
+        {"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [call("c1")]}]},
+        [],
+        id="openai-trailing-call-is-pending",
+    ),
+    # Anthropic
+    pytest.param(
+        {"system": SYSTEM, "messages": [{"role": "assistant", "content": "hi"}, USER]},
+        ["anthropic: message 0: the first message is assistant, not user"],
+        id="anthropic-first-message",
+    ),
+    pytest.param(
+        {
+            "system": SYSTEM,
+            "messages": [
+                USER,
+                {"role": "assistant", "content": [use("t1")]},
+                {"role": "assistant", "content": "wait"},
+                {"role": "user", "content": [result("t1")]},
+            ],
+        },
+        [
+            "anthropic: message 1: tool_use ['t1'] has no tool_result in the next message",
+            "anthropic: message 3: tool_result ['t1'] without a tool_use just before",
+        ],
+        id="anthropic-result-not-in-the-next-message",
+    ),
+    pytest.param(
+        {
+            "system": SYSTEM,
+            "messages": [
+                USER,
+                {"role": "assistant", "content": [use("t1"), use("t2")]},
+                {
+                    "role": "user",
+                    "content": [result("t1"), {"type": "text", "text": "hm"}, result("t2")],
+                },
+            ],
+        },
+        ["anthropic: message 2: tool_result blocks must come before other blocks"],
+        id="anthropic-results-first",
+    ),
+    pytest.param(
+        {
+            "system": SYSTEM,
+            "messages": [
+                USER,
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "a"},
+                        {"type": "thinking", "thinking": "b"},
+                        {"type": "redacted_thinking"},
+                    ],
+                },
+            ],
+        },
+        [
+            "anthropic: message 1 block 1: thinking block without thinking and signature",
+            "anthropic: message 1 block 2: redacted_thinking block without data",
+            "anthropic: message 1: thinking blocks must open the message",
+        ],
+        id="anthropic-thinking-blocks",
+    ),
+    # ShareGPT
+    pytest.param(
+        {"conversations": [{"from": "gpt", "value": "hi"}, {"from": "human", "value": "x"}]},
+        ["sharegpt: turn 0: the first turn is 'gpt', not a human turn"],
+        id="sharegpt-first-turn",
+    ),
+    pytest.param(
+        {
+            "conversations": [
+                {"from": "human", "value": "x"},
+                {"from": "function_call", "value": "{}"},
+                {"from": "gpt", "value": "y"},
+                {"from": "observation", "value": "z"},
+            ]
+        },
+        [
+            "sharegpt: turn 1: function_call without an observation right after it",
+            "sharegpt: turn 3: observation without a function_call right before it",
+        ],
+        id="sharegpt-adjacency",
+    ),
+]
+
+
+@pytest.mark.parametrize(("record", "expected"), RULES)
+def test_each_rule_is_reported_with_file_and_line(
+    tmp_path: Path, record: dict[str, Any], expected: list[str]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"messages": [USER]}) + "\n" + json.dumps(record) + "\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.stdout.splitlines() == [f"{path}:2: {reason}" for reason in expected]
+    assert result.exit_code == (1 if expected else 0)
+
+
+def test_validate_checks_several_files_and_json_arrays(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps([{"messages": [USER]}, {"conversations": [{"from": "human", "value": "x"}]}])
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"messages": [USER]}, {"prompt": "?"}], indent=1))
+    result = CliRunner().invoke(cli, ["validate", str(good)])
+    assert result.exit_code == 0 and "ok: 1 file(s), no problems" in result.output
+    result = CliRunner().invoke(cli, ["validate", str(good), str(bad)])
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"{bad}[record 1]: no format fits this record")
+
+
+def test_validate_forced_format_and_messages_key(tmp_path: Path) -> None:
+    path = tmp_path / "t.traj"
+    path.write_text(json.dumps({"history": [{"role": "assistant", "content": "x"}]}, indent=2))
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1 and "no format fits" in result.stdout
+    result = CliRunner().invoke(cli, ["validate", str(path), "--messages-key", "history"])
+    assert result.exit_code == 0, result.output
+    args = ["validate", str(path), "--messages-key", "history", "--format", "anthropic"]
+    result = CliRunner().invoke(cli, args)
+    assert "the first message is assistant, not user" in result.stdout
+
+
+def test_a_claude_code_session_is_checked_as_a_whole(tmp_path: Path) -> None:
+    events = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": USER},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "gone",
+            "sessionId": "s",
+            "message": {"role": "assistant", "content": [use("t1")]},
+        },
+        {"type": "user", "uuid": "a1", "parentUuid": "a1", "sessionId": "s", "message": USER},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{path}: claude-code: line 2: parentUuid 'gone' names no earlier event",
+        f"{path}: claude-code: line 3: uuid 'a1' is used twice",
+        f"{path}: claude-code: line 2: tool calls ['t1'] have no result",
+    ]
+
+
+@dataclass(frozen=True)
+class AlterLastAssistant:
+    """A broken stage: rewrites the last assistant message (its thinking block)."""
+
+    name: ClassVar[str] = "alter"
+
+    def apply(
+        self, conversation: Conversation, context: Any
+    ) -> tuple[Conversation, Mapping[str, int]]:
+        messages = list(conversation.messages)
+        at = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        data = dict(messages[at].data)
+        data["content"] = [{"type": "thinking", "thinking": "edited", "signature": SIG}]
+        messages[at] = messages[at].replace(data, context.counter)
+        return conversation.with_messages(messages), {}
+
+
+def test_compress_never_writes_output_that_breaks_its_format(tmp_path: Path) -> None:
+    record = {
+        "system": SYSTEM,
+        "messages": [
+            USER,
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": "plan", "signature": SIG}, use("t1")],
+            },
+            {"role": "user", "content": [result("t1")]},
+        ],
+    }
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    target = tmp_path / "out.jsonl"
+    compressor = Compressor(Settings(stages=[AlterLastAssistant()], encoding="o200k_base"))
+    with pytest.raises(InvariantError, match=r"the last assistant turn \(message 2\) was not kept"):
+        compressor.file(str(source), str(target))
+    assert not target.exists()
