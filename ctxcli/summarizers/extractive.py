@@ -152,9 +152,10 @@ def language(texts: Iterable[str], sample: int = 1000) -> str:
         text += item[: sample - len(text)]
         if len(text) >= sample:
             break
-    letters = len(_LETTER.findall(text))
     cjk = len(_CJK.findall(text))
-    return "zh" if letters and cjk * 3 >= letters else "en"
+    if not cjk:
+        return "en"
+    return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
 
 
 def sentences(text: str) -> list[str]:
@@ -322,13 +323,18 @@ def _extract(role: str, text: str) -> tuple[tuple[str, ...], ...]:
     return tuple(requests), tuple(found), tuple(errors), tuple(notes), ()
 
 
+@functools.lru_cache(maxsize=65536)
+def _shape(fact: str) -> str:
+    return _SHAPE_DIGITS.sub("#", fact.lower())
+
+
 def _thin(found: list[str]) -> list[str]:
     """Facts without near-repeats: at most 2 of one shape (digits and case aside), so
     ``helper_1 … helper_40`` in a code dump do not crowd out the rest."""
     shapes: Counter[str] = Counter()
     out = []
     for fact in found:
-        shape = _SHAPE_DIGITS.sub("#", fact.lower())
+        shape = _shape(fact)
         shapes[shape] += 1
         if shapes[shape] <= 2 and fact not in out:
             out.append(fact)
