@@ -6,17 +6,28 @@ warnings, the progress bar and the end-of-run table.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from ctxcli.errors import ConfigError, CtxcliError
+from ctxcli.errors import CtxcliError
 from ctxcli.skills_cli import skills
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+MAX_BUDGET = 2**53  # tokens; JSON numbers past this are not exact
+
+
+def _stop_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so temporary files are removed as on Ctrl-C."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @click.group(context_settings=CONTEXT)
@@ -33,7 +44,7 @@ def budget_options(func: F) -> F:
     options = [
         click.option(
             "--max-tokens",
-            type=click.IntRange(min=0),
+            type=click.IntRange(min=0, max=MAX_BUDGET),
             help="Token budget per conversation (default 8000; 0 for none).",
         ),
         click.option("--model", help="Count tokens as this model does (default gpt-4o)."),
@@ -139,13 +150,9 @@ def compress(
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
     from ctxcli import config
-    from ctxcli.compress import (
-        Compressor,
-        default_output,
-        default_stats,
-        default_store,
-        expand_inputs,
-    )
+    from ctxcli.compress import Compressor, plan
+
+    _stop_cleanly_on_sigterm()
 
     try:
         file_settings = config.load_file(config_path) if config_path else None
@@ -179,26 +186,28 @@ def compress(
             format=format_name,
             messages_key=messages_key,
         )
-        paths = expand_inputs(inputs)
-        if len(paths) > 1 and (output or stats_path or store_path):
-            raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
-        restorable = "placeholder" in settings.stage_names
+        plans = plan(
+            inputs,
+            output=output,
+            out_dir=out_dir,
+            stats=stats_path,
+            store=store_path,
+            restorable="placeholder" in settings.stage_names,
+        )
         compressor = Compressor(
             settings, warn=lambda text: click.echo(f"warning: {text}", err=True)
         )
         progress = not quiet and sys.stderr.isatty()
-        results = []
-        for path in paths:
-            target = output or (
-                "-" if path == "-" and not out_dir else default_output(path, out_dir)
+        results = [
+            compressor.file(
+                item.input,
+                item.output,
+                stats_path=item.stats,
+                store_path=item.store,
+                progress=progress,
             )
-            stats_file = stats_path or (None if target == "-" else default_stats(target))
-            store = store_path or (default_store(target, path) if restorable else None)
-            results.append(
-                compressor.file(
-                    path, target, stats_path=stats_file, store_path=store, progress=progress
-                )
-            )
+            for item in plans
+        ]
     except CtxcliError as exc:
         raise click.ClickException(str(exc)) from None
     if not quiet:

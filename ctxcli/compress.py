@@ -36,6 +36,8 @@ from ctxcli.tokens import TokenCounter, encoding_name_for
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
+#: Warnings passed on per input file; the rest are counted (stats ``warnings``).
+WARNINGS_SHOWN = 20
 
 
 @dataclass
@@ -160,6 +162,75 @@ def default_store(output_path: str, input_path: str = "-") -> str | None:
     return str(path.with_name(f"{stem}.store.jsonl"))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Where one input's results go: ``output`` (``-``: stdout), ``stats`` and
+    ``store`` paths (``None``: not written)."""
+
+    input: str
+    output: str
+    stats: str | None
+    store: str | None
+
+
+def plan(
+    inputs: Iterable[str],
+    *,
+    output: str | None = None,
+    out_dir: str | None = None,
+    stats: str | None = None,
+    store: str | None = None,
+    restorable: bool = False,
+) -> list[Plan]:
+    """Decide every file a run writes, and refuse what would lose data.
+
+    Defaults: ``<stem>.compressed<ext>`` beside each input (or in ``out_dir``), stats
+    beside the output (none when the output is stdout or a device), the store beside
+    the output when ``restorable``. Raises :class:`ConfigError` when ``output``,
+    ``stats`` or ``store`` is given with several inputs, when ``stats`` or ``store``
+    is ``-``, when an output is a folder, or when two files the run writes, or one
+    and an input, are the same file.
+    """
+    paths = expand_inputs(inputs)
+    if len(paths) > 1 and (output or stats or store):
+        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+    for name, value in (("--stats", stats), ("--store", store)):
+        if value == "-":
+            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
+    plans = []
+    for path in paths:
+        target = output or ("-" if path == "-" and not out_dir else default_output(path, out_dir))
+        if target != "-" and Path(target).is_dir():
+            raise ConfigError(f"{target}: is a folder; -o names the output file")
+        streamed = jsonio.is_stream(target)
+        plans.append(
+            Plan(
+                input=path,
+                output=target,
+                stats=stats or (None if streamed else default_stats(target)),
+                store=store
+                or (default_store("-" if streamed else target, path) if restorable else None),
+            )
+        )
+    written: dict[str, str] = {}
+    inputs_seen = [p.input for p in plans if p.input != "-"]
+    for item in plans:
+        targets = (("output", item.output), ("stats", item.stats), ("store", item.store))
+        for role, written_to in targets:
+            if written_to is None or jsonio.is_stream(written_to):
+                continue
+            key = str(Path(written_to).resolve())
+            if key in written:
+                raise ConfigError(
+                    f"{written_to}: the {role} of {item.input} would overwrite the {written[key]}"
+                )
+            written[key] = f"{role} of {item.input}"
+            clash = next((i for i in inputs_seen if _same_file(i, written_to)), None)
+            if clash is not None:
+                raise ConfigError(f"{written_to}: the {role} would overwrite the input {clash}")
+    return plans
+
+
 class Compressor:
     """Runs one :class:`Settings` over files; holds the token counter for the run.
 
@@ -174,11 +245,14 @@ class Compressor:
         self.format = formats.get(settings.format) if settings.format else None
         self._warn = warn or (lambda _: None)
         self.warned = 0
+        self._file_start = 0
 
     def warn(self, text: str) -> None:
-        """Pass one warning on, and count it."""
+        """Count one warning and pass it on; past :data:`WARNINGS_SHOWN` in a file only
+        the count goes on (the stats file lists them all)."""
         self.warned += 1
-        self._warn(text)
+        if self.warned - self._file_start <= WARNINGS_SHOWN:
+            self._warn(text)
 
     def read(
         self, record: Any, *, path: str = "<input>", line: int = 0
@@ -224,11 +298,14 @@ class Compressor:
                 record = item.parse(path)
                 module, conversation = self.read(record, path=path, line=line)
                 result = self._run(conversation)
-            except InputError as exc:
-                located = InputError(path, item.line, exc.reason, record=item.index)
+            except (InputError, InvariantError) as exc:
+                # A bad record, or (a bug) an output that would break the transcript
+                # rules: either way the record is never written compressed.
+                reason = exc.reason if isinstance(exc, InputError) else str(exc)
+                located = InputError(path, item.line, reason, record=item.index)
                 if self.settings.on_error != "keep":
                     raise located from None
-                stats.errors.append({**_place(item), "reason": exc.reason})
+                stats.errors.append({**_place(item), "reason": reason})
                 self.warn(f"{located} (copied unchanged)")
                 yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
                 continue
@@ -243,7 +320,7 @@ class Compressor:
                 }
             if result.over_budget:
                 self.warn(
-                    f"{where(path, item.line, item.index)}: conversation {result.after.label} "
+                    f"{where(path, item.line, item.index)}: conversation{_named(result)} "
                     f"is over budget: {result.after.tokens} tokens > {self.settings.max_tokens} "
                     "with only what must be kept"
                 )
@@ -378,7 +455,7 @@ class Compressor:
             stages=self.settings.stage_names,
             store=store_path,
         )
-        warned = self.warned
+        warned = self._file_start = self.warned
         shape, items, original = jsonio.read_records(input_path)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         items = _tracked(items, bar)
@@ -405,10 +482,18 @@ class Compressor:
         if bar is not None:
             bar.close()
         stats.warnings = self.warned - warned
+        if stats.warnings > WARNINGS_SHOWN:
+            hidden = stats.warnings - WARNINGS_SHOWN
+            self._warn(f"{input_path}: {hidden} more warnings not shown; the stats list them")
         stats.elapsed_seconds = time.perf_counter() - started
         if stats_path:
             jsonio.write_json(stats_path, stats.to_json())
         return stats
+
+
+def _named(result: Result) -> str:
+    """`` <id>`` for a conversation that has one (the place already names the rest)."""
+    return f" {result.after.id}" if result.after.id is not None else ""
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -124,6 +124,10 @@ def resolve(
     file = dict(file or {})
     listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
     built: list[Stage] = []
+    listed_names = [name for name, _ in listed]
+    twice = next((n for n in listed_names if listed_names.count(n) > 1), None)
+    if twice:
+        raise ConfigError(f"stage {twice!r} is listed twice")
     for name, options in listed:
         merged = dict(file.get(name) or {})
         merged.update(options)
@@ -133,7 +137,9 @@ def resolve(
     values: dict[str, Any] = {k: file[k] for k in names if k in file}
     values.update({k: v for k, v in overrides.items() if v is not None})
     max_tokens = values.get("max_tokens", DEFAULT_MAX_TOKENS)
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 0):
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+    ):
         raise ConfigError(f"max_tokens must be a whole number of tokens, not {max_tokens!r}")
     if values.get("on_error", "fail") not in ("fail", "keep"):
         raise ConfigError(f"on_error must be 'fail' or 'keep', not {values['on_error']!r}")

@@ -27,12 +27,18 @@ from ctxcli.model import Conversation, Message, latest_user_index, opens_badly
 
 
 def pairing_problems(messages: Sequence[Message]) -> list[str]:
-    """Tool-pairing problems of one message list (rule 1), as readable strings."""
+    """Tool-pairing problems of one message list (rule 1), as readable strings.
+
+    A message is named by its position in the input (``Message.index``), so the same
+    problem reads the same before and after compression; a message a stage wrote is
+    named by its position here.
+    """
     found: list[str] = []
     open_ids: set[str] = set()
-    open_at = -1
+    open_at: int | str = -1
     function_open = False
-    for pos, message in enumerate(messages):
+    for here, message in enumerate(messages):
+        pos: int | str = message.index if message.index is not None else f"{here} (new)"
         role = message.role
         if role == "tool":
             for call_id in message.result_ids or ("None",):

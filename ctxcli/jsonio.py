@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -195,12 +196,19 @@ class AtomicWriter:
     def __init__(self, target: str) -> None:
         self.target = target
         self._tmp: str | None = None
+        self._own = False
         if target == "-":
             self.stream: IO[bytes] = sys.stdout.buffer
+            return
+        if is_stream(target):
+            # A device or pipe (/dev/null, a FIFO) cannot be replaced: write to it.
+            self.stream = open(target, "wb")  # noqa: SIM115
+            self._own = True
             return
         folder = Path(target).resolve().parent
         folder.mkdir(parents=True, exist_ok=True)
         fd, self._tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=folder)
+        os.fchmod(fd, 0o666 & ~_umask())  # as a plain open() would create it
         self.stream = os.fdopen(fd, "wb")
 
     def write(self, data: bytes) -> None:
@@ -210,6 +218,8 @@ class AtomicWriter:
         """Flush and move the finished file into place."""
         if self._tmp is None:
             self.stream.flush()
+            if self._own:
+                self.stream.close()
             return
         self.stream.flush()
         os.fsync(self.stream.fileno())
@@ -232,6 +242,24 @@ class AtomicWriter:
     def __exit__(self, kind: object, *_: object) -> None:
         if kind is not None:
             self.abort()
+
+
+def is_stream(target: str) -> bool:
+    """True for ``-`` and for an existing path that is not a regular file or folder
+    (a device such as ``/dev/null``, a named pipe): written to as it is, never replaced."""
+    if target == "-":
+        return True
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json(target: str, value: Any) -> None:

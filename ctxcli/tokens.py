@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from ctxcli.errors import TokenizerError
+from ctxcli.memo import TextMemo
 
 #: Cookbook ``tokens_per_message`` for every chat model since gpt-3.5-turbo-0613:
 #: ``<|start|>{role}<|message|>{content}<|end|>`` frames each message with 3 tokens.
@@ -69,8 +70,8 @@ class TokenCounter:
 
     Texts are encoded with ``encode_ordinary``, so special-token literals such as
     ``<|endoftext|>`` count as the plain text they are and never raise. Counts of
-    texts are memoised for the life of the counter: a system prompt repeated in every
-    record is encoded once per run.
+    texts are memoised (:class:`ctxcli.memo.TextMemo`, bounded memory): a system
+    prompt repeated in every record is encoded once per run.
 
     Raises :class:`TokenizerError` for an unknown encoding name, or when its BPE file
     is neither cached nor downloadable (offline: point ``TIKTOKEN_CACHE_DIR`` at a
@@ -99,7 +100,7 @@ class TokenCounter:
                 f"cannot load the {encoding} tokenizer ({type(exc).__name__}); offline, set "
                 f"TIKTOKEN_CACHE_DIR to a folder with its BPE file (now: {cache})"
             ) from None
-        self.text = functools.lru_cache(maxsize=65536)(self._count_text)
+        self.text: TextMemo[int] = TextMemo(self._count_text)
 
     def _count_text(self, text: str) -> int:
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +277,114 @@ def test_the_samples_compress_within_budget(tmp_path: Path, name: str) -> None:
     counter = TokenCounter("o200k_base")
     for before, after in zip(read_jsonl(SAMPLES / name), read_jsonl(out)):
         assert_valid(before, after, counter, max_tokens=800)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["-o", "out.jsonl", "--stats", "a.jsonl"],
+            "the stats would overwrite the input",
+            id="stats-input",
+        ),
+        pytest.param(
+            ["-o", "out.jsonl", "--stats", "out.jsonl"],
+            "the stats of a.jsonl would overwrite the output",
+            id="stats-output",
+        ),
+        pytest.param(
+            ["-o", "out.jsonl", "--store", "s.jsonl", "--stats", "s.jsonl"],
+            "would overwrite the",
+            id="stats-store",
+        ),
+        pytest.param(["-o", "-", "--store", "-"], "--store cannot be -", id="store-stdout"),
+        pytest.param(["-o", "-", "--stats", "-"], "--stats cannot be -", id="stats-stdout"),
+        pytest.param(["-o", "."], "is a folder", id="output-folder"),
+    ],
+)
+def test_no_file_the_run_writes_can_replace_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    before = source.read_bytes()
+    result = invoke("compress", "a.jsonl", "--max-tokens", "300", *args)
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert source.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_two_inputs_of_one_name_cannot_share_an_out_dir(tmp_path: Path) -> None:
+    for folder in ("d1", "d2"):
+        (tmp_path / folder).mkdir()
+        write_jsonl(tmp_path / folder / "x.jsonl", [chat(3)])
+    result = invoke(
+        "compress",
+        str(tmp_path / "d1/x.jsonl"),
+        str(tmp_path / "d2/x.jsonl"),
+        "--out-dir",
+        str(tmp_path / "out"),
+    )
+    assert result.exit_code == 1
+    assert "would overwrite the output of" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_device_output_is_written_to_not_replaced(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    result = invoke("compress", str(source), "-o", os.devnull, "--max-tokens", "300")
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert not Path(os.devnull + ".stats.json").exists()
+
+
+def test_outputs_follow_the_umask(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    old = os.umask(0o022)
+    try:
+        assert invoke("compress", str(source), "--max-tokens", "300").exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.compressed.jsonl").stat().st_mode) == 0o644
+
+
+def test_a_budget_past_exact_json_numbers_is_a_usage_error(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3)])
+    result = invoke("compress", str(source), "--max-tokens", str(2**64))
+    assert result.exit_code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_a_stage_listed_twice_is_refused(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3)])
+    result = invoke("compress", str(source), "--stages", "summary,summary")
+    assert result.exit_code == 1
+    assert "stage 'summary' is listed twice" in result.output
+
+
+@pytest.mark.parametrize(
+    "stages", ["window", "priority", "summary,priority", "window,summary,priority"]
+)
+def test_a_conversation_may_end_on_a_call_still_waiting_for_its_result(
+    tmp_path: Path, stages: str
+) -> None:
+    call = {"id": "c9", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    record = chat(8)
+    record["messages"] += [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    source = write_jsonl(tmp_path / "a.jsonl", [record])
+    result = invoke("compress", str(source), "--max-tokens", "60", "--stages", stages)
+    assert result.exit_code == 0, result.output
+    out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    assert out["messages"][-1] == record["messages"][-1]
+    assert out["messages"][-2] == record["messages"][-2]  # the latest user message
+
+
+def test_warnings_past_twenty_are_counted_not_printed(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(2) for _ in range(25)])
+    result = invoke("compress", str(source), "--max-tokens", "5")
+    assert result.exit_code == 0
+    assert result.output.count("is over budget") == 20
+    assert f"{source}: 5 more warnings not shown; the stats list them" in result.output
+    stats = json.loads((tmp_path / "a.compressed.stats.json").read_text())
+    assert stats["warnings"] == 25 and len(stats["over_budget"]) == 25

@@ -216,7 +216,7 @@ def test_the_invariant_check_catches_broken_outputs() -> None:
     messages.insert(3, {"role": "tool", "tool_call_id": "c1", "content": "r"})
     before = make_conversation(messages, COUNTER)
     orphan = before.with_messages([before.messages[i] for i in (0, 1, 3, 4, 5)])
-    assert problems(before, orphan) == ["message 2: tool result 'c1' without its call"]
+    assert problems(before, orphan) == ["message 3: tool result 'c1' without its call"]
     unanswered = before.with_messages([before.messages[i] for i in (0, 1, 2, 4, 5)])
     assert problems(before, unanswered) == ["message 2: tool calls ['c1'] have no result"]
     no_system = before.with_messages(before.messages[1:])

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from ctxcli.memo import TextMemo
 from ctxcli.tokens import TokenCounter
 
 SECTIONS = ("requests", "facts", "errors", "notes", "tools")
@@ -299,10 +300,8 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
     return found
 
 
-@functools.lru_cache(maxsize=16384)
-def _extract(role: str, text: str) -> tuple[tuple[str, ...], ...]:
-    """What one message gives each section (in :data:`SECTIONS` order). Memoised: a
-    text seen before in this process (a repeated prompt or tool result) is read once."""
+def _extract_one(text: str, role: str) -> tuple[tuple[str, ...], ...]:
+    """What one message gives each section, in :data:`SECTIONS` order."""
     requests: list[str] = []
     found: list[str] = []
     errors: list[str] = []
@@ -326,6 +325,11 @@ def _extract(role: str, text: str) -> tuple[tuple[str, ...], ...]:
 @functools.lru_cache(maxsize=65536)
 def _shape(fact: str) -> str:
     return _SHAPE_DIGITS.sub("#", fact.lower())
+
+
+#: What one message gives each section, memoised: a text seen before in this process
+#: (a repeated prompt or tool result) is read once.
+_extract = TextMemo(_extract_one, size=1 << 15)
 
 
 def _thin(found: list[str]) -> list[str]:
@@ -383,7 +387,7 @@ class Extractive:
             role = str(message.get("role"))
             text = message_text(message)
             texts.append(text)
-            for key, found in zip(SECTIONS, _extract(role, text)):
+            for key, found in zip(SECTIONS, _extract(text, role)):
                 items[key] += found
             for name, arguments in _calls(message):
                 tools[name] += 1
