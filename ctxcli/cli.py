@@ -265,9 +265,12 @@ def _table(results: list[Any]) -> str:
     for s in results:
         placeholders = s.stage_events.get("placeholder", {})
         if placeholders.get("placeholders_written"):
+            written = placeholders["placeholders_written"]
+            kept = placeholders.get("placeholders_kept", 0)
+            later = "" if kept == written else f", {kept:,} left after later stages"
             lines.append(
-                f"{s.input}: {placeholders['placeholders_written']:,} placeholders saved "
-                f"{placeholders.get('tokens_saved', 0):,} tokens"
+                f"{s.input}: {_count(written, 'placeholder')} saved "
+                f"{placeholders.get('tokens_saved', 0):,} tokens{later}"
             )
         if s.output != "-":
             lines.append(f"wrote {s.output}")
@@ -299,10 +302,15 @@ def restore(compressed: str, store_path: str, output: str) -> None:
     except CtxcliError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(
-        f"restored {stats.placeholders:,} placeholders ({stats.chars:,} characters) in "
-        f"{stats.changed:,} of {stats.records:,} records from {store_path}",
+        f"restored {_count(stats.placeholders, 'placeholder')} ({stats.chars:,} characters) "
+        f"in {stats.changed:,} of {_count(stats.records, 'record')} from {store_path}",
         err=True,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 record``, ``2 records``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 cli.add_command(skills)

@@ -12,13 +12,19 @@ every content against its id, so a store edited by hand cannot restore the wrong
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ctxcli import jsonio
 from ctxcli.errors import StoreError
-from ctxcli.stages.placeholder import TOOL_ROLES, content_id, parse, parse_arguments
+from ctxcli.stages.placeholder import ARGUMENTS_KEY, content_id, parse, parse_arguments
+
+#: How every placeholder text begins (see :mod:`ctxcli.stages.placeholder`).
+PLACEHOLDER_START = "[ctxcli placeholder "
 
 
 class StoreWriter:
@@ -106,108 +112,122 @@ class RestoreStats:
 
 
 def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str], list[str]]:
-    """``record`` with every placeholder in its messages replaced by its original.
+    """``record`` with every placeholder in it replaced by its original, whatever the
+    record's format: the walk goes through every JSON value and replaces a string that
+    is a whole placeholder (a tool result), tool-call arguments that hold one
+    (``{"ctxcli_placeholder": ...}`` as a JSON string or an object), and nothing else;
+    a summary that quotes a placeholder is left alone.
 
-    Returns ``(record, restored ids, missing ids)``; ``record`` is the very object given
-    when nothing was restored. Only ``tool`` / ``function`` contents and tool-call
-    arguments are looked at, as only those are ever replaced.
+    Returns ``(record, restored ids, problems)``; ``record`` is the very object given
+    when nothing was restored. ``problems`` names ids missing from the store and text
+    that starts like a placeholder but cannot be read as one.
     """
-    messages = record.get("messages") if isinstance(record, Mapping) else None
-    if not isinstance(messages, list):
-        return record, [], []
     restored: list[str] = []
-    missing: list[str] = []
+    problems: list[str] = []
 
-    def lookup(match: Any, current: Any) -> Any:
+    def lookup(match: Any, current: Any, *, as_object: bool = False) -> Any:
         key = match.group("id")
         if key not in store:
-            missing.append(key)
+            problems.append(key)
             return current
         restored.append(key)
-        return store[key]
+        original = store[key]
+        if as_object and isinstance(original, str):
+            try:
+                return json.loads(original)
+            except ValueError:
+                return original
+        return original
 
-    out = []
-    for message in messages:
-        new = message
-        if isinstance(message, Mapping):
-            match = parse(message.get("content")) if message.get("role") in TOOL_ROLES else None
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            match = parse(value) or parse_arguments(value)
             if match:
-                new = {**message, "content": lookup(match, message.get("content"))}
-            if message.get("role") == "assistant":
-                new = _restore_calls(new, lookup)
-        out.append(new)
-    if not restored:
-        return record, restored, missing
-    return {**record, "messages": out}, restored, missing
+                return lookup(match, value)
+            if value.startswith(PLACEHOLDER_START):
+                problems.append(f"unreadable placeholder {value[:60]!r}")
+            return value
+        if isinstance(value, Mapping):
+            if list(value) == [ARGUMENTS_KEY]:
+                match = parse(value[ARGUMENTS_KEY])
+                if match:
+                    return lookup(match, value, as_object=True)
+            items = {k: walk(v) for k, v in value.items()}
+            return value if all(items[k] is value[k] for k in value) else items
+        if isinstance(value, list):
+            walked = [walk(v) for v in value]
+            return value if all(a is b for a, b in zip(walked, value)) else walked
+        return value
 
-
-def _restore_calls(message: Mapping[str, Any], lookup: Any) -> Mapping[str, Any]:
-    def fix(function: Any) -> Any:
-        if not isinstance(function, Mapping):
-            return function
-        match = parse_arguments(function.get("arguments"))
-        if not match:
-            return function
-        return {**function, "arguments": lookup(match, function.get("arguments"))}
-
-    out = dict(message)
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        out["tool_calls"] = [
-            {**c, "function": fix(c.get("function"))} if isinstance(c, Mapping) else c
-            for c in calls
-        ]
-    if isinstance(message.get("function_call"), Mapping):
-        out["function_call"] = fix(message["function_call"])
-    return out if out != message else message
+    out = walk(record)
+    return out, restored, problems
 
 
 def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreStats:
-    """Restore ``input_path`` (a compressed JSONL file) into ``output_path`` (``-``:
-    stdout) atomically, from the store at ``store_path``.
+    """Restore ``input_path`` (a compressed file, any format and shape ``compress``
+    writes) into ``output_path`` (``-``: stdout) atomically, from the store at
+    ``store_path``.
 
-    A line without placeholders is written as the very bytes read. Raises
+    A record without placeholders is written as the very bytes read. Raises
     :class:`StoreError` naming every placeholder the store cannot resolve (no output is
-    left behind), and what :func:`load_store` and :func:`jsonio.iter_lines` raise.
+    left behind, stdout included) or when the output would replace the input or the
+    store, and what :func:`load_store` and :func:`jsonio.read_records` raise.
     """
+    for other, what in ((input_path, "input"), (store_path, "store")):
+        if output_path != "-" and other != "-" and _same(output_path, other):
+            raise StoreError(f"{output_path}: the output would overwrite the {what}")
     store = load_store(store_path)
     stats = RestoreStats(input=input_path, output=output_path, store=store_path)
-    lines = _restored_lines(input_path, store, stats)
-    if output_path == "-":
-        lines = iter(list(lines))  # stdout cannot be taken back: check everything first
+    shape, items, original = jsonio.read_records(input_path)
+    results = _restored(items, input_path, store, stats)
+    if output_path == "-" or shape != "jsonl":
+        results = iter(list(results))  # check everything before the first byte goes out
     with jsonio.AtomicWriter(output_path) as writer:
-        for out in lines:
-            if stats.missing and output_path == "-":
-                break
-            writer.write(out + b"\n")
+        sink = jsonio.RecordSink(writer, shape, original)
+        for out, changed in results:
+            if not stats.missing:  # after the first, only name the rest
+                sink.write(out, changed=changed)
         if stats.missing:
             shown = ", ".join(stats.missing[:10])
             more = f" and {len(stats.missing) - 10} more" if len(stats.missing) > 10 else ""
             raise StoreError(
-                f"{input_path}: {len(stats.missing)} placeholder(s) not in the store "
+                f"{input_path}: {len(stats.missing)} placeholder(s) cannot be restored from "
                 f"{store_path}: {shown}{more}"
             )
+        sink.close()
         writer.commit()
     return stats
 
 
-def _restored_lines(path: str, store: Mapping[str, Any], stats: RestoreStats) -> Iterator[bytes]:
-    for line, raw in jsonio.iter_lines(path):
+def _restored(
+    items: Iterator[jsonio.Record], path: str, store: Mapping[str, Any], stats: RestoreStats
+) -> Iterator[tuple[bytes, bool]]:
+    for item in items:
         stats.records += 1
-        if b"ctxcli placeholder" not in raw:
-            yield raw
+        if (
+            item.raw is not None
+            and item.value is None
+            and PLACEHOLDER_START.encode() not in item.raw
+        ):
+            yield item.raw, False
             continue
-        record = jsonio.loads(raw, path, line)
-        new, restored, missing = restore_record(record, store)
-        stats.missing += [f"{key} (line {line})" for key in missing]
+        record = item.parse(path)
+        new, restored, problems = restore_record(record, store)
+        where = f"line {item.line}" if item.line is not None else f"record {item.index}"
+        stats.missing += [f"{key} ({where})" for key in problems]
         if not restored:
-            yield raw
+            yield (item.raw if item.raw is not None else jsonio.dumps(record)), False
             continue
         stats.changed += 1
         stats.placeholders += len(restored)
         for key in restored:
-            original = store[key]
-            stats.chars += (
-                len(original) if isinstance(original, str) else len(jsonio.dumps(original))
-            )
-        yield jsonio.dumps(new)
+            content = store[key]
+            stats.chars += len(content) if isinstance(content, str) else len(jsonio.dumps(content))
+        yield jsonio.dumps(new), True
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()

@@ -100,7 +100,7 @@ def test_an_unresolvable_placeholder_is_an_error_naming_it(source: Path, tmp_pat
     assert result.exit_code == 1
     key = content_id(BIG)
     assert result.output == (
-        f"Error: {tmp_path / 'in.compressed.jsonl'}: 2 placeholder(s) not in the store "
+        f"Error: {tmp_path / 'in.compressed.jsonl'}: 2 placeholder(s) cannot be restored from "
         f"{empty}: {key} (line 1), {key} (line 3)\n"
     )
     assert not back.exists()
@@ -162,3 +162,152 @@ def test_restore_has_help() -> None:
     result = CliRunner().invoke(cli, ["restore", "-h"])
     assert result.exit_code == 0
     assert "Put the originals back" in result.output and "Example:" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        pytest.param("tau-bench/gpt-4o-airline.json", ["--messages-key", "traj"], id="json-array"),
+        pytest.param(
+            "swe-agent/marshmallow-code__marshmallow-1867.traj",
+            ["--messages-key", "history"],
+            id="one-record",
+        ),
+        pytest.param(
+            "claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", [], id="claude-code"
+        ),
+    ],
+)
+def test_restore_works_in_every_shape_and_format(
+    data: Path, tmp_path: Path, name: str, args: list[str]
+) -> None:
+    source = data / name
+    out = tmp_path / f"out{source.suffix}"
+    store = tmp_path / "store.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            "--store",
+            str(store),
+            "--stages",
+            "placeholder",
+            "--placeholder-threshold",
+            "100",
+            "--placeholder-keep-recent",
+            "0",
+            "-q",
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert b"[ctxcli placeholder " in out.read_bytes()
+    back = tmp_path / f"back{source.suffix}"
+    result = CliRunner().invoke(cli, ["restore", str(out), "--store", str(store), "-o", str(back)])
+    assert result.exit_code == 0, result.output
+    assert "restored 0" not in result.output
+    if source.suffix == ".jsonl":
+        assert [json.loads(x) for x in back.read_text().splitlines()] == [
+            json.loads(x) for x in source.read_text().splitlines()
+        ]
+    else:
+        assert json.loads(back.read_text()) == json.loads(source.read_text())
+
+
+def test_a_mangled_placeholder_is_an_error(tmp_path: Path) -> None:
+    text = '[ctxcli placeholder id=NOT-HEX tool="x" tokens=1 chars=1 head=0 tail=0]'
+    record = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "tool", "tool_call_id": "a", "content": text},
+        ]
+    }
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(record) + "\n")
+    store = tmp_path / "store.jsonl"
+    store.write_text("")
+    result = CliRunner().invoke(
+        cli, ["restore", str(src), "--store", str(store), "-o", str(tmp_path / "o.jsonl")]
+    )
+    assert result.exit_code == 1
+    assert "unreadable placeholder" in result.output
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_restore_never_writes_over_its_store(tmp_path: Path) -> None:
+    store = tmp_path / "store.jsonl"
+    store.write_text("")
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"messages": []}\n')
+    result = CliRunner().invoke(cli, ["restore", str(src), "--store", str(store), "-o", str(store)])
+    assert result.exit_code == 1
+    assert "would overwrite the store" in result.output
+
+
+def test_anthropic_parallel_results_are_replaced_in_place(tmp_path: Path) -> None:
+    big = "line of a large file\n" * 400
+    record = {
+        "system": "Use tools.",
+        "messages": [
+            {"role": "user", "content": "Read both files."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "b"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": big,
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "short"},
+                ],
+            },
+            {"role": "assistant", "content": "Both read."},
+            {"role": "user", "content": "Thanks."},
+        ],
+    }
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(record) + "\n")
+    result = CliRunner().invoke(
+        cli, ["compress", str(src), "--stages", "placeholder", "--placeholder-keep-recent", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    results = out["messages"][2]["content"]
+    assert [b["tool_use_id"] for b in results] == ["t1", "t2"]  # one user message, in order
+    assert results[0]["content"].startswith("[ctxcli placeholder ")
+    assert results[0]["cache_control"] == {"type": "ephemeral"}
+    assert results[1] == record["messages"][2]["content"][1]
+    assert (
+        CliRunner().invoke(cli, ["validate", str(tmp_path / "a.compressed.jsonl")]).exit_code == 0
+    )
+    back = tmp_path / "back.jsonl"
+    store = tmp_path / "a.compressed.store.jsonl"
+    assert (
+        CliRunner()
+        .invoke(
+            cli,
+            [
+                "restore",
+                str(tmp_path / "a.compressed.jsonl"),
+                "--store",
+                str(store),
+                "-o",
+                str(back),
+            ],
+        )
+        .exit_code
+        == 0
+    )
+    assert read_jsonl(back)[0] == record

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 from ctxcli.errors import InputError
 
@@ -50,3 +52,37 @@ def pending(problems: list[str], count: int) -> list[str]:
     training target does; it is only wrong to go on without them."""
     last = f"message {count - 1}: "
     return [p for p in problems if not (p.startswith(last) and p.endswith("no result"))]
+
+
+def patch_blocks(
+    content: list[Any], blocks: Iterable[int], message: Mapping[str, Any]
+) -> dict[int, Any]:
+    """New versions of the content ``blocks`` of a source entry, rewritten from the
+    neutral ``message`` a stage changed (the placeholder stage: a tool result's content,
+    a tool call's arguments): ``{block index: new block}``, each block keeping every key
+    it had but the one changed. A ``tool_result`` takes the message's content; a
+    ``tool_use`` takes the arguments of the call with its id (parsed from JSON, as
+    ``input`` is an object); other blocks stay as they are.
+    """
+    calls = {}
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            calls[call.get("id")] = function.get("arguments")
+    patched: dict[int, Any] = {}
+    for j in blocks:
+        block = content[j]
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "tool_result" and message.get("role") == "tool":
+            if block.get("content") != message.get("content"):
+                patched[j] = {**block, "content": message.get("content")}
+        elif block.get("type") == "tool_use" and block.get("id") in calls:
+            arguments = calls[block.get("id")]
+            try:
+                value = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+            except orjson.JSONDecodeError:
+                value = arguments
+            if value != block.get("input"):
+                patched[j] = {**block, "input": value}
+    return patched

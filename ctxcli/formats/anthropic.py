@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.formats._common import kind, messages_of, patch_blocks, text_of
 from ctxcli.model import Conversation, Message
 from ctxcli.tokens import TokenCounter
 
@@ -191,18 +191,23 @@ def write(
     entries: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
     sources: Sequence[Source] = conversation.meta.get("sources", ())
     pieces: list[tuple[int, list[int]] | dict[str, Any]] = []
+    patches: dict[int, dict[int, Any]] = {}
     for message in conversation.messages:
-        if message.index is not None and not message.changed:
-            entry, blocks = sources[message.index]
-            if entry is None:
-                continue  # the top-level system prompt, written back as it was
-            last = pieces[-1] if pieces else None
-            if isinstance(last, tuple) and last[0] == entry:
-                last[1].extend(blocks or ())
-            else:
-                pieces.append((entry, list(blocks or ())))
+        source = sources[message.index] if message.index is not None else None
+        if source is None or (message.changed and source[1] is None):
+            pieces.append(_entry(message))  # new, or a whole-string entry rewritten
+            continue
+        entry, blocks = source
+        if entry is None:
+            continue  # the top-level system prompt, written back as it was
+        content = entries[entry].get("content")
+        if message.changed and isinstance(content, list):  # rewritten in its own blocks
+            patches.setdefault(entry, {}).update(patch_blocks(content, blocks or (), message.data))
+        last = pieces[-1] if pieces else None
+        if isinstance(last, tuple) and last[0] == entry:
+            last[1].extend(blocks or ())
         else:
-            pieces.append(_entry(message))
+            pieces.append((entry, list(blocks or ())))
     written: list[Any] = []
     for piece in pieces:
         if isinstance(piece, dict):
@@ -211,10 +216,12 @@ def write(
         entry_at, kept = piece
         original = entries[entry_at]
         content = original.get("content")
-        if not isinstance(content, list) or len(kept) == len(content):
+        patched = patches.get(entry_at, {})
+        if not isinstance(content, list) or (len(kept) == len(content) and not patched):
             written.append(original)
         else:
-            written.append({**original, "content": [content[j] for j in sorted(kept)]})
+            rebuilt = [patched.get(j, content[j]) for j in sorted(kept)]
+            written.append({**original, "content": rebuilt})
     out = dict(record)
     out[messages_key or DEFAULT_KEY] = written
     return out

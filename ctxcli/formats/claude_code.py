@@ -31,7 +31,7 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
-from ctxcli.formats._common import kind, pending, text_of
+from ctxcli.formats._common import kind, patch_blocks, pending, text_of
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message
 from ctxcli.tokens import TokenCounter
@@ -144,14 +144,18 @@ def write(
     kept: dict[int, set[int] | None] = {}
     inserts: dict[int, list[Message]] = {}
     waiting: list[Message] = []
+    patches: dict[int, dict[int, Any]] = {}
     for message in conversation.messages:
-        if message.index is None or message.changed:
+        if message.index is None:
             waiting.append(message)
             continue
         for e, blocks in sources[message.index]:
             if waiting:
                 inserts.setdefault(e, []).extend(waiting)
                 waiting = []
+            if message.changed and blocks is not None:  # rewritten in its own blocks
+                content = events[e]["message"].get("content")
+                patches.setdefault(e, {}).update(patch_blocks(content, blocks, message.data))
             if blocks is None:
                 kept[e] = None
             else:
@@ -175,9 +179,11 @@ def write(
             parent = new["uuid"]
         survivors = kept.get(e)
         content = event["message"].get("content") if e in chat else None
-        if survivors is not None and isinstance(content, list) and len(survivors) < len(content):
-            message_data = {**event["message"], "content": [content[j] for j in sorted(survivors)]}
-            event = {**event, "message": message_data}
+        patched = patches.get(e, {})
+        blocks_kept = survivors if survivors is not None and isinstance(content, list) else None
+        if content and blocks_kept is not None and (len(blocks_kept) < len(content) or patched):
+            rebuilt = [patched.get(j, content[j]) for j in sorted(blocks_kept)]
+            event = {**event, "message": {**event["message"], "content": rebuilt}}
         if parent != event.get("parentUuid"):
             event = {**event, "parentUuid": parent}
         out.append(event)

@@ -126,10 +126,13 @@ def write(
     sources: Sequence[int | None] = conversation.meta.get("sources", ())
     written: list[Any] = []
     for message in conversation.messages:
+        source = sources[message.index] if message.index is not None else None
         if message.index is not None and not message.changed:
-            source = sources[message.index]
             if source is not None:
                 written.append(turns[source])
+            continue
+        if source is not None:  # rewritten in place: the turn keeps its other keys
+            written.append({**turns[source], **_turn(message, turns[source].get("from"))})
             continue
         written.append(_turn(message))
     out = dict(record)
@@ -137,7 +140,9 @@ def write(
     return out
 
 
-def _turn(message: Message) -> dict[str, Any]:
+def _turn(message: Message, sender: str | None = None) -> dict[str, Any]:
+    """A neutral message as a turn; ``sender`` keeps the ``from`` of the turn it was
+    read from (``tool`` and ``observation`` both read as a function result)."""
     data = message.data
     if message.calls_function:
         call = data["function_call"]
@@ -146,8 +151,9 @@ def _turn(message: Message) -> dict[str, Any]:
             arguments = orjson.loads(arguments) if isinstance(arguments, str) else arguments
         value = orjson.dumps({"name": call.get("name"), "arguments": arguments}).decode()
         return {"from": _CALL, "value": value}
-    sender = {"user": "human", "assistant": "gpt", "system": "system", "function": "observation"}
-    return {"from": sender.get(message.role, "human"), "value": text_of(data.get("content"))}
+    senders = {"user": "human", "assistant": "gpt", "system": "system", "function": "observation"}
+    role_sender = sender or senders.get(message.role, "human")
+    return {"from": role_sender, "value": text_of(data.get("content"))}
 
 
 def problems(record: Any, conversation: Conversation) -> list[str]:

@@ -51,7 +51,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -118,6 +118,34 @@ def parse_arguments(arguments: Any) -> re.Match[str] | None:
     if isinstance(value, dict) and list(value) == [ARGUMENTS_KEY]:
         return parse(value[ARGUMENTS_KEY])
     return None
+
+
+def referenced_ids(messages: Iterable[Message]) -> set[str]:
+    """Ids of the placeholders that ``messages`` hold (in contents or call arguments)."""
+    ids: set[str] = set()
+    for message in messages:
+        if message.changed:
+            ids.update(_ids(message))
+    return ids
+
+
+def has_placeholder(message: Message) -> bool:
+    """True when ``message`` holds a placeholder (content or call arguments)."""
+    return bool(_ids(message))
+
+
+def _ids(message: Message) -> set[str]:
+    ids = set()
+    match = parse(message.data.get("content"))
+    if match:
+        ids.add(match.group("id"))
+    for call in message.data.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            match = parse_arguments(function.get("arguments"))
+            if match:
+                ids.add(match.group("id"))
+    return ids
 
 
 def reports_error(message: Mapping[str, Any]) -> bool:
