@@ -6,8 +6,9 @@ warnings, the progress bar and the end-of-run table.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -45,6 +46,38 @@ def budget_options(func: F) -> F:
     return func
 
 
+def summarizer_options(func: F) -> F:
+    """The options that choose the summarizer and how it reaches a model."""
+    options = [
+        click.option(
+            "--summarizer",
+            type=click.Choice(["extractive", "llm"]),
+            help="extractive (offline, default) or llm (an OpenAI-compatible endpoint).",
+        ),
+        click.option("--summary-model", help="Model that writes summaries (default gpt-4o-mini)."),
+        click.option(
+            "--base-url", help="Endpoint, e.g. http://127.0.0.1:8080/v1 [OPENAI_BASE_URL]."
+        ),
+        click.option(
+            "--api-key-env", help="Environment variable holding the key (default OPENAI_API_KEY)."
+        ),
+        click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds."),
+        click.option(
+            "--llm-concurrency", type=click.IntRange(min=1), help="Requests in flight (default 4)."
+        ),
+        click.option(
+            "--summary-input-max-tokens",
+            type=click.IntRange(min=1),
+            help="Bound on one summary request; more is done in chunks (default 3000).",
+        ),
+        click.option("--cache", "cache_path", help="Summary cache file (SQLite)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("-o", "--output", help="Output file, or - for stdout (one input only).")
@@ -59,12 +92,17 @@ def budget_options(func: F) -> F:
 @click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
 @click.option("--summary-max-tokens", type=click.IntRange(min=1), help="Bound on a summary.")
 @click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
+@summarizer_options
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "keep"]),
     help="On a bad line: stop (default), or copy it unchanged and go on.",
 )
-@click.option("--check", is_flag=True, help="Exit 3 if any conversation stays over budget.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 3 if a conversation stays over budget or its model summary fell back.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or table.")
 def compress(
     inputs: tuple[str, ...],
@@ -80,6 +118,15 @@ def compress(
     summary_role: str | None,
     summary_max_tokens: int | None,
     priority_order: str | None,
+    summarizer: str | None,
+    summary_model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    llm_timeout: float | None,
+    llm_concurrency: int | None,
+    summary_input_max_tokens: int | None,
+    cache_path: str | None,
+    no_cache: bool,
     on_error: str | None,
     check: bool,
     quiet: bool,
@@ -89,6 +136,9 @@ def compress(
     Each INPUT is a JSONL file (one conversation per line), a folder of them, or - for
     stdin. Writes <name>.compressed.jsonl and <name>.compressed.stats.json beside each
     input, and a summary table on stderr.
+
+    With --summarizer llm a model writes the summaries (see the README); a summary
+    that fails falls back to the extractive one, with a warning.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
@@ -115,12 +165,24 @@ def compress(
             model=model,
             encoding=encoding,
             on_error=on_error,
+            summarizer={
+                "name": summarizer,
+                "model": summary_model,
+                "base_url": base_url,
+                "api_key_env": api_key_env,
+                "timeout": llm_timeout,
+                "concurrency": llm_concurrency,
+                "input_max_tokens": summary_input_max_tokens,
+                "cache": False if no_cache else cache_path,
+            },
         )
         paths = expand_inputs(inputs)
         if len(paths) > 1 and (output or stats_path):
             raise ConfigError("-o and --stats take one input; use --out-dir for several")
         compressor = Compressor(
-            settings, warn=lambda text: click.echo(f"warning: {text}", err=True)
+            settings,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            summarizer=_summarizer(settings.summarizer),
         )
         progress = not quiet and sys.stderr.isatty()
         results = []
@@ -134,10 +196,36 @@ def compress(
         raise click.ClickException(str(exc)) from None
     if not quiet:
         click.echo(_table(results), err=True)
-    if check and any(stats.over_budget for stats in results):
-        over = sum(len(stats.over_budget) for stats in results)
+    fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
+    if fallbacks:
+        summaries = sum(s.stage_events["summary"]["summaries_written"] for s in results)
+        click.echo(
+            f"warning: {fallbacks} of {summaries} summaries fell back to the extractive "
+            "summarizer (see the warnings above)",
+            err=True,
+        )
+    over = sum(len(stats.over_budget) for stats in results)
+    if check and over:
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
+    if check and fallbacks:
+        click.echo(f"error: {fallbacks} model summaries fell back (--check)", err=True)
+    if check and (over or fallbacks):
         sys.exit(3)
+
+
+def _summarizer(options: Mapping[str, Any]) -> Any:
+    """Build the summarizer, reading the environment here at the edge: the key from
+    the variable ``api_key_env`` names, ``OPENAI_BASE_URL``, ``XDG_CACHE_HOME``."""
+    from ctxcli import cache, summarizers
+
+    if options.get("name") != "llm":
+        return summarizers.build(options)
+    options = dict(options)
+    options.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or None)
+    if options.get("cache") in (None, True):
+        options["cache"] = str(cache.default_path(os.environ))
+    key_variable = options.pop("api_key_env", None) or "OPENAI_API_KEY"
+    return summarizers.build(options, api_key=os.environ.get(key_variable) or None)
 
 
 def _table(results: list[Any]) -> str:
@@ -156,6 +244,14 @@ def _table(results: list[Any]) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for s in results:
+        if s.llm:
+            lines.append(
+                f"llm {s.input}: {s.llm['calls']:,} calls ({s.llm['retries']:,} retries), "
+                f"{s.llm['cache_hits']:,} cache hits, {s.llm['fallbacks']:,} fallbacks, "
+                f"{s.llm['prompt_tokens']:,}+{s.llm['completion_tokens']:,} tokens, "
+                f"{s.llm['wait_seconds']:.1f} s waiting"
+            )
     for s in results:
         if s.output != "-":
             lines.append(f"wrote {s.output}")

@@ -2,7 +2,9 @@
 
 Conversations are read, compressed and written one at a time, so memory does not
 grow with the file. A record no stage changed is written back as the very bytes
-that were read.
+that were read. With a summarizer that calls a model, several conversations are
+compressed at once on threads (:func:`ctxcli.parallel.ordered_map`), still written
+in input order.
 """
 
 from __future__ import annotations
@@ -20,13 +22,18 @@ from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import openai as openai_format
 from ctxcli.model import Conversation
+from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
+from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import TokenCounter, encoding_name_for
 
 #: Files a directory input never includes: what ctxcli itself wrote there.
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
+#: One input line after the pipeline: line number, raw bytes, parsed record, and the
+#: result or the error that line gave.
+_Outcome = tuple[int, bytes, Any, "Result | InputError"]
 
 
 @dataclass
@@ -51,6 +58,7 @@ class FileStats:
     errors: list[dict[str, Any]] = field(default_factory=list)
     warnings: int = 0
     elapsed_seconds: float = 0.0
+    llm: dict[str, float] = field(default_factory=dict)
 
     def add(self, result: Result) -> None:
         """Count one compressed conversation."""
@@ -96,6 +104,7 @@ class FileStats:
             "errors": self.errors,
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
+            **({"llm": self.llm} if self.llm else {}),
         }
 
 
@@ -138,16 +147,27 @@ class Compressor:
     """Runs one :class:`Settings` over files; holds the token counter for the run.
 
     ``warn`` receives each warning as one line of text (the CLI prints it to stderr).
+    ``summarizer`` replaces the one ``settings.summarizer`` names (the CLI builds it,
+    API key included). Raises :class:`ConfigError` for a bad encoding or summarizer.
     """
 
-    def __init__(self, settings: Settings, *, warn: Warn | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        warn: Warn | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> None:
         self.settings = settings
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         try:
             self.counter = TokenCounter(self.encoding)
         except ValueError as exc:
             raise ConfigError(f"unknown encoding {self.encoding!r}: {exc}") from None
-        self.context = Context(settings.max_tokens, self.counter)
+        self.summarizer = summarizer or build(settings.summarizer)
+        self.context = Context(settings.max_tokens, self.counter, self.summarizer)
+        # Threads only pay off while waiting on a model; the extractive path stays serial.
+        self.workers = getattr(self.summarizer, "concurrency", 1)
         self._warn = warn or (lambda _: None)
         self.warned = 0
 
@@ -163,26 +183,37 @@ class Compressor:
 
     def _run(self, conversation: Conversation) -> Result:
         result = run(conversation, self.settings.stages, self.context)
-        for text in self.context.warnings:
+        for text in result.warnings:
             self.warn(text)
-        self.context.warnings.clear()
         return result
+
+    def _attempt(self, item: tuple[int, bytes], path: str) -> _Outcome:
+        """Parse and compress one input line, on any thread (warnings wait in the result)."""
+        line, raw = item
+        try:
+            record = jsonio.loads(raw, path, line)
+            conversation = openai_format.read(record, self.counter, path=path, line=line)
+            return line, raw, record, run(conversation, self.settings.stages, self.context)
+        except InputError as exc:
+            return line, raw, None, exc
 
     def records(
         self, lines: Iterable[tuple[int, bytes]], path: str, stats: FileStats
     ) -> Iterator[bytes]:
-        """Output lines (without line ends) for ``(line_number, raw)`` input lines."""
-        for line, raw in lines:
-            try:
-                record = jsonio.loads(raw, path, line)
-                result = self.conversation(record, path=path, line=line)
-            except InputError as exc:
+        """Output lines (without line ends) for ``(line_number, raw)`` input lines, in
+        input order; up to ``workers`` conversations are compressed at once, and at
+        most ``2 * workers`` lines are held in memory."""
+        outcomes = ordered_map(lambda item: self._attempt(item, path), lines, workers=self.workers)
+        for line, raw, record, result in outcomes:
+            if isinstance(result, InputError):
                 if self.settings.on_error != "keep":
-                    raise
-                stats.errors.append({"line": line, "reason": exc.reason})
-                self.warn(f"{exc} (copied unchanged)")
+                    raise result
+                stats.errors.append({"line": line, "reason": result.reason})
+                self.warn(f"{result} (copied unchanged)")
                 yield raw
                 continue
+            for text in result.warnings:
+                self.warn(text)
             stats.add(result)
             if result.over_budget:
                 self.warn(
@@ -220,6 +251,7 @@ class Compressor:
             stages=self.settings.stage_names,
         )
         warned = self.warned
+        model_use = self._model_use()
         lines = jsonio.iter_lines(input_path)
         bar = _progress(input_path) if progress else None
         with jsonio.AtomicWriter(output_path) as writer:
@@ -229,10 +261,20 @@ class Compressor:
         if bar is not None:
             bar.close()
         stats.warnings = self.warned - warned
+        if model_use is not None:
+            now = self._model_use() or {}
+            stats.llm = {k: v - model_use.get(k, 0) for k, v in now.items()}
+            stats.llm["wait_seconds"] = round(stats.llm["wait_seconds"], 3)
+            stats.llm["fallbacks"] = stats.stage_events.get("summary", Counter())["fallbacks"]
         stats.elapsed_seconds = time.perf_counter() - started
         if stats_path:
             jsonio.write_json(stats_path, stats.to_json())
         return stats
+
+    def _model_use(self) -> dict[str, float] | None:
+        """The summarizer's model-use counters so far, if it counts any."""
+        model_stats = getattr(self.summarizer, "stats", None)
+        return None if model_stats is None else dict(model_stats.snapshot())
 
 
 def _same_file(a: str, b: str) -> bool:

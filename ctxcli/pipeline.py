@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 @dataclass
 class Context:
     """What every stage shares for a run: the budget (tokens per conversation, ``None``
-    for no budget), the token counter and the summarizer."""
+    for no budget), the token counter and the summarizer. :func:`run` gives each
+    conversation its own ``warnings`` list, so runs on several threads never mix them."""
 
     max_tokens: int | None
     counter: TokenCounter
@@ -95,13 +96,15 @@ class Result:
     """One conversation after the pipeline: the output, the input, and what happened.
 
     ``events`` maps stage name to its counters; ``over_budget`` is true when the output
-    still exceeds the budget (it then holds only what must be kept).
+    still exceeds the budget (it then holds only what must be kept); ``warnings`` are
+    what the stages warned about this conversation.
     """
 
     before: Conversation
     after: Conversation
     events: dict[str, Counter[str]]
     over_budget: bool
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -114,6 +117,7 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     Raises :class:`ctxcli.errors.InvariantError` if the output would break a rule of
     the transcript format (a bug in a stage: such output is never written).
     """
+    context = dataclasses.replace(context, warnings=[])
     current = conversation
     events: dict[str, Counter[str]] = {}
     for stage in stages:
@@ -121,4 +125,4 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
         events.setdefault(stage.name, Counter()).update(done)
     over = context.over(current)
     check(conversation, current, max_tokens=None if over else context.max_tokens)
-    return Result(conversation, current, events, over)
+    return Result(conversation, current, events, over, context.warnings)
