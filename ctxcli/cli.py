@@ -61,16 +61,24 @@ def summarizer_options(func: F) -> F:
         click.option(
             "--api-key-env", help="Environment variable holding the key (default OPENAI_API_KEY)."
         ),
-        click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds."),
+        click.option(
+            "--llm-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Seconds per model request attempt (default 60).",
+        ),
         click.option(
             "--llm-concurrency", type=click.IntRange(min=1), help="Requests in flight (default 4)."
         ),
         click.option(
             "--summary-input-max-tokens",
             type=click.IntRange(min=1),
-            help="Bound on one summary request; more is done in chunks (default 3000).",
+            help="Bound on one summary request; more is done in chunks (default 2500).",
         ),
-        click.option("--cache", "cache_path", help="Summary cache file (SQLite)."),
+        click.option(
+            "--cache",
+            "cache_path",
+            help="Summary cache file (SQLite; default in the user cache dir).",
+        ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
     ]
     for option in reversed(options):

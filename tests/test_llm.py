@@ -690,9 +690,14 @@ def test_with_the_server_stopped_every_conversation_falls_back(
     assert result.exit_code == 3
     stats = json.loads((tmp_path / "out.stats.json").read_text())
     written = stats["stage_events"]["summary"]["summaries_written"]
-    assert stats["llm"]["fallbacks"] == written == 20
-    assert "warning: 20 of 20 summaries fell back" in result.output
+    assert written >= 15  # the rest fit the budget without a summary
+    assert stats["llm"]["fallbacks"] == written
+    assert f"warning: {written} of {written} summaries fell back" in result.output
     counter = TokenCounter("o200k_base")
     for b, a in zip(read_jsonl(airline20), read_jsonl(out)):
         assert_valid(b, a, counter, max_tokens=2000)
-        assert f"warning: conversation {b['id']}: summary failed (cannot reach" in result.output
+        if any(SUMMARY_MARKER in str(m["content"]) for m in a["messages"]):
+            assert f"warning: conversation {b['id']}: summary failed (cannot reach" in (
+                result.output
+            )
+    assert result.output.count("summary failed (cannot reach the model endpoint") == written
