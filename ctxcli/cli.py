@@ -6,9 +6,10 @@ warnings, the progress bar and the end-of-run table.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -77,6 +78,46 @@ def format_options(func: F) -> F:
     return func
 
 
+def summarizer_options(func: F) -> F:
+    """The options that choose the summarizer and how it reaches a model."""
+    options = [
+        click.option(
+            "--summarizer",
+            type=click.Choice(["extractive", "llm"]),
+            help="extractive (offline, default) or llm (an OpenAI-compatible endpoint).",
+        ),
+        click.option("--summary-model", help="Model that writes summaries (default gpt-4o-mini)."),
+        click.option(
+            "--base-url", help="Endpoint, e.g. http://127.0.0.1:8080/v1 [OPENAI_BASE_URL]."
+        ),
+        click.option(
+            "--api-key-env", help="Environment variable holding the key (default OPENAI_API_KEY)."
+        ),
+        click.option(
+            "--llm-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Seconds per model request attempt (default 60).",
+        ),
+        click.option(
+            "--llm-concurrency", type=click.IntRange(min=1), help="Requests in flight (default 4)."
+        ),
+        click.option(
+            "--summary-input-max-tokens",
+            type=click.IntRange(min=1),
+            help="Bound on one summary request; more is done in chunks (default 2500).",
+        ),
+        click.option(
+            "--cache",
+            "cache_path",
+            help="Summary cache file (SQLite; default in the user cache dir).",
+        ),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("-o", "--output", help="Output file, or - for stdout (one input only).")
@@ -107,12 +148,17 @@ def format_options(func: F) -> F:
 @click.option(
     "--store", "store_path", help="Store of placeholder originals (default <output>.store.jsonl)."
 )
+@summarizer_options
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "keep"]),
     help="On a bad line: stop (default), or copy it unchanged and go on.",
 )
-@click.option("--check", is_flag=True, help="Exit 3 if any conversation stays over budget.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 3 if a conversation stays over budget or its model summary fell back.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or table.")
 def compress(
     inputs: tuple[str, ...],
@@ -133,6 +179,15 @@ def compress(
     placeholder_threshold: int | None,
     placeholder_keep_recent: int | None,
     store_path: str | None,
+    summarizer: str | None,
+    summary_model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    llm_timeout: float | None,
+    llm_concurrency: int | None,
+    summary_input_max_tokens: int | None,
+    cache_path: str | None,
+    no_cache: bool,
     on_error: str | None,
     check: bool,
     quiet: bool,
@@ -146,6 +201,9 @@ def compress(
     <name>.compressed.stats.json beside each input, and a summary table on stderr.
     With the placeholder stage (on by default), large tool results become placeholders
     whose originals go to <name>.compressed.store.jsonl; ctxcli restore puts them back.
+
+    With --summarizer llm a model writes the summaries (see the README); a summary
+    that fails falls back to the extractive one, with a warning.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
@@ -185,6 +243,16 @@ def compress(
             on_error=on_error,
             format=format_name,
             messages_key=messages_key,
+            summarizer={
+                "name": summarizer,
+                "model": summary_model,
+                "base_url": base_url,
+                "api_key_env": api_key_env,
+                "timeout": llm_timeout,
+                "concurrency": llm_concurrency,
+                "input_max_tokens": summary_input_max_tokens,
+                "cache": False if no_cache else cache_path,
+            },
         )
         plans = plan(
             inputs,
@@ -195,7 +263,9 @@ def compress(
             restorable="placeholder" in settings.stage_names,
         )
         compressor = Compressor(
-            settings, warn=lambda text: click.echo(f"warning: {text}", err=True)
+            settings,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            summarizer=_summarizer(settings.summarizer),
         )
         progress = not quiet and sys.stderr.isatty()
         results = [
@@ -212,9 +282,20 @@ def compress(
         raise click.ClickException(str(exc)) from None
     if not quiet:
         click.echo(_table(results), err=True)
-    if check and any(stats.over_budget for stats in results):
-        over = sum(len(stats.over_budget) for stats in results)
+    fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
+    if fallbacks:
+        summaries = sum(s.stage_events["summary"]["summaries_written"] for s in results)
+        click.echo(
+            f"warning: {fallbacks} of {summaries} summaries fell back to the extractive "
+            "summarizer (see the warnings above)",
+            err=True,
+        )
+    over = sum(len(stats.over_budget) for stats in results)
+    if check and over:
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
+    if check and fallbacks:
+        click.echo(f"error: {fallbacks} model summaries fell back (--check)", err=True)
+    if check and (over or fallbacks):
         sys.exit(3)
 
 
@@ -246,6 +327,21 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
     click.echo(f"ok: {len(inputs)} file(s), no problems", err=True)
 
 
+def _summarizer(options: Mapping[str, Any]) -> Any:
+    """Build the summarizer, reading the environment here at the edge: the key from
+    the variable ``api_key_env`` names, ``OPENAI_BASE_URL``, ``XDG_CACHE_HOME``."""
+    from ctxcli import cache, summarizers
+
+    if options.get("name") != "llm":
+        return summarizers.build(options)
+    options = dict(options)
+    options.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or None)
+    if options.get("cache") in (None, True):
+        options["cache"] = str(cache.default_path(os.environ))
+    key_variable = options.pop("api_key_env", None) or "OPENAI_API_KEY"
+    return summarizers.build(options, api_key=os.environ.get(key_variable) or None)
+
+
 def _table(results: list[Any]) -> str:
     header = ("file", "convs", "msgs before→after", "tokens before→after", "ratio", "over")
     rows = [header]
@@ -272,6 +368,14 @@ def _table(results: list[Any]) -> str:
                 f"{s.input}: {_count(written, 'placeholder')} saved "
                 f"{placeholders.get('tokens_saved', 0):,} tokens{later}"
             )
+        if s.llm:
+            lines.append(
+                f"llm {s.input}: {s.llm['calls']:,} calls ({s.llm['retries']:,} retries), "
+                f"{s.llm['cache_hits']:,} cache hits, {s.llm['fallbacks']:,} fallbacks, "
+                f"{s.llm['prompt_tokens']:,}+{s.llm['completion_tokens']:,} tokens, "
+                f"{s.llm['wait_seconds']:.1f} s waiting"
+            )
+    for s in results:
         if s.output != "-":
             lines.append(f"wrote {s.output}")
         if s.store:

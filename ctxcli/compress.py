@@ -7,6 +7,8 @@ is one conversation for the whole file. JSON lines are read, compressed and writ
 one record at a time, so memory does not grow with the file. A record no stage
 changed is written back as the very bytes that were read; a changed one is checked
 against its format's rules before it is written.
+With a summarizer that calls a model, several conversations are compressed at once
+on threads (:func:`ctxcli.parallel.ordered_map`), still written in input order.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from ctxcli.errors import ConfigError, InputError, InvariantError, where
 from ctxcli.formats import anthropic, claude_code
 from ctxcli.formats._common import kind
 from ctxcli.model import Conversation
+from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter
+from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import TokenCounter, encoding_name_for
 
 #: Files a directory input never includes: what ctxcli itself wrote there.
@@ -38,6 +42,11 @@ OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 Warn = Callable[[str], None]
 #: Warnings passed on per input file; the rest are counted (stats ``warnings``).
 WARNINGS_SHOWN = 20
+#: One input record after the pipeline, from any thread: the record read, and either
+#: the result with its output bytes (``None`` when unchanged) or the error it gave.
+_Outcome = tuple[
+    jsonio.Record, "Result | None", "bytes | None", "InputError | InvariantError | None"
+]
 
 
 @dataclass
@@ -65,6 +74,7 @@ class FileStats:
     store: str | None = None
     store_entries: int = 0
     store_bytes: int = 0
+    llm: dict[str, float] = field(default_factory=dict)
 
     def add(self, result: Result) -> None:
         """Count one compressed conversation."""
@@ -111,6 +121,7 @@ class FileStats:
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "store": {"path": self.store, "entries": self.store_entries, "bytes": self.store_bytes},
+            **({"llm": self.llm} if self.llm else {}),
         }
 
 
@@ -235,14 +246,25 @@ class Compressor:
     """Runs one :class:`Settings` over files; holds the token counter for the run.
 
     ``warn`` receives each warning as one line of text (the CLI prints it to stderr).
+    ``summarizer`` replaces the one ``settings.summarizer`` names (the CLI builds it,
+    API key included). Raises :class:`ConfigError` for a bad encoding or summarizer.
     """
 
-    def __init__(self, settings: Settings, *, warn: Warn | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        warn: Warn | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> None:
         self.settings = settings
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self.counter = TokenCounter(self.encoding)
-        self.context = Context(settings.max_tokens, self.counter)
         self.format = formats.get(settings.format) if settings.format else None
+        self.summarizer = summarizer or build(settings.summarizer)
+        self.context = Context(settings.max_tokens, self.counter, self.summarizer)
+        # Threads only pay off while waiting on a model; the extractive path stays serial.
+        self.workers = getattr(self.summarizer, "concurrency", 1)
         self._warn = warn or (lambda _: None)
         self.warned = 0
         self._file_start = 0
@@ -275,9 +297,8 @@ class Compressor:
 
     def _run(self, conversation: Conversation) -> Result:
         result = run(conversation, self.settings.stages, self.context)
-        for text in self.context.warnings:
+        for text in result.warnings:
             self.warn(text)
-        self.context.warnings.clear()
         return result
 
     def records(
@@ -287,28 +308,26 @@ class Compressor:
         stats: FileStats,
         store: StoreWriter | None = None,
     ) -> Iterator[tuple[bytes, bool]]:
-        """``(output record, changed)`` for each input record, in order; originals
-        replaced by placeholders go to ``store``.
+        """``(output record, changed)`` for each input record, in input order; up to
+        ``workers`` records are compressed at once (at most ``2 * workers`` held in
+        memory). Originals replaced by placeholders go to ``store``.
 
-        Raises :class:`ConfigError` when a placeholder is written and ``store`` is None.
+        Raises :class:`InputError` for a bad record (unless ``on_error`` is ``keep``)
+        and :class:`ConfigError` when a placeholder is written and ``store`` is None.
         """
-        for item in items:
-            line = item.line or 0
-            try:
-                record = item.parse(path)
-                module, conversation = self.read(record, path=path, line=line)
-                result = self._run(conversation)
-            except (InputError, InvariantError) as exc:
-                # A bad record, or (a bug) an output that would break the transcript
-                # rules: either way the record is never written compressed.
-                reason = exc.reason if isinstance(exc, InputError) else str(exc)
-                located = InputError(path, item.line, reason, record=item.index)
+        outcomes = ordered_map(lambda item: self._attempt(item, path), items, workers=self.workers)
+        for item, result, out, error in outcomes:
+            if error is not None or result is None:
+                assert error is not None
                 if self.settings.on_error != "keep":
-                    raise located from None
+                    raise error
+                reason = error.reason if isinstance(error, InputError) else str(error)
                 stats.errors.append({**_place(item), "reason": reason})
-                self.warn(f"{located} (copied unchanged)")
+                self.warn(f"{error} (copied unchanged)")
                 yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
                 continue
+            for text in result.warnings:
+                self.warn(text)
             stats.add(result)
             self._stash(result, store, where(path, item.line, item.index))
             if result.over_budget and item.index is not None:
@@ -324,12 +343,30 @@ class Compressor:
                     f"is over budget: {result.after.tokens} tokens > {self.settings.max_tokens} "
                     "with only what must be kept"
                 )
-            if result.changed:
-                out = module.write(record, result.after, messages_key=self.settings.messages_key)
-                self._check(module, record, out, result, where(path, item.line, item.index))
-                yield jsonio.dumps(out), True
+            if out is not None:
+                yield out, True
             else:
-                yield (item.raw if item.raw is not None else jsonio.dumps(record)), False
+                yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
+
+    def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
+        """Parse, compress, write and check one record, on any thread (warnings wait in
+        the result). A bad record, or (a bug) an output that would break the transcript
+        rules, gives an error instead: such a record is never written compressed."""
+        place = where(path, item.line, item.index)
+        try:
+            record = item.parse(path)
+            module, conversation = self.read(record, path=path, line=item.line or 0)
+            result = run(conversation, self.settings.stages, self.context)
+            if not result.changed:
+                return item, result, None, None
+            written = module.write(record, result.after, messages_key=self.settings.messages_key)
+            self._check(module, record, written, result, place)
+            return item, result, jsonio.dumps(written), None
+        except InputError as exc:
+            return item, None, None, InputError(path, item.line, exc.reason, record=item.index)
+        except InvariantError as exc:
+            text = str(exc) if str(exc).startswith(place) else f"{place}: {exc}"
+            return item, None, None, InvariantError(text)
 
     def session(
         self,
@@ -456,6 +493,7 @@ class Compressor:
             store=store_path,
         )
         warned = self._file_start = self.warned
+        model_use = self._model_use()
         shape, items, original = jsonio.read_records(input_path)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         items = _tracked(items, bar)
@@ -485,10 +523,20 @@ class Compressor:
         if stats.warnings > WARNINGS_SHOWN:
             hidden = stats.warnings - WARNINGS_SHOWN
             self._warn(f"{input_path}: {hidden} more warnings not shown; the stats list them")
+        if model_use is not None:
+            now = self._model_use() or {}
+            stats.llm = {k: v - model_use.get(k, 0) for k, v in now.items()}
+            stats.llm["wait_seconds"] = round(stats.llm["wait_seconds"], 3)
+            stats.llm["fallbacks"] = stats.stage_events.get("summary", Counter())["fallbacks"]
         stats.elapsed_seconds = time.perf_counter() - started
         if stats_path:
             jsonio.write_json(stats_path, stats.to_json())
         return stats
+
+    def _model_use(self) -> dict[str, float] | None:
+        """The summarizer's model-use counters so far, if it counts any."""
+        model_stats = getattr(self.summarizer, "stats", None)
+        return None if model_stats is None else dict(model_stats.snapshot())
 
 
 def _named(result: Result) -> str:

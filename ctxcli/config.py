@@ -11,6 +11,10 @@ A config file maps one-to-one onto the command-line options::
       - summary: {keep_last: 4, role: user, max_tokens: 300}
       - priority
     window: {keep_last: 6}   # options may also stand at the top level, by stage name
+    summarizer:              # extractive (default) or llm; see ctxcli.summarizers.build
+      name: llm
+      model: gpt-4o-mini
+      base_url: http://127.0.0.1:8080/v1
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ def resolve(
     *,
     stages: str | None = None,
     stage_options: Mapping[str, Mapping[str, Any]] | None = None,
+    summarizer: Mapping[str, Any] | None = None,
     **overrides: Any,
 ) -> Settings:
     """Merge a config file's settings with command-line values into :class:`Settings`.
@@ -115,9 +120,10 @@ def resolve(
     ``stages`` (``"summary,priority"``) replaces the file's list; ``stage_options``
     (``{"summary": {"role": "user"}}``) override option by option; ``overrides``
     (``max_tokens``, ``model``, ``encoding``, ``on_error``, ``format``,
-    ``messages_key``) whose value is not ``None``
-    replace the file's. Options for a stage that is not in the pipeline are ignored,
-    so ``--keep-last`` can serve window and summary alike.
+    ``messages_key``) whose value is not ``None`` replace the file's; ``summarizer``
+    values that are not ``None`` replace the file's ``summarizer:`` options one by one.
+    Options for a stage that is not in the pipeline are ignored, so ``--keep-last`` can
+    serve window and summary alike.
 
     Raises :class:`ConfigError` for an unknown stage or option, or a bad value.
     """
@@ -149,7 +155,15 @@ def resolve(
         model=values.get("model"),
         encoding=values.get("encoding"),
         on_error=values.get("on_error", "fail"),
-        summarizer=dict(file.get("summarizer") or {}),
+        summarizer=_summarizer(file.get("summarizer"), summarizer or {}),
         format=values.get("format"),
         messages_key=values.get("messages_key"),
     )
+
+
+def _summarizer(file: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    if file is not None and not isinstance(file, Mapping):
+        raise ConfigError("summarizer must be a mapping of options, e.g. {name: llm}")
+    merged = dict(file or {})
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    return merged

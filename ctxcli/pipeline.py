@@ -33,9 +33,9 @@ class Context:
     """What every stage shares for a run: the budget (tokens per conversation, ``None``
     for no budget), the token counter and the summarizer.
 
-    ``stored`` is the current conversation's side channel of originals (``{id:
-    content}``) that a stage replaced restorably; :func:`run` moves it onto the
-    :class:`Result`, so nothing outlives one conversation here.
+    ``stored`` (originals a stage replaced restorably, ``{id: content}``) and
+    ``warnings`` belong to one conversation: :func:`run` gives each its own, so runs
+    on several threads never mix them, and moves them onto the :class:`Result`.
     """
 
     max_tokens: int | None
@@ -105,7 +105,7 @@ class Result:
     ``events`` maps stage name to its counters; ``over_budget`` is true when the output
     still exceeds the budget (it then holds only what must be kept); ``stored`` maps the
     id of each original a stage replaced restorably to that original (the store's
-    content for this conversation).
+    content for this conversation); ``warnings`` are what the stages warned about.
     """
 
     before: Conversation
@@ -113,6 +113,7 @@ class Result:
     events: dict[str, Counter[str]]
     over_budget: bool
     stored: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -125,19 +126,19 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     Raises :class:`ctxcli.errors.InvariantError` if the output would break a rule of
     the transcript format (a bug in a stage: such output is never written).
     """
+    context = dataclasses.replace(context, warnings=[], stored={})
     current = conversation
     events: dict[str, Counter[str]] = {}
-    context.stored.clear()
     for stage in stages:
         current, done = stage.apply(current, context)
         events.setdefault(stage.name, Counter()).update(done)
     over = context.over(current)
     check(conversation, current, max_tokens=None if over else context.max_tokens)
-    stored, context.stored = context.stored, {}
+    stored = context.stored
     if stored:  # only what the output still refers to: a later stage may drop some
         kept = referenced_ids(current.messages)
         stored = {key: value for key, value in stored.items() if key in kept}
         events.setdefault("placeholder", Counter())["placeholders_kept"] = sum(
             1 for m in current.messages if m.changed and m.index is not None and has_placeholder(m)
         )
-    return Result(conversation, current, events, over, stored)
+    return Result(conversation, current, events, over, stored, context.warnings)

@@ -9,6 +9,10 @@ earlier summary), ``previous`` the body of an earlier ctxcli summary to merge (o
 ``None``), ``max_tokens`` the bound on the returned text in tokens of ``counter``.
 It returns the summary body (the stage adds the ``[ctxcli summary]`` header) and
 raises :class:`ctxcli.errors.SummaryError` when it cannot produce a usable one.
+A summarizer may be called from several threads at once.
+
+:func:`build` makes one from the ``summarizer:`` settings: ``extractive`` (offline,
+the default) or ``llm`` (:mod:`ctxcli.summarizers.llm`, any OpenAI-compatible endpoint).
 """
 
 from __future__ import annotations
@@ -30,3 +34,70 @@ class Summarizer(Protocol):
         max_tokens: int,
         counter: TokenCounter,
     ) -> str: ...
+
+
+#: Keys of the ``summarizer:`` mapping (YAML config, or the CLI options that fill it).
+OPTIONS = (
+    "name",
+    "model",
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "retries",
+    "concurrency",
+    "input_max_tokens",
+    "template",
+    "cache",
+)
+NAMES = ("extractive", "llm")
+
+
+def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer | None:
+    """The summarizer ``options`` ask for, or ``None`` for the default extractive one.
+
+    ``options`` are the ``summarizer:`` settings (:data:`OPTIONS`): ``name``
+    (``extractive`` or ``llm``); for ``llm``: ``model``, ``base_url``, ``timeout``
+    (seconds), ``retries``, ``concurrency``, ``input_max_tokens`` (tokens),
+    ``template`` (a prompt file path) and ``cache`` (a SQLite path, or ``false`` /
+    ``None`` for none). ``api_key`` comes from the caller, who reads the environment
+    variable ``api_key_env`` names. Raises :class:`ctxcli.errors.ConfigError` for an
+    unknown name or option, or a bad value.
+    """
+    from ctxcli.errors import ConfigError
+
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"summarizer has no option {unknown[0]!r}; its options: {', '.join(OPTIONS)}"
+        )
+    name = options.get("name") or "extractive"
+    if name not in NAMES:
+        raise ConfigError(f"unknown summarizer {name!r}; known summarizers: {', '.join(NAMES)}")
+    if name == "extractive":
+        return None
+    from ctxcli.cache import SummaryCache
+    from ctxcli.summarizers import llm
+
+    settings: dict[str, Any] = {}
+    for option, kind in (
+        ("model", str),
+        ("base_url", str),
+        ("timeout", float),
+        ("retries", int),
+        ("concurrency", int),
+        ("input_max_tokens", int),
+    ):
+        value = options.get(option)
+        if value is None:
+            continue
+        try:
+            settings[option] = kind(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"summarizer option {option} must be a {kind.__name__}") from None
+    cache = options.get("cache")
+    return llm.LLMSummarizer(
+        **settings,
+        api_key=api_key,
+        template=llm.load_template(options["template"]) if options.get("template") else None,
+        cache=SummaryCache(cache) if cache else None,
+    )

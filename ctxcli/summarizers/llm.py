@@ -1,0 +1,440 @@
+"""Summaries written by a model behind any OpenAI-compatible chat-completions endpoint.
+
+Works with OpenAI and with local servers (vLLM, llama.cpp, Ollama) alike: it only
+uses ``POST {base_url}/chat/completions`` with ``model``, ``messages``, ``max_tokens``
+and ``temperature``. The ``openai`` package is imported when a summarizer is built,
+never when this module is imported, so the offline path does not load it.
+
+Each request sends the prompt template (:data:`DEFAULT_TEMPLATE`, or the user's) as
+two messages: the text before a line ``$data`` is the system message; the user message
+is the data, then the text after that line (a closing reminder: small models heed the
+end of a long prompt best). The data is the earlier summary between
+``<previous_summary>`` tags and the transcript between ``<transcript>`` tags, with any
+such tag inside the data defused, so the model reads it as data.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxcli.cache import SummaryCache, key
+from ctxcli.errors import ConfigError, SummaryError
+from ctxcli.summarizers.extractive import language, message_text, sentences
+from ctxcli.tokens import TokenCounter
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+#: The packaged prompt template (``ctxcli/prompts/summary.md``).
+DEFAULT_TEMPLATE = "summary.md"
+#: Bound on one request's prompt (tokens of the run's counter): template, earlier
+#: summary and transcript. Larger input is summarized in chunks. 3000 leaves room for
+#: the reply in a 4096-token context, the smallest local servers commonly run, even when
+#: the server's tokenizer needs a fifth more tokens than tiktoken for the same text.
+DEFAULT_INPUT_MAX_TOKENS = 2500
+DEFAULT_TIMEOUT = 60.0
+#: Retries after a 408/409/429/5xx reply, a timeout or a refused connection; the openai
+#: client waits with exponential backoff and jitter between them (and honours
+#: ``Retry-After``).
+DEFAULT_RETRIES = 2
+DEFAULT_CONCURRENCY = 4
+#: The least room a chunk of transcript is given in a request (tokens).
+MIN_CHUNK_TOKENS = 200
+#: Tokens of the message frames and tags around the data, on top of their text.
+_FRAME_TOKENS = 24
+_KEY_PLACEHOLDER = "sk-no-key"  # local servers want some bearer token, and ignore it
+
+_REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry, (?:but )?i|i (?:can(?:no|')t|am unable|'m unable|"
+    r"won'?t be able)|as an ai\b|抱歉|对不起|我(?:不能|无法))",
+    re.IGNORECASE,
+)
+_NOT_SUMMARY = re.compile(
+    r"^\s*(?:error\b|exception\b|traceback\b|internal server error|bad gateway|"
+    r"service unavailable|<!doctype|<html|\{\s*\"(?:error|detail)\")",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"<(/?)\s*(transcript|previous_summary)\b", re.IGNORECASE)
+_DATA_LINE = re.compile(r"^[ \t]*\$data[ \t]*$", re.MULTILINE)
+_TAG_LINE = re.compile(r"</?\s*(?:transcript|previous_summary)\s*>", re.IGNORECASE)
+#: A reply shorter than this (characters, after trimming) is not a summary.
+MIN_SUMMARY_CHARS = 8
+
+
+class LLMStats:
+    """Counters of one summarizer's model use, safe to update from several threads.
+
+    ``calls``: requests made (not counting retries); ``retries``: extra attempts the
+    client made; ``cache_hits``: summaries read from the cache; ``failures``: calls
+    that gave no usable summary; ``prompt_tokens`` / ``completion_tokens``: the
+    endpoint's ``usage`` (its own tokenizer); ``wait_seconds``: time spent waiting on
+    the endpoint, summed over threads.
+    """
+
+    FIELDS = (
+        "calls",
+        "retries",
+        "cache_hits",
+        "failures",
+        "prompt_tokens",
+        "completion_tokens",
+        "wait_seconds",
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, **counts: float) -> None:
+        with self._lock:
+            self._counts.update(counts)
+
+    def snapshot(self) -> dict[str, float]:
+        """The counters now, every field present."""
+        with self._lock:
+            return {name: self._counts[name] for name in self.FIELDS}
+
+
+def load_template(path: str | Path | None = None) -> str:
+    """The prompt template: the file at ``path``, or the packaged one.
+
+    A template is the system message, then optionally a line ``$data`` and what follows
+    the data in the user message (see the module docstring). ``$language`` (the language
+    to write in) and ``$max_words`` (a word bound derived from the token bound) are
+    substituted; any other ``$`` text is left as it is. Raises :class:`ConfigError`
+    naming the file when it cannot be read or is empty.
+    """
+    try:
+        if path is None:
+            text = (
+                resources.files("ctxcli")
+                .joinpath("prompts")
+                .joinpath(DEFAULT_TEMPLATE)
+                .read_text(encoding="utf-8")
+            )
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the summary template: {exc}") from None
+    if not text.strip():
+        raise ConfigError(f"{path}: the summary template is empty")
+    return text
+
+
+def transcript(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line of text per message, ``role: text``, tool calls as
+    ``assistant called name(arguments)`` and results as ``tool result: text``. JSON
+    in tool results and arguments is written compactly (the same data, fewer tokens)."""
+    lines = []
+    for message in messages:
+        role = str(message.get("role", "?"))
+        text = message_text(message).strip()
+        if role in ("tool", "function"):
+            text = _compact(text)
+            name = message.get("name")
+            lines.append(f"tool result{f' ({name})' if name else ''}: {text}")
+            continue
+        if text:
+            lines.append(f"{role}: {text}")
+        calls = list(message.get("tool_calls") or [])
+        if isinstance(message.get("function_call"), Mapping):
+            calls.append({"function": message["function_call"]})
+        for call in calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                arguments = function.get("arguments") or ""
+                arguments = (
+                    _compact(arguments)
+                    if isinstance(arguments, str)
+                    else orjson.dumps(arguments).decode()
+                )
+                lines.append(f"{role} called {function.get('name', '?')}({arguments})")
+    return lines
+
+
+def fit(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` within ``max_tokens`` tokens: whole if it fits, else its leading
+    sentences (split by :func:`ctxcli.summarizers.extractive.sentences`, joined by a
+    space); a first sentence that alone is too long is cut and ends in "…"."""
+    if counter.text(text) <= max_tokens:
+        return text
+    kept: list[str] = []
+    for sentence in sentences(text):
+        if counter.text(" ".join([*kept, sentence])) > max_tokens:
+            break
+        kept.append(sentence)
+    if kept:
+        return " ".join(kept)
+    first = (sentences(text) or [text])[0]
+    low, high = 0, len(first)  # the longest cut that fits, by bisection on characters
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter.text(first[:middle].rstrip() + "…") <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return first[:low].rstrip() + "…" if low else ""
+
+
+class LLMSummarizer:
+    """A :class:`ctxcli.summarizers.Summarizer` that asks a chat model.
+
+    ``base_url`` is the endpoint (``…/v1``), ``model`` the summary model (separate from
+    the tokenizer model), ``api_key`` its key (``None`` for a local server that needs
+    none), ``timeout`` seconds per attempt, ``retries`` the client's retries on
+    429/5xx/timeouts, ``template`` the prompt template text (:func:`load_template`),
+    ``input_max_tokens`` the bound on one request's prompt in tokens of the run's
+    counter, ``cache`` a :class:`SummaryCache` or ``None``, ``concurrency`` how many
+    conversations the caller may summarize at once (requests in flight).
+
+    Thread-safe: the openai client, the cache and :attr:`stats` may be shared by
+    threads. The key is only handed to the client: it is in no message, error or
+    ``repr``. Raises :class:`ConfigError` for bad settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        template: str | None = None,
+        input_max_tokens: int = DEFAULT_INPUT_MAX_TOKENS,
+        cache: SummaryCache | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        import openai
+
+        if not model:
+            raise ConfigError("the llm summarizer needs a model name (--summary-model)")
+        if timeout <= 0 or retries < 0 or concurrency < 1 or input_max_tokens < 1:
+            raise ConfigError(
+                "llm timeout must be above 0, retries 0 or more, concurrency and "
+                "input_max_tokens 1 or more"
+            )
+        self.model = model
+        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
+        if api_key is None and self.base_url == OPENAI_BASE_URL:
+            raise ConfigError(
+                "the llm summarizer has no API key for OpenAI: set the variable named by "
+                "--api-key-env (default OPENAI_API_KEY), or give --base-url of a local server"
+            )
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.template = template if template is not None else load_template()
+        self.input_max_tokens = input_max_tokens
+        self.cache = cache
+        self.concurrency = concurrency
+        self.stats = LLMStats()
+        self._secret = api_key or ""
+        self._openai = openai
+        self._client = openai.OpenAI(
+            api_key=api_key or _KEY_PLACEHOLDER,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=retries,
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMSummarizer(model={self.model!r}, base_url={_shown(self.base_url)!r})"
+
+    def summarize(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        previous: str | None,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> str:
+        """Summary body of ``messages`` with ``previous`` folded in, within
+        ``max_tokens`` tokens of ``counter``.
+
+        Input larger than ``input_max_tokens`` is split into chunks of whole messages
+        (a message too long alone is cut), and the chunks are folded in turn: each
+        request gets the summary so far plus the next chunk, so no request (and no
+        merge) exceeds the bound however long the history is.
+
+        Raises :class:`SummaryError` when a request fails after its retries, or the
+        reply is empty, a refusal or not a summary.
+        """
+        lines = transcript(messages)
+        lang = "Chinese (中文)" if language(lines) == "zh" else "the language the user writes in"
+        prompt = string.Template(self.template).safe_substitute(
+            language=lang, max_words=max(10, max_tokens * 3 // 5)
+        )
+        if _DATA_LINE.search(prompt):
+            system, after = (part.strip() for part in _DATA_LINE.split(prompt, maxsplit=1))
+        else:
+            system, after = prompt.strip(), ""
+        room = self.input_max_tokens - counter.text(system) - counter.text(after) - _FRAME_TOKENS
+        summary = fit(previous, max(room // 2, max_tokens), counter) if previous else None
+        chunk_room = max(MIN_CHUNK_TOKENS, room - max_tokens)
+        for chunk in _chunks(lines, chunk_room, counter):
+            summary = self._ask(system, after, chunk, summary, max_tokens, counter)
+        return summary or ""
+
+    def _ask(
+        self,
+        system: str,
+        after: str,
+        chunk: str,
+        previous: str | None,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> str:
+        data = f"<transcript>\n{_defuse(chunk)}\n</transcript>"
+        if previous:
+            data = f"<previous_summary>\n{_defuse(previous)}\n</previous_summary>\n\n{data}"
+        if after:
+            data = f"{data}\n\n{after}"
+        request: list[Any] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": data},
+        ]
+        cache_key = key(self.base_url, self.model, self.template, max_tokens, request)
+        cached = self.cache.get(cache_key) if self.cache else None
+        if cached is not None:
+            self.stats.add(cache_hits=1)
+            return fit(cached, max_tokens, counter)
+        text = self._request(request, max_tokens)
+        if self.cache:
+            self.cache.put(cache_key, text)
+        return fit(text, max_tokens, counter)
+
+    def _request(self, request: list[Any], max_tokens: int) -> str:
+        """The model's checked reply to ``request``; raises :class:`SummaryError`."""
+        self.stats.add(calls=1)
+        started = time.perf_counter()
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(
+                model=self.model, messages=request, max_tokens=max_tokens, temperature=0
+            )
+            self.stats.add(retries=getattr(raw, "retries_taken", 0))
+            response = raw.parse()
+        except Exception as exc:  # any failure of the call means fallback, never a crash
+            self.stats.add(failures=1)
+            raise SummaryError(self._describe(exc)) from None
+        finally:
+            self.stats.add(wait_seconds=time.perf_counter() - started)
+        usage = getattr(response, "usage", None)
+        self.stats.add(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        )
+        try:
+            return _checked(response)
+        except SummaryError:
+            self.stats.add(failures=1)
+            raise
+
+    def _describe(self, exc: BaseException) -> str:
+        """A short reason for ``exc`` that never carries the key or a reply body."""
+        openai = self._openai
+        after = f" after {self.retries} retries" if self.retries else ""
+        if isinstance(exc, openai.APITimeoutError):
+            reason = f"the model endpoint timed out ({self.timeout:g} s per attempt{after})"
+        elif isinstance(exc, openai.APIConnectionError):
+            reason = f"cannot reach the model endpoint {_shown(self.base_url)}{after}"
+        elif isinstance(exc, openai.APIStatusError):
+            reason = f"the model endpoint answered HTTP {exc.status_code}"
+            if exc.status_code == 429 or exc.status_code >= 500:
+                reason += after
+        elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+            reason = "the model endpoint sent a malformed reply"
+        else:
+            reason = f"the model call failed ({type(exc).__name__})"
+        return reason.replace(self._secret, "***") if self._secret else reason
+
+
+def _checked(response: Any) -> str:
+    """The summary text of a chat completion; raises :class:`SummaryError` when the
+    reply is empty, filtered, a refusal or obviously not a summary."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise SummaryError("the model reply has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if getattr(message, "refusal", None) or getattr(choice, "finish_reason", None) == (
+        "content_filter"
+    ):
+        raise SummaryError("the model refused to summarize")
+    content = getattr(message, "content", None)
+    text = content.strip() if isinstance(content, str) else ""
+    # Small models sometimes echo the delimiters of the data.
+    text = _TAG_LINE.sub("", text).strip()
+    if not text:
+        raise SummaryError("the model reply was empty")
+    if _REFUSAL.match(text):
+        raise SummaryError("the model refused to summarize")
+    if _NOT_SUMMARY.match(text) or len(text) < MIN_SUMMARY_CHARS:
+        raise SummaryError("the model reply is not a summary")
+    if getattr(choice, "finish_reason", None) == "length":
+        # Cut off mid-sentence at the completion limit: drop the unfinished sentence.
+        parts = sentences(text)
+        if len(parts) > 1 and not parts[-1].endswith((".", "!", "?", "。", "！", "？")):
+            text = " ".join(parts[:-1])
+    return text
+
+
+def _chunks(lines: Sequence[str], room: int, counter: TokenCounter) -> list[str]:
+    """``lines`` grouped into texts of at most ``room`` tokens each; a line longer
+    than ``room`` alone is cut into pieces."""
+    chunks: list[str] = []
+    current: list[str] = []
+    used = 0
+    for line in lines:
+        for piece in _pieces(line, room, counter):
+            cost = counter.text(piece) + 1
+            if current and used + cost > room:
+                chunks.append("\n".join(current))
+                current, used = [], 0
+            current.append(piece)
+            used += cost
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def _pieces(text: str, room: int, counter: TokenCounter) -> list[str]:
+    if counter.text(text) <= room:
+        return [text]
+    pieces = []
+    while text:
+        size = min(len(text), max(1, room * 2))  # most tokens hold 2+ characters
+        while size > 1 and counter.text(text[:size]) > room:
+            size = size * 3 // 4
+        pieces.append(text[:size])
+        text = text[size:]
+    return pieces
+
+
+def _compact(text: str) -> str:
+    """JSON ``text`` re-serialised without spaces; other text as it is."""
+    if text[:1] not in ("{", "["):
+        return text
+    try:
+        return orjson.dumps(orjson.loads(text)).decode()
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _defuse(text: str) -> str:
+    """``text`` with any ``<transcript>``/``<previous_summary>`` tag made harmless, so
+    data cannot close its delimiter and pose as instructions."""
+    return _TAG.sub(lambda m: f"<{m.group(1)} {m.group(2)}", text)
+
+
+def _shown(url: str) -> str:
+    """``url`` without any ``user:password@`` part."""
+    return re.sub(r"(?<=://)[^/@]*@", "", url)
