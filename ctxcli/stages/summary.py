@@ -96,6 +96,9 @@ class Summary:
             body = _EXTRACTIVE.summarize(
                 folded_dicts, previous=previous, max_tokens=body_bound, counter=counter
             )
+        if not body.strip():
+            # Nothing worth keeping fits: a summary would only hide what was dropped.
+            return conversation, {"summaries_skipped": 1}
         header = f"{SUMMARY_MARKER} {count} earlier messages folded."
         if language([body]) == "zh":
             header = f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"

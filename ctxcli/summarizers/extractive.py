@@ -60,6 +60,7 @@ _LETTER = re.compile(r"[^\W\d_]")
 _SPACE = re.compile(r"\s+")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)、])\s+")
 NOTE_MIN_CHARS = 20
+FILL_TRIES = 8
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
@@ -301,7 +302,11 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
 
 
 def _extract_one(text: str, role: str) -> tuple[tuple[str, ...], ...]:
-    """What one message gives each section, in :data:`SECTIONS` order."""
+    """What one message gives each section, in :data:`SECTIONS` order. A placeholder
+    (a tool result ctxcli already replaced) gives nothing: its preview is a fragment
+    and its id no fact."""
+    if text.startswith("[ctxcli placeholder "):
+        return (), (), (), (), ()
     requests: list[str] = []
     found: list[str] = []
     errors: list[str] = []
@@ -399,7 +404,8 @@ class Extractive:
 
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the
-#: first 60%, so the facts are not crowded out; then the rest, by precedence.
+#: first 60% (the task and the latest first, see :func:`_order`), so the facts are not
+#: crowded out; then the rest, by precedence.
 _PASSES = (
     ("requests", 0.6),
     ("facts", 0.9),
@@ -426,7 +432,8 @@ def _render(
     for key, share in _PASSES:
         limit = max_tokens * share
         separator = "; " if key in _INLINE else "\n- "
-        for i, item in enumerate(items[key]):
+        for i in _order(key, len(items[key])):
+            item = items[key][i]
             if i in picked[key] or item in seen:
                 continue
             if key == "facts" and any(item in text for text in written):
@@ -440,6 +447,20 @@ def _render(
             seen.add(item)
             written.append(item)
             used += cost
+    # The estimate above sums parts, which overcounts their join a little: offer what
+    # was left out once more, measuring the joined text exactly (a few tries at most).
+    tries = 0
+    for key, _ in _PASSES:
+        for i in _order(key, len(items[key])):
+            if i in picked[key] or items[key][i] in seen or tries >= FILL_TRIES:
+                continue
+            tries += 1
+            picked[key].add(i)
+            trial = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
+            if counter.text(_join(trial, labels)) <= max_tokens:
+                seen.add(items[key][i])
+            else:
+                picked[key].discard(i)
     chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
     text = _join(chosen, labels)
     while text and counter.text(text) > max_tokens:
@@ -448,6 +469,15 @@ def _render(
         chosen[key].pop()
         text = _join(chosen, labels)
     return text
+
+
+def _order(key: str, count: int) -> list[int]:
+    """In which order a section's items are offered: requests the first one (the task)
+    and then newest first, as later turns depend most on the latest; the rest as they
+    came."""
+    if key != "requests" or count < 2:
+        return list(range(count))
+    return [0, *range(count - 1, 0, -1)]
 
 
 def _join(chosen: Mapping[str, list[str]], labels: Mapping[str, str]) -> str:
