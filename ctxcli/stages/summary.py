@@ -55,6 +55,8 @@ class Summary:
             return conversation, {}
         messages = conversation.messages
         start = self._tail_start(messages)
+        if context.max_tokens is not None:
+            start = self._make_room(conversation, start, context)
         lead = 0
         while lead < len(messages) and messages[lead].is_system:
             lead += 1
@@ -107,6 +109,43 @@ class Summary:
         out = list(messages[:lead]) + [summary] + rest[lead:]
         return conversation.with_messages(out), events
 
+    def _make_room(self, conversation: Conversation, start: int, context: Context) -> int:
+        """A later tail start when what is kept from ``start`` on leaves no room for a
+        summary: the first unit start (up to the latest user message) whose kept part
+        plus a summary of :func:`_reserve` tokens fits the budget, else the latest one.
+        Folding more beats keeping a tail whole and then dropping units unsummarized."""
+        messages = conversation.messages
+        assert context.max_tokens is not None
+        latest = latest_user_index(messages)
+        limit = latest if latest is not None else len(messages) - 1
+        frame = context.counter.message({"role": self.role, "content": ""})
+        fixed = REPLY_PRIMING + conversation.extra_tokens + frame
+        reserve = _reserve(self.max_tokens, context.max_tokens)
+        after = [0] * (len(messages) + 1)  # tokens of messages[i:], and of system ones before
+        for i in range(len(messages) - 1, -1, -1):
+            after[i] = after[i + 1] + messages[i].tokens
+        systems = 0
+        candidates = []
+        for s in sorted({g[0] for g in units(messages)}):
+            if (
+                s >= start
+                and s <= limit
+                and not (self.role == "user" and messages[s].role == "user")
+            ):
+                candidates.append(s)
+        if not candidates:
+            return start
+        chosen = candidates[-1]
+        position = 0
+        for s in candidates:
+            while position < s:
+                systems += messages[position].tokens if messages[position].is_system else 0
+                position += 1
+            if systems + after[s] + fixed + reserve <= context.max_tokens:
+                chosen = s
+                break
+        return chosen
+
     def _tail_start(self, messages: Sequence[Message]) -> int:
         """Position of the first kept message: the last ``keep_last`` non-system
         messages, moved back to a unit's start and never past the latest user message."""
@@ -137,6 +176,12 @@ class Summary:
                     break
                 start = earlier[-1]
         return start
+
+
+def _reserve(summary_max: int, budget: int) -> int:
+    """Tokens the tail must leave for the summary: an eighth of the budget, at least
+    twice :data:`MIN_SUMMARY_TOKENS`, at most the summary's own bound."""
+    return min(summary_max, max(2 * MIN_SUMMARY_TOKENS, budget // 8))
 
 
 def _body(message: Message) -> str:

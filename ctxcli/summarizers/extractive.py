@@ -138,7 +138,13 @@ _ERROR_LINE = re.compile(
     r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):).*$",
     re.MULTILINE,
 )
-_NAME = re.compile(r"(?<=[a-z,;:]\s)[A-Z][a-z]+(?:\s[A-Z][a-z]+)*")
+#: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
+#: one after a word that introduces a place or person ("from Austin", "to Oslo") -
+#: a lone capitalised word elsewhere is too often just a word ("Would", "Price").
+_NAME = re.compile(
+    r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
+    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+)
 _JSON_KEYS = re.compile(
     r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
     r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
@@ -207,7 +213,9 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         if needs is None or needs in text:
             found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:
-        found += [(m.start(), m.group()) for m in _NAME.finditer(text)]
+        for m in _NAME.finditer(text):
+            group = 1 if m.group(1) else 2
+            found.append((m.start(group), m.group(group)))
     found.sort(key=lambda item: (item[0], -len(item[1])))
     result: list[str] = []
     end = -1
