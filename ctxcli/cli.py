@@ -155,6 +155,12 @@ def summarizer_options(func: F) -> F:
     help="On a bad line: stop (default), or copy it unchanged and go on.",
 )
 @click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: every core for inputs over 8 MB; 1 for none).",
+)
+@click.option(
     "--check",
     is_flag=True,
     help="Exit 3 if a conversation stays over budget or its model summary fell back.",
@@ -189,6 +195,7 @@ def compress(
     cache_path: str | None,
     no_cache: bool,
     on_error: str | None,
+    jobs: int | None,
     check: bool,
     quiet: bool,
 ) -> None:
@@ -266,6 +273,7 @@ def compress(
             settings,
             warn=lambda text: click.echo(f"warning: {text}", err=True),
             summarizer=_summarizer(settings.summarizer),
+            jobs=jobs,
         )
         progress = not quiet and sys.stderr.isatty()
         results = [

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import multiprocessing
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxcli import formats, jsonio
 from ctxcli.config import Settings
@@ -40,13 +41,55 @@ from ctxcli.tokens import TokenCounter, encoding_name_for
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
+T = TypeVar("T")
 #: Warnings passed on per input file; the rest are counted (stats ``warnings``).
 WARNINGS_SHOWN = 20
-#: One input record after the pipeline, from any thread: the record read, and either
-#: the result with its output bytes (``None`` when unchanged) or the error it gave.
-_Outcome = tuple[
-    jsonio.Record, "Result | None", "bytes | None", "InputError | InvariantError | None"
-]
+#: One input record after the pipeline, from any thread or process: its tally with its
+#: output bytes (``None`` when unchanged), or the error it gave.
+_Outcome = tuple["Tally | None", "bytes | None", "InputError | InvariantError | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What one compressed conversation adds to the stats, small enough to send back
+    from a worker process: the conversation's ``id`` and ``line``, message and token
+    counts before and after (tokens as :attr:`Conversation.tokens`), per role
+    ``[messages before, tokens before, messages after, tokens after]``, the stages'
+    events, whether it stayed over budget, the originals its placeholders replaced and
+    its warnings."""
+
+    id: str | None
+    line: int
+    changed: bool
+    messages: tuple[int, int]
+    tokens: tuple[int, int]
+    by_role: dict[str, list[int]]
+    events: dict[str, dict[str, int]]
+    over_budget: bool
+    stored: dict[str, Any]
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, result: Result) -> Tally:
+        by_role: dict[str, list[int]] = {}
+        for side, conversation in ((0, result.before), (2, result.after)):
+            for message in conversation.messages:
+                role = "summary" if message.is_summary and message.index is None else message.role
+                counts = by_role.setdefault(role, [0, 0, 0, 0])
+                counts[side] += 1
+                counts[side + 1] += message.tokens
+        return cls(
+            id=result.after.id,
+            line=result.after.line,
+            changed=result.changed,
+            messages=(len(result.before.messages), len(result.after.messages)),
+            tokens=(result.before.tokens, result.after.tokens),
+            by_role=by_role,
+            events={stage: dict(done) for stage, done in result.events.items()},
+            over_budget=result.over_budget,
+            stored=result.stored,
+            warnings=tuple(result.warnings),
+        )
 
 
 @dataclass
@@ -76,25 +119,25 @@ class FileStats:
     store_bytes: int = 0
     llm: dict[str, float] = field(default_factory=dict)
 
-    def add(self, result: Result) -> None:
+    def add(self, result: Result | Tally) -> None:
         """Count one compressed conversation."""
-        before, after = result.before, result.after
+        tally = result if isinstance(result, Tally) else Tally.of(result)
         self.conversations += 1
-        self.changed += result.changed
-        self.messages_before += len(before.messages)
-        self.messages_after += len(after.messages)
-        self.tokens_before += before.tokens
-        self.tokens_after += after.tokens
-        for side, conversation in (("before", before), ("after", after)):
-            for message in conversation.messages:
-                role = "summary" if message.is_summary and message.index is None else message.role
-                counts = self.by_role.setdefault(role, Counter())
-                counts[f"messages_{side}"] += 1
-                counts[f"tokens_{side}"] += message.tokens
-        for stage, events in result.events.items():
+        self.changed += tally.changed
+        self.messages_before += tally.messages[0]
+        self.messages_after += tally.messages[1]
+        self.tokens_before += tally.tokens[0]
+        self.tokens_after += tally.tokens[1]
+        for role, (mb, tb, ma, ta) in tally.by_role.items():
+            counts = self.by_role.setdefault(role, Counter())
+            counts["messages_before"] += mb
+            counts["tokens_before"] += tb
+            counts["messages_after"] += ma
+            counts["tokens_after"] += ta
+        for stage, events in tally.events.items():
             self.stage_events.setdefault(stage, Counter()).update(events)
-        if result.over_budget:
-            self.over_budget.append({"id": after.id, "line": after.line, "tokens": after.tokens})
+        if tally.over_budget:
+            self.over_budget.append({"id": tally.id, "line": tally.line, "tokens": tally.tokens[1]})
 
     @property
     def ratio(self) -> float:
@@ -256,8 +299,11 @@ class Compressor:
         *,
         warn: Warn | None = None,
         summarizer: Summarizer | None = None,
+        jobs: int | None = 1,
     ) -> None:
         self.settings = settings
+        self.requested_jobs = jobs
+        self.jobs = 1
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self.counter = TokenCounter(self.encoding)
         self.format = formats.get(settings.format) if settings.format else None
@@ -315,9 +361,8 @@ class Compressor:
         Raises :class:`InputError` for a bad record (unless ``on_error`` is ``keep``)
         and :class:`ConfigError` when a placeholder is written and ``store`` is None.
         """
-        outcomes = ordered_map(lambda item: self._attempt(item, path), items, workers=self.workers)
-        for item, result, out, error in outcomes:
-            if error is not None or result is None:
+        for item, (tally, out, error) in self._outcomes(items, path):
+            if error is not None or tally is None:
                 assert error is not None
                 if self.settings.on_error != "keep":
                     raise error
@@ -326,21 +371,22 @@ class Compressor:
                 self.warn(f"{error} (copied unchanged)")
                 yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
                 continue
-            for text in result.warnings:
+            for text in tally.warnings:
                 self.warn(text)
-            stats.add(result)
-            self._stash(result, store, where(path, item.line, item.index))
-            if result.over_budget and item.index is not None:
+            stats.add(tally)
+            self._stash(tally.stored, store, where(path, item.line, item.index))
+            if tally.over_budget and item.index is not None:
                 entry = stats.over_budget[-1]
                 stats.over_budget[-1] = {
                     "id": entry["id"],
                     "record": item.index,
                     "tokens": entry["tokens"],
                 }
-            if result.over_budget:
+            if tally.over_budget:
+                named = f" {tally.id}" if tally.id is not None else ""
                 self.warn(
-                    f"{where(path, item.line, item.index)}: conversation{_named(result)} "
-                    f"is over budget: {result.after.tokens} tokens > {self.settings.max_tokens} "
+                    f"{where(path, item.line, item.index)}: conversation{named} "
+                    f"is over budget: {tally.tokens[1]} tokens > {self.settings.max_tokens} "
                     "with only what must be kept"
                 )
             if out is not None:
@@ -348,25 +394,56 @@ class Compressor:
             else:
                 yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
 
+    def _outcomes(
+        self, items: Iterable[jsonio.Record], path: str
+    ) -> Iterator[tuple[jsonio.Record, _Outcome]]:
+        """Each record with its :meth:`_attempt`, in order: in worker processes when
+        :attr:`jobs` is above 1 (records go in batches of :data:`BATCH`, and only
+        results come back), on threads while a summarizer waits on a model, else here."""
+        if self.jobs > 1 and self.workers == 1:
+            sent: deque[list[jsonio.Record]] = deque()
+
+            def tasks() -> Iterator[tuple[list[jsonio.Record], str]]:
+                for batch in _batches(items, BATCH):
+                    sent.append(batch)
+                    yield batch, path
+
+            done = ordered_map(
+                _attempt_batch,
+                tasks(),
+                workers=self.jobs,
+                processes=True,
+                initializer=_start_worker,
+                initargs=(self,),
+            )
+            for outcomes in done:
+                yield from zip(sent.popleft(), outcomes)
+            return
+        attempts = ordered_map(
+            lambda item: (item, self._attempt(item, path)), items, workers=self.workers
+        )
+        yield from attempts
+
     def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
-        """Parse, compress, write and check one record, on any thread (warnings wait in
-        the result). A bad record, or (a bug) an output that would break the transcript
-        rules, gives an error instead: such a record is never written compressed."""
+        """Parse, compress, write and check one record, on any thread or worker process
+        (warnings wait in the tally). A bad record, or (a bug) an output that would break
+        the transcript rules, gives an error instead: such a record is never written
+        compressed. Returns ``(tally, output bytes or None when unchanged, error)``."""
         place = where(path, item.line, item.index)
         try:
             record = item.parse(path)
             module, conversation = self.read(record, path=path, line=item.line or 0)
             result = run(conversation, self.settings.stages, self.context)
             if not result.changed:
-                return item, result, None, None
+                return Tally.of(result), None, None
             written = module.write(record, result.after, messages_key=self.settings.messages_key)
             self._check(module, record, written, result, place)
-            return item, result, jsonio.dumps(written), None
+            return Tally.of(result), jsonio.dumps(written), None
         except InputError as exc:
-            return item, None, None, InputError(path, item.line, exc.reason, record=item.index)
+            return None, None, InputError(path, item.line, exc.reason, record=item.index)
         except InvariantError as exc:
             text = str(exc) if str(exc).startswith(place) else f"{place}: {exc}"
-            return item, None, None, InvariantError(text)
+            return None, None, InvariantError(text)
 
     def session(
         self,
@@ -403,7 +480,7 @@ class Compressor:
         )
         result = self._run(conversation)
         stats.add(result)
-        self._stash(result, store, path)
+        self._stash(result.stored, store, path)
         if result.over_budget:
             self.warn(
                 f"{path}: session {result.after.label} is over budget: "
@@ -426,15 +503,15 @@ class Compressor:
                 yield raw, False
 
     @staticmethod
-    def _stash(result: Result, store: StoreWriter | None, place: str) -> None:
-        """Send the originals ``result`` replaced by placeholders to ``store``."""
-        if not result.stored:
+    def _stash(stored: Mapping[str, Any], store: StoreWriter | None, place: str) -> None:
+        """Send the originals that placeholders replaced to ``store``."""
+        if not stored:
             return
         if store is None:
             raise ConfigError(
                 f"{place}: placeholders need a store to restore from; give --store PATH"
             )
-        store.add(result.stored)
+        store.add(stored)
 
     def _check(self, module: ModuleType, record: Any, out: Any, result: Result, place: str) -> None:
         """Raise :class:`InvariantError` when ``out`` breaks a rule of its format that
@@ -494,6 +571,7 @@ class Compressor:
         )
         warned = self._file_start = self.warned
         model_use = self._model_use()
+        self.jobs = self._jobs_for(input_path)
         shape, items, original = jsonio.read_records(input_path)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         items = _tracked(items, bar)
@@ -533,10 +611,56 @@ class Compressor:
             jsonio.write_json(stats_path, stats.to_json())
         return stats
 
+    def _jobs_for(self, input_path: str) -> int:
+        """Worker processes for one input: as asked, or with ``jobs=None`` every core
+        for a file of :data:`POOL_MIN_BYTES` or more and none below. 1 without ``fork``
+        (the workers share the loaded tokenizer by forking)."""
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return 1
+        if self.requested_jobs is not None:
+            return max(1, self.requested_jobs)
+        try:
+            size = os.path.getsize(input_path) if input_path != "-" else 0
+        except OSError:
+            size = 0
+        return (os.cpu_count() or 1) if size >= POOL_MIN_BYTES else 1
+
     def _model_use(self) -> dict[str, float] | None:
         """The summarizer's model-use counters so far, if it counts any."""
         model_stats = getattr(self.summarizer, "stats", None)
         return None if model_stats is None else dict(model_stats.snapshot())
+
+
+#: Records sent to a worker process at a time.
+BATCH = 32
+#: Inputs smaller than this (bytes) are compressed in this process when ``jobs`` is
+#: automatic: starting workers costs more than they save.
+POOL_MIN_BYTES = 8_000_000
+
+_WORKER: Compressor | None = None
+
+
+def _start_worker(compressor: Compressor) -> None:
+    """Runs first in each worker process: the (forked) compressor it works with."""
+    global _WORKER
+    _WORKER = compressor
+
+
+def _attempt_batch(task: tuple[list[jsonio.Record], str]) -> list[_Outcome]:
+    batch, path = task
+    assert _WORKER is not None
+    return [_WORKER._attempt(item, path) for item in batch]
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _named(result: Result) -> str:

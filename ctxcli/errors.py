@@ -17,6 +17,14 @@ class InputError(CtxcliError):
         self.reason = reason
         super().__init__(f"{where(path, line, record)}: {reason}")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled from worker processes (``--jobs``): rebuild from the same arguments.
+        return _input_error, (self.path, self.line, self.reason, self.record)
+
+
+def _input_error(path: str, line: int | None, reason: str, record: int | None) -> InputError:
+    return InputError(path, line, reason, record=record)
+
 
 def where(path: str, line: int | None, record: int | None = None) -> str:
     """How messages name a place in an input: ``path:line`` for a JSON lines file,

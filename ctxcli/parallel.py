@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 def ordered_map(
-    func: Callable[[T], R], items: Iterable[T], *, workers: int, window: int | None = None
+    func: Callable[[T], R],
+    items: Iterable[T],
+    *,
+    workers: int,
+    window: int | None = None,
+    processes: bool = False,
+    initializer: Callable[..., object] | None = None,
+    initargs: tuple[Any, ...] = (),
 ) -> Iterator[R]:
     """Yield ``func(item)`` for each item, in the order of ``items``.
 
@@ -20,6 +28,11 @@ def ordered_map(
     ``2 * workers``) are taken from ``items`` ahead of the result last yielded, so
     memory stays bounded however long the stream is. ``items`` is read on the calling
     thread only. With ``workers`` 1 no thread is started.
+
+    With ``processes`` the calls run in forked worker processes (``func`` must be a
+    module-level function; items and results are pickled), each first running
+    ``initializer(*initargs)``; forking shares what this process already loaded, such
+    as a tokenizer, at no cost.
 
     An exception raised by ``func`` is raised here, at its item's position; items
     not yet started are then cancelled. Raises ``ValueError`` for ``workers`` or
@@ -32,7 +45,13 @@ def ordered_map(
         return
     window = max(window or 2 * workers, workers)
     pending: deque[Future[R]] = deque()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxcli") as pool:
+    pool: Executor
+    if processes:
+        context = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(workers, context, initializer, initargs)
+    else:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxcli")
+    with pool:
         try:
             for item in items:
                 pending.append(pool.submit(func, item))

@@ -388,3 +388,27 @@ def test_warnings_past_twenty_are_counted_not_printed(tmp_path: Path) -> None:
     assert f"{source}: 5 more warnings not shown; the stats list them" in result.output
     stats = json.loads((tmp_path / "a.compressed.stats.json").read_text())
     assert stats["warnings"] == 25 and len(stats["over_budget"]) == 25
+
+
+def test_worker_processes_give_the_same_output_stats_and_errors(tmp_path: Path) -> None:
+    records = [chat(n % 40 + 1) for n in range(150)]
+    lines = [json.dumps(r) for r in records]
+    lines[97] = '{"messages": [{"content": "no role"}]}'
+    source = tmp_path / "a.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    outputs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.jsonl"
+        args = ["compress", str(source), "-o", str(out), "--max-tokens", "300", "--jobs", jobs]
+        failed = invoke(*args)
+        assert failed.exit_code == 1
+        assert f"{source}:98: message 0 has no 'role'" in failed.output
+        assert not out.exists()
+        result = invoke(*args, "--on-error", "keep")
+        assert result.exit_code == 0, result.output
+        stats = json.loads((tmp_path / f"j{jobs}.stats.json").read_text())
+        for key in ("elapsed_seconds", "output", "store"):
+            stats.pop(key)
+        outputs[jobs] = (out.read_bytes(), stats)
+    assert outputs["1"] == outputs["2"]
+    assert outputs["1"][1]["errors"] == [{"line": 98, "reason": "message 0 has no 'role'"}]
