@@ -239,3 +239,39 @@ def test_compress_never_writes_output_that_breaks_its_format(tmp_path: Path) -> 
     with pytest.raises(InvariantError, match=r"the last assistant turn \(message 2\) was not kept"):
         compressor.file(str(source), str(target))
     assert not target.exists()
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "reason"),
+    [
+        pytest.param(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "user", "content": "x"}],
+            "message 1: a tool call has no id",
+            id="call-without-id",
+        ),
+        pytest.param(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [CALL, CALL]}, {"role": "tool", "tool_call_id": "c1", "content": "r"}],
+            "message 1: tool call id 'c1' is used twice",
+            id="duplicate-id",
+        ),
+        pytest.param(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [CALL]}, {"role": "tool", "content": "r"}],
+            "message 2: tool result without a tool_call_id",
+            id="result-without-id",
+        ),
+        pytest.param(
+            [{"role": "user", "content": 123}],
+            "message 0: content is a number",
+            id="content-number",
+        ),
+    ],
+)
+def test_openai_shape_rules(tmp_path: Path, messages: list[Any], reason: str) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"messages": messages}) + "\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:1: openai: {reason}" in result.output

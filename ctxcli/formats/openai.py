@@ -103,11 +103,38 @@ def write(
 
 
 def problems(record: Any, conversation: Conversation) -> list[str]:
-    """The OpenAI rule for one record: every tool result follows its call and every
-    call has its results (Chat Completions rejects a request otherwise). Calls in the
-    last message may still wait for their results (a log cut mid-run, a training
-    target): :func:`ctxcli.formats._common.pending` leaves them out."""
-    return pending(pairing_problems(conversation.messages), len(conversation.messages))
+    """The OpenAI rules for one record (Chat Completions rejects a request otherwise):
+    every tool result follows its call and every call has its results; a tool call
+    has a string ``id`` (once per message) and a ``function`` with a ``name``; a tool
+    result names the call it answers; ``content`` is a string, ``null`` or a list of
+    parts. Calls in the last message may still wait for their results (a log cut
+    mid-run, a training target): :func:`ctxcli.formats._common.pending` leaves them
+    out."""
+    found = []
+    for position, message in enumerate(conversation.messages):
+        data = message.data
+        content = data.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            found.append(f"message {position}: content is {kind(content)}")
+        if message.role == "tool" and not message.result_ids:
+            found.append(f"message {position}: tool result without a tool_call_id")
+        calls = data.get("tool_calls")
+        if isinstance(calls, list):
+            ids = []
+            for call in calls:
+                function = call.get("function") if isinstance(call, Mapping) else None
+                call_id = call.get("id") if isinstance(call, Mapping) else None
+                if not isinstance(call_id, str) or not call_id:
+                    found.append(f"message {position}: a tool call has no id")
+                if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+                    found.append(f"message {position}: a tool call has no function name")
+                ids.append(call_id)
+            twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
+            if twice:
+                found.append(f"message {position}: tool call id {twice[0]!r} is used twice")
+    pairing = pairing_problems(conversation.messages)
+    found += [p for p in pairing if "tool result 'None'" not in p]
+    return pending(found, len(conversation.messages))
 
 
 def _with_part_calls(
