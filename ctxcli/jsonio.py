@@ -171,6 +171,12 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if isinstance(raw, bytes):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                where = f"at byte {bad.start + 1}" + (" of the line" if line else "")
+                raise InputError(path, line, f"not valid UTF-8 ({where})") from None
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):

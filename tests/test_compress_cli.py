@@ -412,3 +412,11 @@ def test_worker_processes_give_the_same_output_stats_and_errors(tmp_path: Path) 
         outputs[jobs] = (out.read_bytes(), stats)
     assert outputs["1"] == outputs["2"]
     assert outputs["1"][1]["errors"] == [{"line": 98, "reason": "message 0 has no 'role'"}]
+
+
+def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}]}\n')
+    result = invoke("compress", str(source))
+    assert result.exit_code == 1
+    assert f"{source}:1: not valid UTF-8 (at byte 47 of the line)" in result.output
