@@ -86,3 +86,20 @@ def patch_blocks(
             if value != block.get("input"):
                 patched[j] = {**block, "input": value}
     return patched
+
+
+def function_of(value: Any) -> dict[str, str]:
+    """A ``{"name", "arguments"}`` function call from a JSON text or object holding
+    ``name`` and ``arguments`` (the ShareGPT ``function_call`` turn, a LLaMA-Factory
+    ``tool_call`` part); ``arguments`` become a JSON string as in the OpenAI format.
+    Anything else is kept whole as the arguments of a call with no name."""
+    try:
+        parsed = orjson.loads(value) if isinstance(value, str) else value
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, Mapping) and "name" in parsed:
+        arguments = parsed.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = orjson.dumps(arguments).decode()
+        return {"name": str(parsed["name"]), "arguments": arguments}
+    return {"name": "", "arguments": value if isinstance(value, str) else str(value)}

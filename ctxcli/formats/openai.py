@@ -22,10 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of, pending
+from ctxcli.formats._common import function_of, kind, messages_of, pending
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message
 from ctxcli.tokens import TokenCounter
@@ -169,18 +167,7 @@ def _with_part_calls(
 
 
 def _call(part: Mapping[str, Any], call_id: str) -> dict[str, Any]:
-    value = part.get("value")
-    try:
-        parsed = orjson.loads(value) if isinstance(value, str) else value
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, Mapping) and "name" in parsed:
-        arguments = parsed.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = orjson.dumps(arguments).decode()
-        function = {"name": str(parsed["name"]), "arguments": arguments}
-    else:
-        function = {"name": "", "arguments": value if isinstance(value, str) else str(value)}
+    function = function_of(part.get("value"))
     return {"id": call_id, "type": "function", "function": function, "_part": part}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.formats._common import function_of, kind, messages_of, text_of
 from ctxcli.model import Conversation, Message
 from ctxcli.tokens import TokenCounter
 
@@ -104,17 +104,7 @@ def read(
 def _neutral(sender: str, value: Any) -> dict[str, Any]:
     if sender != _CALL:
         return {"role": ROLES[sender], "content": value}
-    try:
-        parsed = orjson.loads(value) if isinstance(value, str) else value
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, Mapping) and "name" in parsed:
-        arguments = parsed.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = orjson.dumps(arguments).decode()
-        call = {"name": str(parsed["name"]), "arguments": arguments}
-    else:
-        call = {"name": "", "arguments": value if isinstance(value, str) else str(value)}
+    call = function_of(value)
     return {"role": "assistant", "content": None, "function_call": call}
 
 
