@@ -470,13 +470,13 @@ def test_cli_runs_concurrently_in_order_and_reports_model_use(
     assert len(server.requests) == 12
 
 
-def test_cli_fallbacks_warn_and_check_exits_3_without_leaking_the_key(
+def test_cli_fallbacks_warn_and_exit_4_without_leaking_the_key(
     endpoint: Any, tmp_path: Path
 ) -> None:
     echo = {"error": {"message": f"Incorrect API key provided: {SECRET}"}}
     server = endpoint((401, echo))
-    result, source, out, stats_path = run_cli(tmp_path, server.url, "--check")
-    assert result.exit_code == 3
+    result, source, out, stats_path = run_cli(tmp_path, server.url)
+    assert result.exit_code == 4
     lines = result.output.splitlines()
     for i in range(6):
         assert (
@@ -484,15 +484,12 @@ def test_cli_fallbacks_warn_and_check_exits_3_without_leaking_the_key(
             "HTTP 401); used the extractive summary instead" in lines
         )
     assert "warning: 6 of 6 summaries fell back to the extractive summarizer" in result.output
-    assert "error: 6 model summaries fell back (--check)" in lines
     assert json.loads(stats_path.read_text())["llm"]["fallbacks"] == 6
     for b, a in zip(read_jsonl(source), read_jsonl(out)):
         assert_valid(b, a, COUNTER, max_tokens=500)
     for text in (result.output, out.read_text(), stats_path.read_text()):
         assert SECRET not in text and "Incorrect API key" not in text
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
-    without_check, *_ = run_cli(tmp_path, server.url)
-    assert without_check.exit_code == 0
 
 
 def test_cli_needs_a_key_for_openai(tmp_path: Path) -> None:
@@ -685,9 +682,9 @@ def test_with_the_server_stopped_every_conversation_falls_back(
     url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens: as a stopped server
     out = tmp_path / "out.jsonl"
     args = ["compress", str(airline20), "-o", str(out), "--max-tokens", "2000", "--no-cache"]
-    args += ["--summarizer", "llm", "--summary-model", "smollm2", "--base-url", url, "--check"]
+    args += ["--summarizer", "llm", "--summary-model", "smollm2", "--base-url", url]
     result = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": SECRET})
-    assert result.exit_code == 3
+    assert result.exit_code == 4
     stats = json.loads((tmp_path / "out.stats.json").read_text())
     written = stats["stage_events"]["summary"]["summaries_written"]
     assert written >= 15  # the rest fit the budget without a summary
