@@ -23,14 +23,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 from ctxcli import formats, jsonio
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError, where
 from ctxcli.formats import anthropic, claude_code
+from ctxcli.formats import openai as openai_format
 from ctxcli.formats._common import kind
-from ctxcli.model import Conversation
+from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter
@@ -41,7 +42,6 @@ from ctxcli.tokens import TokenCounter, encoding_name_for
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
-T = TypeVar("T")
 #: Warnings passed on per input file; the rest are counted (stats ``warnings``).
 WARNINGS_SHOWN = 20
 #: One input record after the pipeline, from any thread or process: its tally with its
@@ -304,6 +304,8 @@ class Compressor:
         self.settings = settings
         self.requested_jobs = jobs
         self.jobs = 1
+        self._shape: str = "jsonl"
+        self._bar: Any = None
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self.counter = TokenCounter(self.encoding)
         self.format = formats.get(settings.format) if settings.format else None
@@ -398,18 +400,22 @@ class Compressor:
         self, items: Iterable[jsonio.Record], path: str
     ) -> Iterator[tuple[jsonio.Record, _Outcome]]:
         """Each record with its :meth:`_attempt`, in order: in worker processes when
-        :attr:`jobs` is above 1 (records go in batches of :data:`BATCH`, and only
-        results come back), on threads while a summarizer waits on a model, else here."""
-        if self.jobs > 1 and self.workers == 1:
+        :attr:`jobs` is above 1 (each reads its pieces of :data:`CHUNK_BYTES` of a JSON
+        lines file itself, and only results come back), on threads while a summarizer
+        waits on a model, else here."""
+        if self.jobs > 1 and self.workers == 1 and path != "-" and self._shape == "jsonl":
+            # Workers read their piece of the file themselves; only outputs come back.
             sent: deque[list[jsonio.Record]] = deque()
 
-            def tasks() -> Iterator[tuple[list[jsonio.Record], str]]:
-                for batch in _batches(items, BATCH):
-                    sent.append(batch)
-                    yield batch, path
+            def tasks() -> Iterator[tuple[str, int, int, int]]:
+                for start, end, first_line, records in jsonio.chunks(path, CHUNK_BYTES):
+                    sent.append(records)
+                    if self._bar is not None:
+                        self._bar.update(end - start)
+                    yield path, start, end, first_line
 
             done = ordered_map(
-                _attempt_batch,
+                _attempt_chunk,
                 tasks(),
                 workers=self.jobs,
                 processes=True,
@@ -516,19 +522,30 @@ class Compressor:
     def _check(self, module: ModuleType, record: Any, out: Any, result: Result, place: str) -> None:
         """Raise :class:`InvariantError` when ``out`` breaks a rule of its format that
         the input ``record`` kept (compared by reason, since positions move)."""
-        try:
-            written = module.read(
-                out, self.counter, path=place, line=0, messages_key=self.settings.messages_key
+        if module is openai_format and openai_format.writes_as_read(result.after):
+            # The OpenAI writer puts the neutral messages in as they are: reading them
+            # back would give ``result.after`` again, numbered by output position.
+            written = result.after.with_messages(
+                [Message(m.data, m.tokens, i) for i, m in enumerate(result.after.messages)]
             )
-        except InputError as exc:
-            raise InvariantError(f"{place}: output could not be read back: {exc.reason}") from None
-        known = Counter(_reason(p) for p in module.problems(record, result.before))
+        else:
+            try:
+                written = module.read(
+                    out, self.counter, path=place, line=0, messages_key=self.settings.messages_key
+                )
+            except InputError as exc:
+                raise InvariantError(
+                    f"{place}: output could not be read back: {exc.reason}"
+                ) from None
         found = []
-        for problem in module.problems(out, written):
-            if known[_reason(problem)]:
-                known[_reason(problem)] -= 1
-            else:
-                found.append(problem)
+        broken = module.problems(out, written)
+        if broken:  # only then is it worth knowing what the input already broke
+            known = Counter(_reason(p) for p in module.problems(record, result.before))
+            for problem in broken:
+                if known[_reason(problem)]:
+                    known[_reason(problem)] -= 1
+                else:
+                    found.append(problem)
         if module is anthropic:
             found += anthropic.kept_problems(result.before, result.after)
         if found:
@@ -574,6 +591,7 @@ class Compressor:
         self.jobs = self._jobs_for(input_path)
         shape, items, original = jsonio.read_records(input_path)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
+        self._shape, self._bar = shape, bar
         items = _tracked(items, bar)
         is_session = self.format is claude_code
         if self.format is None and shape == "jsonl":
@@ -631,8 +649,8 @@ class Compressor:
         return None if model_stats is None else dict(model_stats.snapshot())
 
 
-#: Records sent to a worker process at a time.
-BATCH = 32
+#: Bytes of input a worker process reads and compresses at a time.
+CHUNK_BYTES = 1 << 20
 #: Inputs smaller than this (bytes) are compressed in this process when ``jobs`` is
 #: automatic: starting workers costs more than they save.
 POOL_MIN_BYTES = 8_000_000
@@ -646,21 +664,12 @@ def _start_worker(compressor: Compressor) -> None:
     _WORKER = compressor
 
 
-def _attempt_batch(task: tuple[list[jsonio.Record], str]) -> list[_Outcome]:
-    batch, path = task
+def _attempt_chunk(task: tuple[str, int, int, int]) -> list[_Outcome]:
+    """In a worker: read one piece of the input and compress its records."""
+    path, start, end, first_line = task
     assert _WORKER is not None
-    return [_WORKER._attempt(item, path) for item in batch]
-
-
-def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    records = jsonio.read_chunk(path, start, end, first_line)
+    return [_WORKER._attempt(item, path) for item in records]
 
 
 def _named(result: Result) -> str:

@@ -73,8 +73,10 @@ def problems(
     ``max_tokens`` is the budget in tokens (``None``: do not check it).
     """
     found: list[str] = []
-    known_before = set(pairing_problems(before.messages))
-    found += [p for p in pairing_problems(after.messages) if p not in known_before]
+    broken = pairing_problems(after.messages)
+    if broken:  # only then is it worth knowing what the input already broke
+        known_before = set(pairing_problems(before.messages))
+        found += [p for p in broken if p not in known_before]
 
     originals = before.messages
     last = -1

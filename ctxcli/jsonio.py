@@ -126,6 +126,51 @@ def _split(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
+def chunk_records(data: bytes, first_line: int, *, file_start: bool) -> list[Record]:
+    """The JSON lines records in ``data``, a piece of a file that begins at line
+    ``first_line`` (1-based) and ends after a line end; ``file_start`` when it is the
+    file's beginning (where a byte order mark may stand). Blank lines are skipped but
+    counted, as :func:`iter_lines` does."""
+    if file_start and data.startswith(BOM):
+        data = data[len(BOM) :]
+    records = []
+    for number, line in enumerate(data.split(b"\n"), start=first_line):
+        line = line.rstrip(b"\r")
+        if line.strip():
+            records.append(Record(number, None, line))
+    return records
+
+
+def chunks(path: str, size: int) -> Iterator[tuple[int, int, int, list[Record]]]:
+    """Split a JSON lines file into pieces of about ``size`` bytes that end at line
+    ends: ``(start, end, first line, records)`` each, so that another process can read
+    ``[start, end)`` itself (see :func:`chunk_records`). Raises :class:`InputError`
+    when the file cannot be read."""
+    try:
+        stream = open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    with stream:
+        start, line = 0, 1
+        while True:
+            data = stream.read(size)
+            if not data:
+                return
+            data += stream.readline()  # up to the end of the line the piece cut into
+            end = start + len(data)
+            yield start, end, line, chunk_records(data, line, file_start=start == 0)
+            line += data.count(b"\n")
+            start = end
+
+
+def read_chunk(path: str, start: int, end: int, first_line: int) -> list[Record]:
+    """The records of ``[start, end)`` of ``path``, as :func:`chunks` found them."""
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        data = stream.read(end - start)
+    return chunk_records(data, first_line, file_start=start == 0)
+
+
 class RecordSink:
     """Writes output records in the input's shape to an :class:`AtomicWriter`.
 

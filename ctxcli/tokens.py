@@ -101,6 +101,7 @@ class TokenCounter:
                 f"TIKTOKEN_CACHE_DIR to a folder with its BPE file (now: {cache})"
             ) from None
         self.text: TextMemo[int] = TextMemo(self._count_text)
+        self._roles: dict[str, int] = {}
 
     def _count_text(self, text: str) -> int:
         try:
@@ -157,7 +158,10 @@ class TokenCounter:
         total = TOKENS_PER_MESSAGE
         role = message.get("role")
         if isinstance(role, str):
-            total += self.text(role)
+            role_tokens = self._roles.get(role)
+            if role_tokens is None:
+                role_tokens = self._roles[role] = self.text(role)
+            total += role_tokens
         total += self.content(message.get("content"))
         name = message.get("name")
         if isinstance(name, str):

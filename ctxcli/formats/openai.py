@@ -77,6 +77,13 @@ def read(
     )
 
 
+def writes_as_read(conversation: Conversation) -> bool:
+    """True when :func:`write` puts the neutral messages in as they are (no content
+    parts were turned into tool calls on reading), so reading the output back would
+    give ``conversation`` again."""
+    return _ADDED not in conversation.meta
+
+
 def write(
     record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> dict[str, Any]:

@@ -292,6 +292,14 @@ def _structured_facts(text: str) -> list[str]:
     return facts(text, strict=True)
 
 
+def _argument_facts_of(arguments: str) -> list[str]:
+    return _structured_facts(arguments)[:FACTS_PER_MESSAGE]
+
+
+#: Facts of tool-call arguments, memoised like :data:`_extract`.
+_argument_facts = TextMemo(_argument_facts_of, size=1 << 15)
+
+
 def error_lines(text: str, limit: int = 3) -> list[str]:
     """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
     ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``), shortened:
@@ -404,7 +412,7 @@ class Extractive:
                 items[key] += found
             for name, arguments in _calls(message):
                 tools[name] += 1
-                items["facts"] += _structured_facts(arguments)[:FACTS_PER_MESSAGE]
+                items["facts"] += _argument_facts(arguments)
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
         lang = language(items["requests"] + texts)
@@ -435,7 +443,7 @@ def _render(
     each section keeps its items in their original order."""
     picked: dict[str, set[int]] = {key: set() for key in SECTIONS}
     seen: set[str] = set()
-    written: list[str] = []
+    written = ""  # what was picked so far, to skip facts already said
     used = 0
     for key, share in _PASSES:
         limit = max_tokens * share
@@ -444,7 +452,7 @@ def _render(
             item = items[key][i]
             if i in picked[key] or item in seen:
                 continue
-            if key == "facts" and any(item in text for text in written):
+            if key == "facts" and item in written:
                 continue  # already said, in a request or a note
             cost = counter.text(separator + item)
             if not picked[key]:
@@ -453,20 +461,26 @@ def _render(
                 continue
             picked[key].add(i)
             seen.add(item)
-            written.append(item)
+            written += "\n" + item
             used += cost
     # The estimate above sums parts, which overcounts their join a little: offer what
     # was left out once more, measuring the joined text exactly (a few tries at most).
     tries = 0
+    chosen = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
+    room = max_tokens - counter.text(_join(chosen, labels))
     for key, _ in _PASSES:
         for i in _order(key, len(items[key])):
             if i in picked[key] or items[key][i] in seen or tries >= FILL_TRIES:
                 continue
+            if counter.text(items[key][i]) > room:
+                continue  # cannot fit, whatever the join saves
             tries += 1
             picked[key].add(i)
             trial = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
-            if counter.text(_join(trial, labels)) <= max_tokens:
+            size = counter.text(_join(trial, labels))
+            if size <= max_tokens:
                 seen.add(items[key][i])
+                room = max_tokens - size
             else:
                 picked[key].discard(i)
     chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
