@@ -7,8 +7,9 @@ is one conversation for the whole file. JSON lines are read, compressed and writ
 one record at a time, so memory does not grow with the file. A record no stage
 changed is written back as the very bytes that were read; a changed one is checked
 against its format's rules before it is written.
-With a summarizer that calls a model, several conversations are compressed at once
-on threads (:func:`ctxcli.parallel.ordered_map`), still written in input order.
+With ``jobs`` above 1, worker processes compress pieces of a JSON lines file; with
+a summarizer that calls a model, threads wait on it; either way the output is written
+in input order (:func:`ctxcli.parallel.ordered_map`) and memory stays bounded.
 """
 
 from __future__ import annotations
@@ -290,7 +291,10 @@ class Compressor:
 
     ``warn`` receives each warning as one line of text (the CLI prints it to stderr).
     ``summarizer`` replaces the one ``settings.summarizer`` names (the CLI builds it,
-    API key included). Raises :class:`ConfigError` for a bad encoding or summarizer.
+    API key included). ``jobs`` is the number of worker processes for a JSON lines file
+    (``None``: every core for files of :data:`POOL_MIN_BYTES` or more, else 1).
+    Raises :class:`ConfigError` for a bad summarizer and
+    :class:`ctxcli.errors.TokenizerError` for an encoding that cannot be loaded.
     """
 
     def __init__(
