@@ -146,7 +146,9 @@ def summarizer_options(func: F) -> F:
     help="The last N tool results stay whole (default 3).",
 )
 @click.option(
-    "--store", "store_path", help="Store of placeholder originals (default <output>.store.jsonl)."
+    "--store",
+    "store_path",
+    help="Store of placeholder originals (default <output stem>.store.jsonl).",
 )
 @summarizer_options
 @click.option(
@@ -211,6 +213,9 @@ def compress(
 
     With --summarizer llm a model writes the summaries (see the README); a summary
     that fails falls back to the extractive one, with a warning.
+
+    Exit status: 0 done; 1 a bad input line or setting (nothing written); 3 with
+    --check, a conversation over budget; 4 a model summary fell back.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
