@@ -73,6 +73,7 @@ __all__ = [
     "parameters_schema",
     "read_front_matter",
     "scan_skills",
+    "skill_json",
     "token_report",
 ]
 
@@ -730,7 +731,9 @@ def _mcp(skill: Skill) -> dict[str, Any]:
     return {"name": skill.name, "description": skill.description, "inputSchema": skill.parameters}
 
 
-def _json_entry(skill: Skill) -> dict[str, Any]:
+def skill_json(skill: Skill) -> dict[str, Any]:
+    """One skill's metadata as JSON-ready values (what ``skills list --format json``
+    prints for each): name, description, path, layout, parameters, front matter."""
     return {
         "name": skill.name,
         "description": skill.description,
@@ -762,7 +765,7 @@ def _xml(skills: Sequence[Skill]) -> str:
 
 
 _ENTRY_EXPORTERS: dict[str, Callable[[Skill], dict[str, Any]]] = {
-    "json": _json_entry,
+    "json": skill_json,
     "openai": _openai,
     "anthropic": _anthropic,
     "mcp": _mcp,

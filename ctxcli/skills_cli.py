@@ -134,17 +134,7 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
     with _errors():
         detail = lib.load_detail(lib.get_skill(name, dirs))
     if fmt == "json":
-        skill = detail.skill
-        data = {
-            "name": skill.name,
-            "description": skill.description,
-            "path": str(skill.path),
-            "layout": skill.layout,
-            "parameters": skill.parameters,
-            "frontmatter": skill.frontmatter,
-            "body": detail.body,
-            "files": list(detail.files),
-        }
+        data = {**lib.skill_json(detail.skill), "body": detail.body, "files": list(detail.files)}
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
         click.echo(_show_text(detail))
