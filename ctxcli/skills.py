@@ -801,21 +801,19 @@ def export_skills(skills: Sequence[Skill], fmt: ExportFormat) -> str:
 
 
 def count_tokens(text: str) -> int:
-    """Tokens of ``text`` in tiktoken's ``o200k_base`` encoding (special tokens as text).
+    """Tokens of ``text`` in tiktoken's ``o200k_base`` encoding (special tokens as text),
+    by :class:`ctxcli.tokens.TokenCounter`.
 
     An estimate for Claude models, which use another tokenizer. Raises SkillError when the
     encoding cannot be loaded (tiktoken downloads it once, then reads its cache directory).
     """
-    import tiktoken  # lazily: a plain listing should not pay for loading the encoding
+    from ctxcli.errors import TokenizerError
+    from ctxcli.tokens import get_counter  # lazily: a plain listing loads no encoding
 
     try:
-        encoding = tiktoken.get_encoding("o200k_base")
-    except Exception as e:  # tiktoken raises whatever its download raised
-        raise SkillError(
-            f"cannot load the o200k_base token encoding ({type(e).__name__}: {e});"
-            " offline, point TIKTOKEN_CACHE_DIR at a cache that holds it"
-        ) from e
-    return len(encoding.encode_ordinary(text))
+        return get_counter("o200k_base").text(text)
+    except TokenizerError as e:
+        raise SkillError(str(e)) from e
 
 
 def token_report(
