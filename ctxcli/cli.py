@@ -16,10 +16,10 @@ import click
 
 from ctxcli.errors import CtxcliError
 from ctxcli.skills_cli import skills
+from ctxcli.tokens import MAX_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
-MAX_BUDGET = 2**53  # tokens; JSON numbers past this are not exact
 
 
 def _stop_cleanly_on_sigterm() -> None:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from ctxcli.errors import ConfigError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
+from ctxcli.tokens import MAX_BUDGET
 
 DEFAULT_MAX_TOKENS = 8000
 _TOP_LEVEL = {
@@ -144,9 +145,13 @@ def resolve(
     values.update({k: v for k, v in overrides.items() if v is not None})
     max_tokens = values.get("max_tokens", DEFAULT_MAX_TOKENS)
     if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not 0 <= max_tokens <= MAX_BUDGET
     ):
-        raise ConfigError(f"max_tokens must be a whole number of tokens, not {max_tokens!r}")
+        raise ConfigError(
+            f"max_tokens must be a whole number of tokens up to {MAX_BUDGET}, not {max_tokens!r}"
+        )
     if values.get("on_error", "fail") not in ("fail", "keep"):
         raise ConfigError(f"on_error must be 'fail' or 'keep', not {values['on_error']!r}")
     return Settings(

@@ -226,6 +226,8 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise InputError(path, line, f"invalid JSON: {exc}") from None
+        except RecursionError:
+            raise InputError(path, line, "invalid JSON: nested too deeply") from None
 
 
 def dumps(value: Any) -> bytes:

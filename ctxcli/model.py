@@ -32,12 +32,16 @@ class Message:
     ``data`` is the message dict; ``tokens`` its size by
     :meth:`TokenCounter.message`; ``index`` its position in the input (``None`` for a
     message a stage wrote); ``changed`` is true once a stage replaced ``data``.
+    ``entry`` is the position of the source entry it was read from, for formats where
+    one entry holds several neutral messages (an Anthropic user message with tool
+    results and text): such messages stand or fall together with the latest user turn.
     """
 
     data: Mapping[str, Any]
     tokens: int
     index: int | None = None
     changed: bool = False
+    entry: int | None = None
 
     @property
     def role(self) -> str:
@@ -45,7 +49,9 @@ class Message:
 
     @property
     def is_system(self) -> bool:
-        return self.role in SYSTEM_ROLES
+        """A system or developer message, which no stage drops or changes; a ctxcli
+        summary written with the system role is not one: it is folded into the next."""
+        return self.role in SYSTEM_ROLES and not self.is_summary
 
     @property
     def is_summary(self) -> bool:
@@ -170,16 +176,34 @@ def latest_user_index(messages: Sequence[Message]) -> int | None:
 
 def pinned(messages: Sequence[Message], groups: list[list[int]] | None = None) -> set[int]:
     """Positions no stage may drop: system and developer messages, the latest user
-    message, and the last unit (the conversation's current state: a final answer or
-    the latest tool call with its results)."""
+    turn (the latest user message, and whatever was read from the same source entry
+    with the units it belongs to), and the last unit (the conversation's current state:
+    a final answer or the latest tool call with its results)."""
     keep = {i for i, m in enumerate(messages) if m.is_system}
-    last_user = latest_user_index(messages)
-    if last_user is not None:
-        keep.add(last_user)
     groups = groups if groups is not None else units(messages)
+    keep.update(latest_turn(messages, groups))
     if groups:
         keep.update(groups[-1])
     return keep
+
+
+def latest_turn(messages: Sequence[Message], groups: list[list[int]]) -> list[int]:
+    """Positions of the latest user turn: the latest user message, and when it was read
+    from an entry that also held other messages (tool results beside text in one
+    Anthropic user message), those too, each with its whole unit. Empty when there is
+    no user message."""
+    last_user = latest_user_index(messages)
+    if last_user is None:
+        return []
+    entry = messages[last_user].entry
+    if entry is None:
+        return [last_user]
+    same = {i for i, m in enumerate(messages) if m.entry == entry}
+    turn = {last_user}
+    for group in groups:
+        if same.intersection(group):
+            turn.update(group)
+    return sorted(turn)
 
 
 def starts_badly(kept: Sequence[Message]) -> bool:

@@ -46,6 +46,8 @@ DOCUMENT_TOKENS = 1500
 FUNC_INIT, PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 7, 3, 3, -3, 3, 12
 
 DEFAULT_MODEL = "gpt-4o"
+#: The largest token budget: JSON numbers past 2**53 are not exact.
+MAX_BUDGET = 2**53
 
 _IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
 
@@ -228,6 +230,19 @@ class TokenCounter:
     def messages(self, messages: Iterable[Mapping[str, Any]], tools: Any = None) -> int:
         """Tokens of a whole request: every message, reply priming and ``tools``."""
         return sum(self.message(m) for m in messages) + REPLY_PRIMING + self.tools(tools)
+
+
+class NullCounter(TokenCounter):
+    """A :class:`TokenCounter` that counts every text as 0 tokens and loads no
+    tokenizer: for checks that need no sizes, such as ``ctxcli validate``, which must
+    work offline without tiktoken's files."""
+
+    def __init__(self) -> None:
+        self.encoding_name = "none"
+        self.image_tokens = 0
+        self.tool_call_overhead = 0
+        self._roles = {}
+        self.text = TextMemo(lambda text: 0)
 
 
 def _json_text(value: Any) -> str:

@@ -420,3 +420,67 @@ def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:
     result = invoke("compress", str(source))
     assert result.exit_code == 1
     assert f"{source}:1: not valid UTF-8 (at byte 47 of the line)" in result.output
+
+
+def test_a_system_role_summary_is_merged_on_the_next_run(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    first, second = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    args = ["--summary-role", "system"]
+    assert (
+        invoke("compress", str(source), "-o", str(first), "--max-tokens", "700", *args).exit_code
+        == 0
+    )
+    record = read_jsonl(first)[0]
+    record["messages"] += [
+        {"role": "assistant", "content": "More. " * 40},
+        {"role": "user", "content": "And now?"},
+    ]
+    write_jsonl(tmp_path / "longer.jsonl", [record])
+    result = invoke(
+        "compress", str(tmp_path / "longer.jsonl"), "-o", str(second), "--max-tokens", "600", *args
+    )
+    assert result.exit_code == 0, result.output
+    messages = read_jsonl(second)[0]["messages"]
+    summaries = [m for m in messages if str(m.get("content", "")).startswith(SUMMARY_MARKER)]
+    assert len(summaries) == 1 and summaries[0]["role"] == "system"
+    assert messages[0]["content"] == "Be helpful."
+
+
+def test_json_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    source = tmp_path / "deep.jsonl"
+    source.write_text(
+        json.dumps(chat(1))
+        + "\n"
+        + '{"messages": [{"role": "user", "content": '
+        + "[" * 5000
+        + "]" * 5000
+        + "}]}\n"
+    )
+    result = invoke("compress", str(source))
+    assert result.exit_code == 1
+    assert f"Error: {source}:2: invalid JSON: nested too deeply" in result.output
+    result = invoke("compress", str(source), "--on-error", "keep")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_config_budget_past_exact_json_numbers_is_refused(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3)])
+    config = tmp_path / "c.yaml"
+    config.write_text("max_tokens: 99999999999999999999\n")
+    result = invoke("compress", str(source), "--config", str(config))
+    assert result.exit_code == 1
+    assert "max_tokens must be a whole number of tokens up to 9007199254740992" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "c.yaml"]
+
+
+def test_validate_needs_no_tokenizer(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3)])
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "ctxcli", "validate", str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ok: 1 file(s), no problems" in out.stderr

@@ -569,3 +569,40 @@ def test_real_data_compresses_validates_and_round_trips(
             assert stats["tokens"]["after"] < stats["tokens"]["before"]
             over = len(stats["over_budget"])
             assert over == 0 or all(o["tokens"] > 2000 for o in stats["over_budget"])
+
+
+def test_the_latest_anthropic_turn_keeps_its_tool_results_beside_its_text(tmp_path: Path) -> None:
+    big = "row ok " * 300
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Task: find the bug."}]
+    for n in range(1, 4):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"step {n}"},
+                    {"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"cmd": "ls"}},
+                ],
+            }
+        )
+        tail = [{"type": "text", "text": "user says: hurry"}] if n == 3 else []
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": big}, *tail],
+            }
+        )
+    record = {"id": "midloop", "messages": messages}
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    for stages in ("priority", "window", "summary,priority"):
+        out = tmp_path / "out.jsonl"
+        result = CliRunner().invoke(
+            cli,
+            ["compress", str(source), "-o", str(out), "--stages", stages, "--max-tokens", "900"],
+        )
+        assert result.exit_code == 0, result.output
+        kept = json.loads(out.read_text())["messages"]
+        assert kept[-1] == messages[-1], stages  # the whole latest user turn
+        assert kept[-2] == messages[-2], stages  # with the call its results answer
+        assert kept[0]["role"] == "user"
+        assert CliRunner().invoke(cli, ["validate", str(out)]).exit_code == 0

@@ -127,7 +127,9 @@ def read(
                 sources.append((i, blocks))
     record_id = record.get("id")
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        messages=tuple(
+            Message(m, counter.message(m), n, entry=sources[n][0]) for n, m in enumerate(neutral)
+        ),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,

@@ -125,7 +125,10 @@ def read(
         data.pop("_blocks", None)
     first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        messages=tuple(
+            Message(m, counter.message(m), n, entry=sources[n][-1][0])
+            for n, m in enumerate(neutral)
+        ),
         id=None if not first else str(first.get("sessionId")),
         line=line,
         meta={"entries": list(record), "sources": sources, "lines": where},

@@ -17,9 +17,9 @@ def keep_only(
 
     Where the input opens with a system message nothing more is needed (unless the
     format wants a user message first all the same: ``conversation.user_first``);
-    where it does not, leading units that are not user messages are dropped too
-    (unless pinned in ``must``), so the output never opens with an assistant or tool
-    message.
+    where it does not, leading units that are not user messages are dropped too, so
+    the output never opens with an assistant or tool message; when such a unit is
+    pinned in ``must``, the nearest user message before it is kept instead.
     """
     messages = conversation.messages
     keep = set(keep)
@@ -30,7 +30,14 @@ def keep_only(
             kept = [messages[i] for i in group]
             if conversation.user_first and all(m.is_system for m in kept):
                 continue
-            if not starts_badly(kept) or must and set(group) & set(must):
+            if not starts_badly(kept):
+                break
+            if must and set(group) & set(must):
+                # A pinned unit would open the conversation (the latest turn begins
+                # with a tool call): keep the nearest user message before it as well.
+                before = [i for i in range(group[0]) if messages[i].role == "user"]
+                if before:
+                    keep.update(next(g for g in groups if before[-1] in g))
                 break
             keep.difference_update(group)
     if len(keep) == len(messages):

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ctxcli.errors import SummaryError
-from ctxcli.model import SUMMARY_MARKER, Conversation, Message, latest_user_index, units
+from ctxcli.model import (
+    SUMMARY_MARKER,
+    Conversation,
+    Message,
+    latest_turn,
+    units,
+)
 from ctxcli.summarizers.extractive import Extractive, language
 from ctxcli.tokens import REPLY_PRIMING
 
@@ -116,8 +122,8 @@ class Summary:
         Folding more beats keeping a tail whole and then dropping units unsummarized."""
         messages = conversation.messages
         assert context.max_tokens is not None
-        latest = latest_user_index(messages)
-        limit = latest if latest is not None else len(messages) - 1
+        turn = latest_turn(messages, units(messages))
+        limit = turn[0] if turn else len(messages) - 1
         frame = context.counter.message({"role": self.role, "content": ""})
         fixed = REPLY_PRIMING + conversation.extra_tokens + frame
         reserve = _reserve(self.max_tokens, context.max_tokens)
@@ -160,14 +166,14 @@ class Summary:
         start = others[-self.keep_last] if 0 < self.keep_last <= len(others) else others[0]
         if self.keep_last == 0:
             start = len(messages)
-        latest = latest_user_index(messages)
-        if latest is not None:
-            start = min(start, latest)
+        turn = latest_turn(messages, groups)
+        turn_start = turn[0] if turn else len(messages)
+        start = min(start, turn_start)
         start = unit_start.get(start, start)
         if self.role == "user":
             starts = [g[0] for g in groups]
             # Fold older user messages too, so the tail does not open with one ...
-            while start < len(messages) and messages[start].role == "user" and start != latest:
+            while start < turn_start and messages[start].role == "user":
                 start = next((s for s in starts if s > start), len(messages))
             # ... but the latest user message is never folded: keep one unit more.
             while start < len(messages) and messages[start].role == "user":
