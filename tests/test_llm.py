@@ -202,6 +202,7 @@ def test_a_bad_reply_falls_back_to_the_extractive_summary(
     assert len(server.requests) == requests
     assert result.events["summary"]["fallbacks"] == 1
     assert summ.stats.snapshot()["failures"] == 1
+    assert summ.stats.snapshot()["retries"] == requests - 1  # what the server saw
     assert len(warnings) == 1
     assert warnings[0].startswith("conversation conv: summary failed (")
     assert reason in warnings[0]

@@ -323,7 +323,10 @@ class LLMSummarizer:
             self.stats.add(retries=getattr(raw, "retries_taken", 0))
             response = raw.parse()
         except Exception as exc:  # any failure of the call means fallback, never a crash
-            self.stats.add(failures=1)
+            # The client retries these kinds until its retries are spent (it says no
+            # more about how many it took on a failure).
+            spent = self.retries if self._retried(exc) else 0
+            self.stats.add(failures=1, retries=spent)
             raise SummaryError(self._describe(exc)) from None
         finally:
             self.stats.add(wait_seconds=time.perf_counter() - started)
@@ -337,6 +340,15 @@ class LLMSummarizer:
         except SummaryError:
             self.stats.add(failures=1)
             raise
+
+    def _retried(self, exc: BaseException) -> bool:
+        """True for the failures the openai client retries: timeouts, connection
+        errors, HTTP 408, 409, 429 and 5xx."""
+        openai = self._openai
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+            return True
+        status = getattr(exc, "status_code", None)
+        return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
     def _describe(self, exc: BaseException) -> str:
         """A short reason for ``exc`` that never carries the key or a reply body."""
