@@ -407,7 +407,8 @@ class Compressor:
         :attr:`jobs` is above 1 (each reads its pieces of :data:`CHUNK_BYTES` of a JSON
         lines file itself, and only results come back), on threads while a summarizer
         waits on a model, else here."""
-        if self.jobs > 1 and self.workers == 1 and path != "-" and self._shape == "jsonl":
+        offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
+        if self.jobs > 1 and offline and path != "-" and self._shape == "jsonl":
             # Workers read their piece of the file themselves; only outputs come back.
             sent: deque[list[jsonio.Record]] = deque()
 
@@ -488,7 +489,10 @@ class Compressor:
         conversation = claude_code.read(
             events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
         )
-        result = self._run(conversation)
+        try:
+            result = self._run(conversation)
+        except InvariantError as exc:
+            raise InvariantError(f"{path}: {exc}") from None
         stats.add(result)
         self._stash(result.stored, store, path)
         if result.over_budget:
@@ -605,20 +609,42 @@ class Compressor:
                 is_session = claude_code.detect(_peek(first, input_path))
         driver = self.session if is_session else self.records
         with contextlib.ExitStack() as stack:
+            if bar is not None:
+                stack.callback(bar.close)
             writer = stack.enter_context(jsonio.AtomicWriter(output_path))
             store = stack.enter_context(StoreWriter(store_path)) if store_path else None
+            stats_file = (
+                stack.enter_context(jsonio.AtomicWriter(stats_path)) if stats_path else None
+            )
             sink = jsonio.RecordSink(writer, shape, original)
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
             sink.close()
             if store is not None:
-                store.commit()
                 stats.store_entries, stats.store_bytes = store.entries, store.bytes
                 if not store.entries:
                     stats.store = None
+            self._finish(stats, input_path, warned, model_use, started)
+            if stats_file is not None:
+                stats_file.write(jsonio.dumps_indented(stats.to_json()))
+            # Everything is written: move the files into place, the output last.
+            if stats_file is not None:
+                stats_file.commit()
+            if store is not None:
+                store.commit()
             writer.commit()
-        if bar is not None:
-            bar.close()
+        return stats
+
+    def _finish(
+        self,
+        stats: FileStats,
+        input_path: str,
+        warned: int,
+        model_use: dict[str, float] | None,
+        started: float,
+    ) -> None:
+        """Fill in the stats known only at the end of a file: warnings, model use and
+        time."""
         stats.warnings = self.warned - warned
         if stats.warnings > WARNINGS_SHOWN:
             hidden = stats.warnings - WARNINGS_SHOWN
@@ -629,9 +655,6 @@ class Compressor:
             stats.llm["wait_seconds"] = round(stats.llm["wait_seconds"], 3)
             stats.llm["fallbacks"] = stats.stage_events.get("summary", Counter())["fallbacks"]
         stats.elapsed_seconds = time.perf_counter() - started
-        if stats_path:
-            jsonio.write_json(stats_path, stats.to_json())
-        return stats
 
     def _jobs_for(self, input_path: str) -> int:
         """Worker processes for one input: as asked, or with ``jobs=None`` every core
@@ -674,11 +697,6 @@ def _attempt_chunk(task: tuple[str, int, int, int]) -> list[_Outcome]:
     assert _WORKER is not None
     records = jsonio.read_chunk(path, start, end, first_line)
     return [_WORKER._attempt(item, path) for item in records]
-
-
-def _named(result: Result) -> str:
-    """`` <id>`` for a conversation that has one (the place already names the rest)."""
-    return f" {result.after.id}" if result.after.id is not None else ""
 
 
 def _same_file(a: str, b: str) -> bool:

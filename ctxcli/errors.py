@@ -34,6 +34,10 @@ def where(path: str, line: int | None, record: int | None = None) -> str:
     return f"{path}:{line}" if line is not None else path
 
 
+class OutputError(CtxcliError):
+    """An output file cannot be written (a missing or read-only folder, a full disk)."""
+
+
 class ConfigError(CtxcliError):
     """A setting, stage name or config file is invalid."""
 

@@ -21,7 +21,7 @@ from typing import IO, Any, Literal
 
 import orjson
 
-from ctxcli.errors import InputError
+from ctxcli.errors import InputError, OutputError
 
 BOM = b"\xef\xbb\xbf"
 
@@ -119,11 +119,8 @@ def _jsonl(path: str, data: bytes) -> Iterator[Record]:
 
 
 def _split(data: bytes) -> Iterator[tuple[int, bytes]]:
-    for number, line in enumerate(data.splitlines(), start=1):
-        if number == 1 and line.startswith(BOM):
-            line = line[len(BOM) :]
-        if line.strip():
-            yield number, line
+    # As files are read: on "\n" only (a lone "\r" may stand inside a JSON string).
+    return ((r.line or 0, r.raw or b"") for r in chunk_records(data, 1, file_start=True))
 
 
 def chunk_records(data: bytes, first_line: int, *, file_start: bool) -> list[Record]:
@@ -253,35 +250,42 @@ class AtomicWriter:
         if target == "-":
             self.stream: IO[bytes] = sys.stdout.buffer
             return
-        if is_stream(target):
-            # A device or pipe (/dev/null, a FIFO) cannot be replaced: write to it.
-            self.stream = open(target, "wb")  # noqa: SIM115
-            self._own = True
-            return
-        folder = Path(target).resolve().parent
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".tmp", dir=folder)
-        os.fchmod(fd, 0o666 & ~_umask())  # as a plain open() would create it
-        self.stream = os.fdopen(fd, "wb")
+        with _naming(target):
+            if is_stream(target):
+                # A device or pipe (/dev/null, a FIFO) cannot be replaced: write to it.
+                self.stream = open(target, "wb")  # noqa: SIM115
+                self._own = True
+                return
+            folder = Path(target).resolve().parent
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, self._tmp = tempfile.mkstemp(
+                prefix=f".{Path(target).name}.", suffix=".tmp", dir=folder
+            )
+            os.fchmod(fd, 0o666 & ~_umask())  # as a plain open() would create it
+            self.stream = os.fdopen(fd, "wb")
 
     def write(self, data: bytes) -> None:
-        self.stream.write(data)
+        """Add ``data`` to the file (raises :class:`OutputError` naming it)."""
+        with _naming(self.target):
+            self.stream.write(data)
 
     def commit(self) -> None:
         """Flush and move the finished file into place."""
-        if self._tmp is None:
+        with _naming(self.target):
             self.stream.flush()
-            if self._own:
-                self.stream.close()
-            return
-        self.stream.flush()
-        os.fsync(self.stream.fileno())
-        self.stream.close()
-        os.replace(self._tmp, self.target)
-        self._tmp = None
+            if self._tmp is None:
+                if self._own:
+                    self.stream.close()
+                return
+            os.fsync(self.stream.fileno())
+            self.stream.close()
+            os.replace(self._tmp, self.target)
+            self._tmp = None
 
     def abort(self) -> None:
         """Remove the temporary file; the target is left as it was."""
+        if self._own:
+            self.stream.close()
         if self._tmp is None:
             return
         self.stream.close()
@@ -295,6 +299,15 @@ class AtomicWriter:
     def __exit__(self, kind: object, *_: object) -> None:
         if kind is not None:
             self.abort()
+
+
+@contextlib.contextmanager
+def _naming(target: str) -> Iterator[None]:
+    """Turn an OS error while writing ``target`` into :class:`OutputError`."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
 
 def is_stream(target: str) -> bool:
@@ -315,8 +328,6 @@ def _umask() -> int:
     return mask
 
 
-def write_json(target: str, value: Any) -> None:
-    """Write ``value`` as indented JSON to ``target`` atomically."""
-    with AtomicWriter(target) as writer:
-        writer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-        writer.commit()
+def dumps_indented(value: Any) -> bytes:
+    """``value`` as JSON indented by 2, with a final line end (the stats files)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"

@@ -10,6 +10,7 @@ constant below says where it comes from.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -213,8 +214,11 @@ class TokenCounter:
             total += FUNC_INIT
             description = str(function.get("description") or "").rstrip(".")
             total += self.text(f"{function.get('name', '')}:{description}")
-            properties = (function.get("parameters") or {}).get("properties") or {}
-            if properties:
+            parameters = function.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+            if properties and not isinstance(properties, Mapping):
+                total += self.text(_json_text(properties))  # not a JSON Schema: as text
+            elif properties:
                 total += PROP_INIT
                 for key, spec in properties.items():
                     spec = spec if isinstance(spec, Mapping) else {}
@@ -246,7 +250,10 @@ class NullCounter(TokenCounter):
 
 
 def _json_text(value: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:  # a lone surrogate (JSON allows "\ud83d"; orjson writes no such str)
+        return json.dumps(value, default=str)
 
 
 def _document(counter: TokenCounter, part: Mapping[str, Any]) -> int:

@@ -484,3 +484,81 @@ def test_validate_needs_no_tokenizer(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "ok: 1 file(s), no problems" in out.stderr
+
+
+def test_cleared_legacy_function_arguments_can_be_restored(tmp_path: Path) -> None:
+    big = json.dumps({"query": "x " * 400})
+    record = {
+        "messages": [
+            {"role": "user", "content": "Search."},
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "search", "arguments": big},
+            },
+            {"role": "function", "name": "search", "content": "found"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Thanks."},
+        ]
+    }
+    source = write_jsonl(tmp_path / "a.jsonl", [record])
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "stages:\n  - placeholder: {clear_inputs: true, keep_recent: 0, threshold: 50}\n"
+    )
+    assert invoke("compress", str(source), "--config", str(config)).exit_code == 0
+    out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    assert "ctxcli_placeholder" in out["messages"][1]["function_call"]["arguments"]
+    back = tmp_path / "back.jsonl"
+    store = tmp_path / "a.compressed.store.jsonl"
+    result = invoke(
+        "restore", str(tmp_path / "a.compressed.jsonl"), "--store", str(store), "-o", str(back)
+    )
+    assert result.exit_code == 0, result.output
+    assert read_jsonl(back)[0] == record
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        pytest.param(
+            [{"type": "function", "function": {"name": "f", "parameters": "not a schema"}}],
+            id="string-parameters",
+        ),
+        pytest.param(
+            [{"type": "function", "function": {"name": "f", "parameters": {"properties": [1, 2]}}}],
+            id="list-properties",
+        ),
+    ],
+)
+def test_odd_tool_definitions_are_counted_not_fatal(tmp_path: Path, tools: Any) -> None:
+    record = {**chat(2), "tools": tools}
+    source = write_jsonl(tmp_path / "a.jsonl", [record])
+    assert invoke("compress", str(source)).exit_code == 0
+    assert invoke("validate", str(source)).exit_code == 0
+
+
+def test_a_lone_surrogate_in_tool_input_is_no_crash(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text(
+        '{"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": '
+        '[{"type": "tool_use", "id": "t1", "name": "f", "input": {"q": "\\ud83d"}}]}, '
+        '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}\n'
+    )
+    result = invoke("compress", str(source))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "a.compressed.jsonl").read_bytes() == source.read_bytes()
+
+
+def test_an_unwritable_stats_path_leaves_no_output(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
+    result = invoke("compress", str(source), "--max-tokens", "300", "--stats", "/proc/none/s.json")
+    assert result.exit_code == 1
+    assert "Error: /proc/none/s.json: cannot write" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_stdin_splits_lines_as_files_do() -> None:
+    text = '{"messages":\r[{"role": "user", "content": "a"}]}\n'  # "\r" as JSON white space
+    result = CliRunner().invoke(cli, ["validate", "-"], input=text)
+    assert result.exit_code == 0, result.output

@@ -606,3 +606,39 @@ def test_the_latest_anthropic_turn_keeps_its_tool_results_beside_its_text(tmp_pa
         assert kept[-2] == messages[-2], stages  # with the call its results answer
         assert kept[0]["role"] == "user"
         assert CliRunner().invoke(cli, ["validate", str(out)]).exit_code == 0
+
+
+def test_a_session_whose_dropped_events_lack_uuids_still_finishes(tmp_path: Path) -> None:
+    events = [{"type": "user", "message": {"role": "user", "content": "start " * 200}}]
+    parent = None
+    for n in range(6):
+        uid = f"u{n}"
+        events.append(
+            {
+                "type": "user" if n % 2 else "assistant",
+                "uuid": uid,
+                "parentUuid": parent,
+                "message": {"role": "user" if n % 2 else "assistant", "content": f"turn {n} " * 50},
+            }
+        )
+        parent = uid
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            "--stages",
+            "window",
+            "--keep-last",
+            "1",
+            "--format",
+            "claude-code",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert out.exists()

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from ctxcli import jsonio
 from ctxcli.errors import InputError
 
 
@@ -100,6 +101,6 @@ def function_of(value: Any) -> dict[str, str]:
     if isinstance(parsed, Mapping) and "name" in parsed:
         arguments = parsed.get("arguments")
         if not isinstance(arguments, str):
-            arguments = orjson.dumps(arguments).decode()
+            arguments = jsonio.dumps(arguments).decode()
         return {"name": str(parsed["name"]), "arguments": arguments}
     return {"name": "", "arguments": value if isinstance(value, str) else str(value)}

@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import kind, messages_of, patch_blocks, text_of
 from ctxcli.model import Conversation, Message
@@ -145,7 +146,7 @@ def _assistant(content: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "type": "function",
             "function": {
                 "name": str(b.get("name", "")),
-                "arguments": orjson.dumps(b.get("input", {})).decode(),
+                "arguments": jsonio.dumps(b.get("input", {})).decode(),
             },
         }
         for b in content

@@ -168,13 +168,15 @@ def write(
     chat = {e for source in sources for e, _ in source}
     dropped = {e for e in chat if e not in kept}
     parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
-    gone = {events[e].get("uuid") for e in dropped}
+    gone = {events[e].get("uuid") for e in dropped} - {None}
     out: list[Any] = []
     for e, event in enumerate(events):
         if e in dropped:
             continue
         parent = event.get("parentUuid")
-        while parent in gone:
+        seen = set()
+        while parent in gone and parent not in seen:  # a cycle of links ends here
+            seen.add(parent)
             parent = parents.get(parent)
         for message in inserts.get(e, ()):
             new = _summary_event(event, parent, message)

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, text_of
 from ctxcli.model import Conversation, Message
@@ -139,7 +140,7 @@ def _turn(message: Message, sender: str | None = None) -> dict[str, Any]:
         arguments = call.get("arguments")
         with contextlib.suppress(orjson.JSONDecodeError):
             arguments = orjson.loads(arguments) if isinstance(arguments, str) else arguments
-        value = orjson.dumps({"name": call.get("name"), "arguments": arguments}).decode()
+        value = jsonio.dumps({"name": call.get("name"), "arguments": arguments}).decode()
         return {"from": _CALL, "value": value}
     senders = {"user": "human", "assistant": "gpt", "system": "system", "function": "observation"}
     role_sender = sender or senders.get(message.role, "human")

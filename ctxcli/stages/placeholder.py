@@ -139,8 +139,11 @@ def _ids(message: Message) -> set[str]:
     match = parse(message.data.get("content"))
     if match:
         ids.add(match.group("id"))
-    for call in message.data.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, Mapping) else None
+    functions = [
+        c.get("function") for c in message.data.get("tool_calls") or [] if isinstance(c, Mapping)
+    ]
+    functions.append(message.data.get("function_call"))  # the legacy form
+    for function in functions:
         if isinstance(function, Mapping):
             match = parse_arguments(function.get("arguments"))
             if match:
@@ -307,7 +310,9 @@ class Placeholder:
         names = _call_names(messages)
         results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
         recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
-        recent_ids = {str(messages[i].data.get("tool_call_id")) for i in recent}
+        recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
+        # A legacy function result pairs with the function_call right before it.
+        recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
         for i in results:
             message = messages[i]
@@ -333,7 +338,10 @@ class Placeholder:
         if self.clear_inputs:
             for i, message in enumerate(messages):
                 if message.role == "assistant":
-                    messages[i] = self._clear_calls(message, recent_ids, context, events)
+                    keep_function = i in recent_calls
+                    messages[i] = self._clear_calls(
+                        message, recent_ids, context, events, keep_function=keep_function
+                    )
         if not events.get("placeholders_written"):
             return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
         return conversation.with_messages(messages), events
@@ -342,7 +350,13 @@ class Placeholder:
         return render(content, tool=tool, tokens=tokens, head=self.head_chars, tail=self.tail_chars)
 
     def _clear_calls(
-        self, message: Message, keep_ids: set[str], context: Context, events: dict[str, int]
+        self,
+        message: Message,
+        keep_ids: set[str],
+        context: Context,
+        events: dict[str, int],
+        *,
+        keep_function: bool = False,
     ) -> Message:
         data = dict(message.data)
         touched = 0
@@ -360,7 +374,7 @@ class Placeholder:
                 new_calls.append(new_call)
             data["tool_calls"] = new_calls
         function_call = data.get("function_call")
-        if isinstance(function_call, Mapping):
+        if isinstance(function_call, Mapping) and not keep_function:
             new_function = self._clear_function(function_call, context.counter, context)
             if new_function is not function_call:
                 data["function_call"] = new_function
