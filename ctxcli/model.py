@@ -100,6 +100,8 @@ class Conversation:
     message even after a system prompt (Anthropic keeps its system prompt apart from
     the messages, so a leading system message does not excuse an assistant opening).
     ``meta`` is the format adapter's own record of where each message came from.
+    ``alternating`` is true for formats whose turns must alternate between the user
+    side and the assistant side (:func:`side`), as trainers read ShareGPT data.
     """
 
     messages: tuple[Message, ...]
@@ -108,6 +110,7 @@ class Conversation:
     line: int = 0
     meta: Mapping[str, Any] = field(default_factory=dict)
     user_first: bool = False
+    alternating: bool = False
 
     @property
     def tokens(self) -> int:
@@ -210,6 +213,14 @@ def starts_badly(kept: Sequence[Message]) -> bool:
     """True when a conversation without a leading system message would open with an
     assistant or tool message, which Anthropic, Gemini and others reject."""
     return bool(kept) and kept[0].role in ("assistant", "tool", "function")
+
+
+def side(message: Message) -> str:
+    """Which side of a dialogue ``message`` is on: ``user`` (user messages and tool or
+    function results), ``assistant``, or ``system``."""
+    if message.is_system:
+        return "system"
+    return "assistant" if message.role == "assistant" else "user"
 
 
 def opens_badly(kept: Sequence[Message], *, user_first: bool = False) -> bool:

@@ -135,6 +135,7 @@ RULES = [
             ]
         },
         [
+            "sharegpt: turn 2: two assistant turns in a row",
             "sharegpt: turn 1: function_call without an observation right after it",
             "sharegpt: turn 3: observation without a function_call right before it",
         ],
@@ -244,21 +245,74 @@ def test_compress_never_writes_output_that_breaks_its_format(tmp_path: Path) -> 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
+def test_sharegpt_turns_must_alternate(tmp_path: Path) -> None:
+    turns = [
+        {"from": "human", "value": "a"},
+        {"from": "human", "value": "b"},
+        {"from": "gpt", "value": "c"},
+    ]
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"conversations": turns}) + "\n")
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:1: sharegpt: turn 1: two user turns in a row" in result.output
+
+
+def test_dropping_sharegpt_turns_keeps_them_alternating(tmp_path: Path) -> None:
+    turns = [{"from": "system", "value": "Be brief."}]
+    for n in range(8):
+        turns += [
+            {"from": "human", "value": f"question {n} " * 20},
+            {"from": "gpt", "value": f"answer {n} " * 30},
+        ]
+    turns.append({"from": "human", "value": "last question"})
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"conversations": turns}) + "\n")
+    for stages in ("priority", "window", "summary,priority"):
+        out = tmp_path / "out.jsonl"
+        result = CliRunner().invoke(
+            cli, ["compress", str(path), "-o", str(out), "--stages", stages, "--max-tokens", "300"]
+        )
+        assert result.exit_code == 0, result.output
+        senders = [t["from"] for t in json.loads(out.read_text())["conversations"]]
+        chat = [s for s in senders if s != "system"]
+        assert all(a != b for a, b in zip(chat, chat[1:])), (stages, senders)
+        assert chat[-1] == "human"
+        assert CliRunner().invoke(cli, ["validate", str(out)]).exit_code == 0
+
+
 @pytest.mark.parametrize(
     ("messages", "reason"),
     [
         pytest.param(
-            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "user", "content": "x"}],
+            [
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "user", "content": "x"},
+            ],
             "message 1: a tool call has no id",
             id="call-without-id",
         ),
         pytest.param(
-            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [CALL, CALL]}, {"role": "tool", "tool_call_id": "c1", "content": "r"}],
+            [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [CALL, CALL]},
+                {"role": "tool", "tool_call_id": "c1", "content": "r"},
+            ],
             "message 1: tool call id 'c1' is used twice",
             id="duplicate-id",
         ),
         pytest.param(
-            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [CALL]}, {"role": "tool", "content": "r"}],
+            [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [CALL]},
+                {"role": "tool", "content": "r"},
+            ],
             "message 2: tool result without a tool_call_id",
             id="result-without-id",
         ),

@@ -46,6 +46,17 @@ ROLES = {
     "tool": "function",
 }
 _CALL, _RESULTS = "function_call", frozenset({"observation", "tool"})
+#: The side of the dialogue each sender is on; turns alternate sides (LLaMA-Factory
+#: reads human/observation at even positions and gpt/function_call at odd ones).
+_SIDES = {
+    "human": "user",
+    "user": "user",
+    "observation": "user",
+    "tool": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "function_call": "assistant",
+}
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
@@ -99,6 +110,7 @@ def read(
         line=line,
         meta={"entries": turns, "sources": sources},
         user_first=True,
+        alternating=True,
     )
 
 
@@ -155,6 +167,11 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
     first = next((i for i, s in enumerate(senders) if s != "system"), None)
     if first is not None and ROLES.get(str(senders[first])) != "user":
         found.append(f"turn {first}: the first turn is {senders[first]!r}, not a human turn")
+    sides = [_SIDES.get(str(s)) for s in senders]
+    chat = [(i, s) for i, s in enumerate(sides) if s is not None]
+    for (_, one), (i, two) in zip(chat, chat[1:]):
+        if one == two:
+            found.append(f"turn {i}: two {one} turns in a row")
     for i, sender in enumerate(senders):
         after = senders[i + 1] if i + 1 < len(senders) else None
         before = senders[i - 1] if i else None

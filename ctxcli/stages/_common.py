@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ctxcli.model import Conversation, Message, starts_badly
+from ctxcli.model import Conversation, Message, side, starts_badly
 
 
 def keep_only(
@@ -40,7 +40,40 @@ def keep_only(
                     keep.update(next(g for g in groups if before[-1] in g))
                 break
             keep.difference_update(group)
+    if conversation.alternating:
+        _alternate(messages, keep, groups, must)
     if len(keep) == len(messages):
         return conversation, {}
     out: list[Message] = [m for i, m in enumerate(messages) if i in keep]
     return conversation.with_messages(out), {"messages_dropped": len(messages) - len(out)}
+
+
+def _alternate(
+    messages: Sequence[Message],
+    keep: set[int],
+    groups: Sequence[Sequence[int]],
+    must: Collection[int],
+) -> None:
+    """Drop more from ``keep`` until no two kept messages of one side meet where the
+    input had them apart (for formats whose turns alternate): of such a pair the older
+    unit goes, or the newer when the older is pinned in ``must``."""
+    unit_of = {i: group for group in groups for i in group}
+    while True:
+        kept = [i for i in sorted(keep) if not messages[i].is_system]
+        pair = next(
+            (
+                (a, b)
+                for a, b in zip(kept, kept[1:])
+                if b != a + 1 and side(messages[a]) == side(messages[b])
+            ),
+            None,
+        )
+        if pair is None:
+            return
+        for candidate in pair:
+            unit = unit_of[candidate]
+            if not set(unit) & set(must):
+                keep.difference_update(unit)
+                break
+        else:
+            return  # both pinned: nothing more to do
