@@ -280,7 +280,7 @@ def plan(
                     f"{written_to}: the {role} of {item.input} would overwrite the {written[key]}"
                 )
             written[key] = f"{role} of {item.input}"
-            clash = next((i for i in inputs_seen if _same_file(i, written_to)), None)
+            clash = next((i for i in inputs_seen if jsonio.same_file(i, written_to)), None)
             if clash is not None:
                 raise ConfigError(f"{written_to}: the {role} would overwrite the input {clash}")
     return plans
@@ -581,9 +581,14 @@ class Compressor:
         placeholder is written with no ``store_path``.
         """
         for target in (output_path, store_path):
-            if target and target != "-" and input_path != "-" and _same_file(input_path, target):
+            if (
+                target
+                and target != "-"
+                and input_path != "-"
+                and jsonio.same_file(input_path, target)
+            ):
                 raise ConfigError(f"{target}: the output would overwrite the input")
-        if store_path and output_path != "-" and _same_file(output_path, store_path):
+        if store_path and output_path != "-" and jsonio.same_file(output_path, store_path):
             raise ConfigError(f"{store_path}: the store would overwrite the output")
         started = time.perf_counter()
         stats = FileStats(
@@ -697,13 +702,6 @@ def _attempt_chunk(task: tuple[str, int, int, int]) -> list[_Outcome]:
     assert _WORKER is not None
     records = jsonio.read_chunk(path, start, end, first_line)
     return [_WORKER._attempt(item, path) for item in records]
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return Path(a).resolve() == Path(b).resolve()
 
 
 def _progress(path: str) -> Any:

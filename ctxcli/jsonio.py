@@ -310,6 +310,15 @@ def _naming(target: str) -> Iterator[None]:
         raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
 
+def same_file(a: str, b: str) -> bool:
+    """True when paths ``a`` and ``b`` name one file (hard and symbolic links
+    included); for paths that do not exist yet, when they resolve alike."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
 def is_stream(target: str) -> bool:
     """True for ``-`` and for an existing path that is not a regular file or folder
     (a device such as ``/dev/null``, a named pipe): written to as it is, never replaced."""

@@ -13,10 +13,8 @@ every content against its id, so a store edited by hand cannot restore the wrong
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ctxcli import jsonio
@@ -174,7 +172,7 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     store, and what :func:`load_store` and :func:`jsonio.read_records` raise.
     """
     for other, what in ((input_path, "input"), (store_path, "store")):
-        if output_path != "-" and other != "-" and _same(output_path, other):
+        if output_path != "-" and other != "-" and jsonio.same_file(output_path, other):
             raise StoreError(f"{output_path}: the output would overwrite the {what}")
     store = load_store(store_path)
     stats = RestoreStats(input=input_path, output=output_path, store=store_path)
@@ -224,10 +222,3 @@ def _restored(
             content = store[key]
             stats.chars += len(content) if isinstance(content, str) else len(jsonio.dumps(content))
         yield jsonio.dumps(new), True
-
-
-def _same(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return Path(a).resolve() == Path(b).resolve()
