@@ -428,8 +428,8 @@ def _call_names(messages: list[Message]) -> dict[int, str]:
         function_call = message.data.get("function_call")
         if isinstance(function_call, Mapping):
             last_function = str(function_call.get("name") or "")
-        if message.role == "tool":
-            out[i] = by_id.get(str(message.data.get("tool_call_id")), "")
+        if message.role == "tool":  # tool_call_id, or SWE-agent's tool_call_ids list
+            out[i] = next((by_id[c] for c in message.result_ids if c in by_id), "")
         elif message.role == "function":
             out[i] = last_function
     return out
