@@ -4,7 +4,7 @@ An input is JSON lines, one JSON array of records, or one record (see
 :func:`ctxcli.jsonio.read_records`); the output has the input's shape, and each
 record the format it was read in (:mod:`ctxcli.formats`). A Claude Code session log
 is one conversation for the whole file. JSON lines are read, compressed and written
-one record at a time, so memory does not grow with the file. A record no stage
+one record at a time, so memory does not grow with the file (stdin is read whole). A record no stage
 changed is written back as the very bytes that were read; a changed one is checked
 against its format's rules before it is written.
 With ``jobs`` above 1, worker processes compress pieces of a JSON lines file; with
@@ -37,12 +37,13 @@ from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter
 from ctxcli.summarizers import Summarizer, build
-from ctxcli.tokens import TokenCounter, encoding_name_for
+from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for
 
 #: Files a directory input never includes: what ctxcli itself wrote there.
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
+_NO_COUNT = NullCounter()
 #: Warnings passed on per input file; the rest are counted (stats ``warnings``).
 WARNINGS_SHOWN = 20
 #: One input record after the pipeline, from any thread or process: its tally with its
@@ -360,9 +361,9 @@ class Compressor:
         stats: FileStats,
         store: StoreWriter | None = None,
     ) -> Iterator[tuple[bytes, bool]]:
-        """``(output record, changed)`` for each input record, in input order; up to
-        ``workers`` records are compressed at once (at most ``2 * workers`` held in
-        memory). Originals replaced by placeholders go to ``store``.
+        """``(output record, changed)`` for each input record, in input order, from
+        :meth:`_outcomes` (this process, threads or worker processes, memory bounded
+        either way). Originals replaced by placeholders go to ``store``.
 
         Raises :class:`InputError` for a bad record (unless ``on_error`` is ``keep``)
         and :class:`ConfigError` when a placeholder is written and ``store`` is None.
@@ -538,8 +539,8 @@ class Compressor:
             )
         else:
             try:
-                written = module.read(
-                    out, self.counter, path=place, line=0, messages_key=self.settings.messages_key
+                written = module.read(  # the rules need no token counts: count nothing
+                    out, _NO_COUNT, path=place, line=0, messages_key=self.settings.messages_key
                 )
             except InputError as exc:
                 raise InvariantError(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ctxcli.errors import ConfigError
 from ctxcli.invariants import check
 from ctxcli.model import Conversation
-from ctxcli.stages.placeholder import has_placeholder, referenced_ids
+from ctxcli.stages.placeholder import placeholder_ids
 from ctxcli.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -136,9 +136,8 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     check(conversation, current, max_tokens=None if over else context.max_tokens)
     stored = context.stored
     if stored:  # only what the output still refers to: a later stage may drop some
-        kept = referenced_ids(current.messages)
+        held = [placeholder_ids(m) for m in current.messages if m.changed and m.index is not None]
+        kept = set().union(*held)
         stored = {key: value for key, value in stored.items() if key in kept}
-        events.setdefault("placeholder", Counter())["placeholders_kept"] = sum(
-            1 for m in current.messages if m.changed and m.index is not None and has_placeholder(m)
-        )
+        events.setdefault("placeholder", Counter())["placeholders_kept"] = sum(map(bool, held))
     return Result(conversation, current, events, over, stored, context.warnings)

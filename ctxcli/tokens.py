@@ -142,12 +142,10 @@ class TokenCounter:
             return self.image_tokens
         if kind in _BLOCK_COUNTERS:
             return _BLOCK_COUNTERS[kind](self, part)
-        for key in ("text", "value", "content"):
+        for key in ("text", "value"):  # OpenAI parts; LLaMA-Factory's {type, value}
             value = part.get(key)
-            if isinstance(value, str) and (kind is None or kind == key or key == "text"):
+            if isinstance(value, str):
                 return self.text(value)
-        if kind == "text" and isinstance(part.get("text"), str):
-            return self.text(part["text"])
         return self.text(_json_text(part))
 
     def message(self, message: Mapping[str, Any]) -> int:

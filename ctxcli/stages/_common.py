@@ -19,7 +19,7 @@ def keep_only(
     format wants a user message first all the same: ``conversation.user_first``);
     where it does not, leading units that are not user messages are dropped too, so
     the output never opens with an assistant or tool message; when such a unit is
-    pinned in ``must``, the nearest user message before it is kept instead.
+    pinned in ``must``, the nearest user message before it is kept as well.
     """
     messages = conversation.messages
     keep = set(keep)

@@ -51,7 +51,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -120,21 +120,8 @@ def parse_arguments(arguments: Any) -> re.Match[str] | None:
     return None
 
 
-def referenced_ids(messages: Iterable[Message]) -> set[str]:
-    """Ids of the placeholders that ``messages`` hold (in contents or call arguments)."""
-    ids: set[str] = set()
-    for message in messages:
-        if message.changed:
-            ids.update(_ids(message))
-    return ids
-
-
-def has_placeholder(message: Message) -> bool:
-    """True when ``message`` holds a placeholder (content or call arguments)."""
-    return bool(_ids(message))
-
-
-def _ids(message: Message) -> set[str]:
+def placeholder_ids(message: Message) -> set[str]:
+    """Ids of the placeholders ``message`` holds (in its content or call arguments)."""
     ids = set()
     match = parse(message.data.get("content"))
     if match:

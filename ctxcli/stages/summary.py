@@ -60,9 +60,12 @@ class Summary:
         if not context.over(conversation):
             return conversation, {}
         messages = conversation.messages
-        start = self._tail_start(messages)
+        groups = units(messages)
+        turn = latest_turn(messages, groups)
+        frame = context.counter.message({"role": self.role, "content": ""})
+        start = self._tail_start(messages, groups, turn)
         if context.max_tokens is not None:
-            start = self._make_room(conversation, start, context)
+            start = self._make_room(conversation, start, groups, turn, frame, context.max_tokens)
         lead = 0
         while lead < len(messages) and messages[lead].is_system:
             lead += 1
@@ -76,7 +79,6 @@ class Summary:
         bound = self.max_tokens
         if context.max_tokens is not None:
             left = context.max_tokens - sum(m.tokens for m in rest) - REPLY_PRIMING
-            frame = context.counter.message({"role": self.role, "content": ""})
             left -= conversation.extra_tokens + frame
             bound = max(MIN_SUMMARY_TOKENS, min(bound, left))
         previous = "\n".join(_body(m) for m in earlier) or None
@@ -115,47 +117,48 @@ class Summary:
         out = list(messages[:lead]) + [summary] + rest[lead:]
         return conversation.with_messages(out), events
 
-    def _make_room(self, conversation: Conversation, start: int, context: Context) -> int:
+    def _make_room(
+        self,
+        conversation: Conversation,
+        start: int,
+        groups: list[list[int]],
+        turn: list[int],
+        frame: int,
+        budget: int,
+    ) -> int:
         """A later tail start when what is kept from ``start`` on leaves no room for a
-        summary: the first unit start (up to the latest user message) whose kept part
-        plus a summary of :func:`_reserve` tokens fits the budget, else the latest one.
-        Folding more beats keeping a tail whole and then dropping units unsummarized."""
+        summary: the first unit start (up to the latest user turn) whose kept part plus
+        a summary of :func:`_reserve` tokens and its ``frame`` fits ``budget`` (tokens),
+        else the latest one. Folding more beats keeping a tail whole and then dropping
+        units unsummarized."""
         messages = conversation.messages
-        assert context.max_tokens is not None
-        turn = latest_turn(messages, units(messages))
         limit = turn[0] if turn else len(messages) - 1
-        frame = context.counter.message({"role": self.role, "content": ""})
-        fixed = REPLY_PRIMING + conversation.extra_tokens + frame
-        reserve = _reserve(self.max_tokens, context.max_tokens)
-        after = [0] * (len(messages) + 1)  # tokens of messages[i:], and of system ones before
-        for i in range(len(messages) - 1, -1, -1):
-            after[i] = after[i + 1] + messages[i].tokens
-        systems = 0
-        candidates = []
-        for s in sorted({g[0] for g in units(messages)}):
-            if (
-                s >= start
-                and s <= limit
-                and not (self.role == "user" and messages[s].role == "user")
-            ):
-                candidates.append(s)
+        candidates = [
+            g[0]
+            for g in groups
+            if start <= g[0] <= limit
+            and not (self.role == "user" and messages[g[0]].role == "user")
+        ]
         if not candidates:
             return start
-        chosen = candidates[-1]
-        position = 0
-        for s in candidates:
-            while position < s:
-                systems += messages[position].tokens if messages[position].is_system else 0
-                position += 1
-            if systems + after[s] + fixed + reserve <= context.max_tokens:
-                chosen = s
-                break
-        return chosen
+        fixed = REPLY_PRIMING + conversation.extra_tokens + frame
+        fixed += _reserve(self.max_tokens, budget)
+        kept_after = [0] * (len(messages) + 1)  # tokens of messages[i:]
+        for i in range(len(messages) - 1, -1, -1):
+            kept_after[i] = kept_after[i + 1] + messages[i].tokens
+        systems_before = [0]  # tokens of the system messages before i (kept, not folded)
+        for message in messages:
+            systems_before.append(systems_before[-1] + (message.tokens if message.is_system else 0))
+        for candidate in candidates:
+            if systems_before[candidate] + kept_after[candidate] + fixed <= budget:
+                return candidate
+        return candidates[-1]
 
-    def _tail_start(self, messages: Sequence[Message]) -> int:
+    def _tail_start(
+        self, messages: Sequence[Message], groups: list[list[int]], turn: list[int]
+    ) -> int:
         """Position of the first kept message: the last ``keep_last`` non-system
-        messages, moved back to a unit's start and never past the latest user message."""
-        groups = units(messages)
+        messages, moved back to a unit's start and never past the latest user turn."""
         unit_start = {}
         for group in groups:
             for i in group:
@@ -166,7 +169,6 @@ class Summary:
         start = others[-self.keep_last] if 0 < self.keep_last <= len(others) else others[0]
         if self.keep_last == 0:
             start = len(messages)
-        turn = latest_turn(messages, groups)
         turn_start = turn[0] if turn else len(messages)
         start = min(start, turn_start)
         start = unit_start.get(start, start)

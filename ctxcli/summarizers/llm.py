@@ -37,7 +37,7 @@ DEFAULT_MODEL = "gpt-4o-mini"
 #: The packaged prompt template (``ctxcli/prompts/summary.md``).
 DEFAULT_TEMPLATE = "summary.md"
 #: Bound on one request's prompt (tokens of the run's counter): template, earlier
-#: summary and transcript. Larger input is summarized in chunks. 3000 leaves room for
+#: summary and transcript. Larger input is summarized in chunks. 2500 leaves room for
 #: the reply in a 4096-token context, the smallest local servers commonly run, even when
 #: the server's tokenizer needs a fifth more tokens than tiktoken for the same text.
 DEFAULT_INPUT_MAX_TOKENS = 2500
