@@ -16,11 +16,17 @@ from ctxcli.errors import ConfigError
 FILE_NAME = "summaries.sqlite"
 
 
-def default_path(environ: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/ctxcli/summaries.sqlite``, else ``~/.cache/ctxcli/…`` (the XDG
-    Base Directory default). ``environ`` is passed in: the CLI reads the environment."""
+def default_dir(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/ctxcli``, else ``~/.cache/ctxcli`` (the XDG Base Directory
+    default): the summary cache and the parsed tokenizer live there. ``environ`` is
+    passed in: the CLI reads the environment."""
     base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ctxcli" / FILE_NAME
+    return Path(base) / "ctxcli"
+
+
+def default_path(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/ctxcli/summaries.sqlite``, else ``~/.cache/ctxcli/…``."""
+    return default_dir(environ) / FILE_NAME
 
 
 def key(*parts: Any) -> str:

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -111,7 +112,7 @@ def summarizer_options(func: F) -> F:
             "cache_path",
             help="Summary cache file (SQLite; default in the user cache dir).",
         ),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the cache."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the caches (summaries, parsed tokenizer).",),
     ]
     for option in reversed(options):
         func = option(func)
@@ -279,6 +280,7 @@ def compress(
             warn=lambda text: click.echo(f"warning: {text}", err=True),
             summarizer=_summarizer(settings.summarizer),
             jobs=jobs,
+            cache_dir=None if no_cache else _cache_dir(),
         )
         progress = not quiet and sys.stderr.isatty()
         results = [
@@ -338,6 +340,13 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
         click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
         sys.exit(1)
     click.echo(f"ok: {len(inputs)} file(s), no problems", err=True)
+
+
+def _cache_dir() -> Path:
+    """The user cache folder (``XDG_CACHE_HOME``, read here at the edge)."""
+    from ctxcli import cache
+
+    return cache.default_dir(os.environ)
 
 
 def _summarizer(options: Mapping[str, Any]) -> Any:

@@ -294,6 +294,8 @@ class Compressor:
     ``summarizer`` replaces the one ``settings.summarizer`` names (the CLI builds it,
     API key included). ``jobs`` is the number of worker processes for a JSON lines file
     (``None``: every core for files of :data:`POOL_MIN_BYTES` or more, else 1).
+    ``cache_dir`` is where the parsed tokenizer may be kept between runs (see
+    :func:`ctxcli.tokens.load_encoding`; ``None``: nowhere).
     Raises :class:`ConfigError` for a bad summarizer and
     :class:`ctxcli.errors.TokenizerError` for an encoding that cannot be loaded.
     """
@@ -305,6 +307,7 @@ class Compressor:
         warn: Warn | None = None,
         summarizer: Summarizer | None = None,
         jobs: int | None = 1,
+        cache_dir: str | Path | None = None,
     ) -> None:
         self.settings = settings
         self.requested_jobs = jobs
@@ -312,7 +315,7 @@ class Compressor:
         self._shape: str = "jsonl"
         self._bar: Any = None
         self.encoding = encoding_name_for(settings.model, settings.encoding)
-        self.counter = TokenCounter(self.encoding)
+        self.counter = TokenCounter(self.encoding, cache_dir=cache_dir)
         self.format = formats.get(settings.format) if settings.format else None
         self.summarizer = summarizer or build(settings.summarizer)
         self.context = Context(settings.max_tokens, self.counter, self.summarizer)

@@ -42,22 +42,22 @@ class Message:
     index: int | None = None
     changed: bool = False
     entry: int | None = None
+    #: ``data["role"]`` as a string (``""`` when missing).
+    role: str = field(init=False, repr=False, compare=False)
+    #: True for a summary written by ctxcli (this run or an earlier one).
+    is_summary: bool = field(init=False, repr=False, compare=False)
+    #: A system or developer message, which no stage drops or changes; a ctxcli
+    #: summary written with the system role is not one: it is folded into the next.
+    is_system: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def role(self) -> str:
-        return str(self.data.get("role", ""))
-
-    @property
-    def is_system(self) -> bool:
-        """A system or developer message, which no stage drops or changes; a ctxcli
-        summary written with the system role is not one: it is folded into the next."""
-        return self.role in SYSTEM_ROLES and not self.is_summary
-
-    @property
-    def is_summary(self) -> bool:
-        """True for a summary written by ctxcli (this run or an earlier one)."""
+    def __post_init__(self) -> None:
+        # Stages ask these of every message many times: worked out once, here.
+        role = str(self.data.get("role", ""))
         content = self.data.get("content")
-        return isinstance(content, str) and bool(_SUMMARY_RE.match(content))
+        summary = isinstance(content, str) and bool(_SUMMARY_RE.match(content))
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "is_summary", summary)
+        object.__setattr__(self, "is_system", role in SYSTEM_ROLES and not summary)
 
     @property
     def call_ids(self) -> tuple[str, ...]:

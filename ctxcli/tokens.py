@@ -9,16 +9,24 @@ constant below says where it comes from.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
+import marshal
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ctxcli.errors import TokenizerError
 from ctxcli.memo import TextMemo
+
+if TYPE_CHECKING:
+    import tiktoken
 
 #: Cookbook ``tokens_per_message`` for every chat model since gpt-3.5-turbo-0613:
 #: ``<|start|>{role}<|message|>{content}<|end|>`` frames each message with 3 tokens.
@@ -68,6 +76,83 @@ def encoding_name_for(model: str | None = None, encoding: str | None = None) -> 
         return "o200k_base"
 
 
+#: What a parsed-encoding file in ``cache_dir`` starts with; the SHA-256 of the rest
+#: follows, so a torn or damaged file is rebuilt, never trusted.
+_ENCODING_MAGIC = b"ctxcli-encoding-1\n"
+
+
+def load_encoding(name: str, cache_dir: str | Path | None = None) -> tiktoken.Encoding:
+    """tiktoken's encoding ``name``, as ``tiktoken.get_encoding`` builds it.
+
+    tiktoken builds an encoding from its constructor's output: the name, the split
+    pattern, the special tokens and the mergeable ranks, which it parses from the
+    base64 BPE file on every start (about 0.2 s of a short run for ``o200k_base``).
+    With ``cache_dir``, that output is kept there with :mod:`marshal` (one file per
+    tiktoken version and encoding, about 3.4 MB for ``o200k_base``, checked by
+    SHA-256) and read back in about 0.04 s; the :class:`tiktoken.Encoding` built from
+    it is the same. The folder is an optimisation: when it cannot be read or written,
+    the encoding is built as tiktoken does. Only ``cache_dir`` is read and written; the
+    environment is never consulted here (``TIKTOKEN_CACHE_DIR`` still governs where
+    tiktoken keeps its BPE files).
+
+    Raises ``ValueError`` for an unknown name, and whatever tiktoken raises when its
+    BPE file can be neither read nor downloaded.
+    """
+    import tiktoken
+    import tiktoken.registry
+
+    if cache_dir is None:
+        return tiktoken.get_encoding(name)
+    path = Path(cache_dir) / f"tiktoken-{tiktoken.__version__}-{name}.marshal"
+    kwargs = _read_encoding(path, name)
+    if kwargs is None:
+        if name not in tiktoken.registry.list_encoding_names():  # finds the constructors
+            return tiktoken.get_encoding(name)  # its error names the known encodings
+        kwargs = tiktoken.registry.ENCODING_CONSTRUCTORS[name]()  # type: ignore[index]
+        _write_encoding(path, kwargs)
+    return tiktoken.Encoding(**kwargs)
+
+
+def _read_encoding(path: Path, name: str) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    start = len(_ENCODING_MAGIC) + 32
+    digest, body = data[len(_ENCODING_MAGIC) : start], data[start:]
+    if not data.startswith(_ENCODING_MAGIC) or hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        kwargs = marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(kwargs, dict) or kwargs.get("name") != name:
+        return None
+    if not isinstance(kwargs.get("mergeable_ranks"), dict):
+        return None
+    return kwargs
+
+
+def _write_encoding(path: Path, kwargs: Mapping[str, Any]) -> None:
+    """Write atomically (a temporary file renamed), or not at all."""
+    try:
+        body = marshal.dumps(dict(kwargs))
+    except ValueError:
+        return  # a plugin's encoding with values marshal cannot hold
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False)
+    except OSError:
+        return
+    try:
+        with f:
+            f.write(_ENCODING_MAGIC + hashlib.sha256(body).digest() + body)
+        os.replace(f.name, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(f.name)
+
+
 class TokenCounter:
     """Counts tokens of texts and chat messages with one tiktoken encoding.
 
@@ -75,6 +160,9 @@ class TokenCounter:
     ``<|endoftext|>`` count as the plain text they are and never raise. Counts of
     texts are memoised (:class:`ctxcli.memo.TextMemo`, bounded memory): a system
     prompt repeated in every record is encoded once per run.
+
+    ``cache_dir``: where :func:`load_encoding` may keep the parsed encoding, so that
+    later runs start faster (``None``: parse tiktoken's BPE file every time).
 
     Raises :class:`TokenizerError` for an unknown encoding name, or when its BPE file
     is neither cached nor downloadable (offline: point ``TIKTOKEN_CACHE_DIR`` at a
@@ -87,14 +175,13 @@ class TokenCounter:
         *,
         image_tokens: int = IMAGE_TOKENS,
         tool_call_overhead: int = TOOL_CALL_OVERHEAD,
+        cache_dir: str | Path | None = None,
     ) -> None:
-        import tiktoken
-
         self.encoding_name = encoding
         self.image_tokens = image_tokens
         self.tool_call_overhead = tool_call_overhead
         try:
-            self._encode = tiktoken.get_encoding(encoding).encode_ordinary
+            self._encode = load_encoding(encoding, cache_dir).encode_ordinary
         except ValueError as exc:
             raise TokenizerError(f"unknown encoding {encoding!r}: {exc}") from None
         except Exception as exc:  # network or file errors from tiktoken's download

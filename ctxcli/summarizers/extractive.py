@@ -357,13 +357,15 @@ def _thin(found: list[str]) -> list[str]:
     """Facts without near-repeats: at most 2 of one shape (digits and case aside), so
     ``helper_1 … helper_40`` in a code dump do not crowd out the rest."""
     shapes: Counter[str] = Counter()
-    out = []
+    out: dict[str, None] = {}  # ordered, with O(1) membership
     for fact in found:
+        if fact in out:
+            continue
         shape = _shape(fact)
         shapes[shape] += 1
-        if shapes[shape] <= 2 and fact not in out:
-            out.append(fact)
-    return out
+        if shapes[shape] <= 2:
+            out[fact] = None
+    return list(out)
 
 
 def parse_summary(body: str) -> dict[str, list[str]]:
