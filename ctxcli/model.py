@@ -20,9 +20,14 @@ from ctxcli.tokens import REPLY_PRIMING, TokenCounter
 SYSTEM_ROLES = frozenset({"system", "developer"})
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
-#: The first line of every summary ctxcli writes; how a later run recognises it.
+#: What every summary ctxcli writes starts with.
 SUMMARY_MARKER = "[ctxcli summary]"
-_SUMMARY_RE = re.compile(r"^\s*\[ctxcli summary\]")
+#: How a later run recognises a ctxcli summary: the marker and the whole header line
+#: the summary stage writes (in English or Chinese), so that a user message that only
+#: quotes the marker is not taken for one.
+_SUMMARY_RE = re.compile(
+    r"\s*\[ctxcli summary\] (?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。)[ \t]*(?:\n|$)"
+)
 
 
 @dataclass(frozen=True, slots=True)

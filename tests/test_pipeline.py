@@ -249,3 +249,36 @@ def test_unknown_stage_lists_the_known_ones() -> None:
         match="unknown stage 'trim'; known stages: placeholder, priority, summary, window",
     ):
         build_stage("trim")
+
+
+@pytest.mark.parametrize(
+    ("content", "is_summary"),
+    [
+        (f"{SUMMARY_MARKER} 4 earlier messages folded.\nRequests: refund", True),
+        (f"  {SUMMARY_MARKER} 1 earlier message folded.", True),
+        (f"{SUMMARY_MARKER} 已折叠较早的 3 条消息。\n请求：退款", True),
+        (f"{SUMMARY_MARKER} is what your tool writes, right?", False),
+        (f"{SUMMARY_MARKER}\nplease explain this header", False),
+        (f"quoting: {SUMMARY_MARKER} 4 earlier messages folded.", False),
+    ],
+)
+def test_only_the_whole_summary_header_marks_a_summary(content: str, is_summary: bool) -> None:
+    """A user message that merely quotes the marker is a user message: a later run
+    must not fold it as an earlier summary."""
+    (message,) = make_conversation([{"role": "user", "content": content}], COUNTER).messages
+    assert message.is_summary is is_summary
+    assert message.is_system is False
+
+
+def test_an_older_user_message_quoting_the_marker_is_folded_as_a_message() -> None:
+    quoting = f"{SUMMARY_MARKER} is what your tool writes, right?"
+    messages = convo(("user", quoting), ("assistant", "It is. " * 30), ("user", "q " * 30))
+    messages += [
+        {"role": "assistant", "content": "a " * 30},
+        {"role": "user", "content": "thanks"},
+    ]
+    settings_ = resolve(stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=80)
+    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(80, COUNTER))
+    assert result.events["summary"]["messages_summarized"] == 3
+    assert "summaries_merged" not in result.events["summary"]
+    assert result.after.messages[-1].data == {"role": "user", "content": "thanks"}
