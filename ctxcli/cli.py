@@ -112,7 +112,11 @@ def summarizer_options(func: F) -> F:
             "cache_path",
             help="Summary cache file (SQLite; default in the user cache dir).",
         ),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the caches (summaries, parsed tokenizer).",),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Neither read nor write the caches (summaries, parsed tokenizer).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)

@@ -26,7 +26,8 @@ SUMMARY_MARKER = "[ctxcli summary]"
 #: the summary stage writes (in English or Chinese), so that a user message that only
 #: quotes the marker is not taken for one.
 _SUMMARY_RE = re.compile(
-    r"\s*\[ctxcli summary\] (?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。)[ \t]*(?:\n|$)"
+    r"\s*\[ctxcli summary\] "
+    r"(?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。)[ \t]*(?:\n|$)"
 )
 
 

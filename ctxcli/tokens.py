@@ -141,7 +141,7 @@ def _write_encoding(path: Path, kwargs: Mapping[str, Any]) -> None:
         return  # a plugin's encoding with values marshal cannot hold
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False)
+        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False)  # noqa: SIM115
     except OSError:
         return
     try:

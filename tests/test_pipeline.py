@@ -277,7 +277,9 @@ def test_an_older_user_message_quoting_the_marker_is_folded_as_a_message() -> No
         {"role": "assistant", "content": "a " * 30},
         {"role": "user", "content": "thanks"},
     ]
-    settings_ = resolve(stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=80)
+    settings_ = resolve(
+        stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=80
+    )
     result = run(make_conversation(messages, COUNTER), settings_.stages, Context(80, COUNTER))
     assert result.events["summary"]["messages_summarized"] == 3
     assert "summaries_merged" not in result.events["summary"]
