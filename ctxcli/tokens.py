@@ -16,6 +16,7 @@ import json
 import marshal
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,8 @@ def load_encoding(name: str, cache_dir: str | Path | None = None) -> tiktoken.En
     tiktoken version and encoding, about 3.4 MB for ``o200k_base``, checked by
     SHA-256) and read back in about 0.04 s; the :class:`tiktoken.Encoding` built from
     it is the same. The folder is an optimisation: when it cannot be read or written,
-    the encoding is built as tiktoken does. Only ``cache_dir`` is read and written; the
+    the encoding is built as tiktoken does. Like ``tiktoken.get_encoding``, it builds
+    one encoding per name and process. Only ``cache_dir`` is read and written; the
     environment is never consulted here (``TIKTOKEN_CACHE_DIR`` still governs where
     tiktoken keeps its BPE files).
 
@@ -102,15 +104,24 @@ def load_encoding(name: str, cache_dir: str | Path | None = None) -> tiktoken.En
     import tiktoken.registry
 
     if cache_dir is None:
-        return tiktoken.get_encoding(name)
-    path = Path(cache_dir) / f"tiktoken-{tiktoken.__version__}-{name}.marshal"
-    kwargs = _read_encoding(path, name)
-    if kwargs is None:
-        if name not in tiktoken.registry.list_encoding_names():  # finds the constructors
-            return tiktoken.get_encoding(name)  # its error names the known encodings
-        kwargs = tiktoken.registry.ENCODING_CONSTRUCTORS[name]()  # type: ignore[index]
-        _write_encoding(path, kwargs)
-    return tiktoken.Encoding(**kwargs)
+        return tiktoken.get_encoding(name)  # tiktoken keeps one per process itself
+    with _LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        path = Path(cache_dir) / f"tiktoken-{tiktoken.__version__}-{name}.marshal"
+        kwargs = _read_encoding(path, name)
+        if kwargs is None:
+            if name not in tiktoken.registry.list_encoding_names():  # finds the constructors
+                return tiktoken.get_encoding(name)  # its error names the known encodings
+            kwargs = tiktoken.registry.ENCODING_CONSTRUCTORS[name]()  # type: ignore[index]
+            _write_encoding(path, kwargs)
+        encoding = _LOADED[name] = tiktoken.Encoding(**kwargs)
+        return encoding
+
+
+#: Encodings :func:`load_encoding` built, by name: one per process, as tiktoken keeps.
+_LOADED: dict[str, tiktoken.Encoding] = {}
+_LOCK = threading.Lock()
 
 
 def _read_encoding(path: Path, name: str) -> dict[str, Any] | None:

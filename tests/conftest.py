@@ -19,6 +19,13 @@ if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir
     os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLI keeps its caches under ``XDG_CACHE_HOME``: a folder of the test run's,
+    never the user's own."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
 @pytest.fixture
 def cases() -> Path:
     """The shared cases folder; skips the test when ../shared is absent."""

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import assert_valid, read_jsonl
 
+from ctxcli import tokens
 from ctxcli.cli import cli
 from ctxcli.model import SUMMARY_MARKER
 from ctxcli.tokens import TokenCounter
@@ -562,3 +563,20 @@ def test_stdin_splits_lines_as_files_do() -> None:
     text = '{"messages":\r[{"role": "user", "content": "a"}]}\n'  # "\r" as JSON white space
     result = CliRunner().invoke(cli, ["validate", "-"], input=text)
     assert result.exit_code == 0, result.output
+
+
+def test_the_parsed_tokenizer_is_kept_in_the_user_cache_unless_no_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = write_jsonl(tmp_path / "logs.jsonl", [chat(40)])
+    monkeypatch.setattr(tokens, "_LOADED", {})  # none built earlier in this process
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
+    result = invoke("compress", str(source), "-o", "-", "--max-tokens", "300", "--no-cache", "-q")
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "off").exists()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "on"))
+    first = invoke("compress", str(source), "-o", "-", "--max-tokens", "300", "-q")
+    assert first.exit_code == 0, first.output
+    assert [p.suffix for p in (tmp_path / "on/ctxcli").iterdir()] == [".marshal"]
+    second = invoke("compress", str(source), "-o", "-", "--max-tokens", "300", "-q")
+    assert second.stdout == first.stdout == result.stdout

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
+from ctxcli import tokens
 from ctxcli.errors import TokenizerError
 from ctxcli.tokens import (
     IMAGE_TOKENS,
@@ -12,6 +16,7 @@ from ctxcli.tokens import (
     TOOL_CALL_OVERHEAD,
     TokenCounter,
     encoding_name_for,
+    load_encoding,
 )
 
 COUNTER = TokenCounter("cl100k_base")
@@ -100,3 +105,58 @@ def test_model_names_pick_their_encoding() -> None:
 def test_an_unknown_encoding_is_a_clear_error() -> None:
     with pytest.raises(TokenizerError, match="unknown encoding 'nope'"):
         TokenCounter("nope")
+
+
+SAMPLES = ["Hello there", "déjà vu 東京 🚀", "<|endoftext|> is text here", " \n\t  x = 1\n" * 5]
+
+
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    """Each load below reads or writes its cache file: none built earlier is reused."""
+    tokens._LOADED.clear()
+    yield
+    tokens._LOADED.clear()
+
+
+@pytest.mark.usefixtures("fresh")
+def test_the_cached_encoding_counts_as_tiktoken_does(tmp_path: Path) -> None:
+    import tiktoken
+
+    reference = tiktoken.get_encoding("cl100k_base")
+    first = load_encoding("cl100k_base", tmp_path)  # parses the BPE file, keeps the result
+    (kept,) = tmp_path.iterdir()
+    assert kept.name == f"tiktoken-{tiktoken.__version__}-cl100k_base.marshal"
+    assert load_encoding("cl100k_base", tmp_path / "elsewhere") is first  # one per process
+    tokens._LOADED.clear()
+    again = load_encoding("cl100k_base", tmp_path)  # read back from the cache file
+    for text in SAMPLES:
+        expected = reference.encode_ordinary(text)
+        assert first.encode_ordinary(text) == expected
+        assert again.encode_ordinary(text) == expected
+    assert again.n_vocab == reference.n_vocab and again.name == reference.name
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_damaged_cache_file_is_rebuilt_not_trusted(tmp_path: Path) -> None:
+    load_encoding("cl100k_base", tmp_path)
+    tokens._LOADED.clear()
+    (kept,) = tmp_path.iterdir()
+    data = bytearray(kept.read_bytes())
+    data[-100] ^= 0xFF  # one flipped byte in the ranks
+    kept.write_bytes(bytes(data))
+    encoding = load_encoding("cl100k_base", tmp_path)
+    assert encoding.encode_ordinary("Hello there") == [9906, 1070]
+    assert kept.read_bytes() != bytes(data)  # written afresh
+    tokens._LOADED.clear()
+    kept.write_bytes(b"ctxcli-encoding-1\n")  # torn
+    assert load_encoding("cl100k_base", tmp_path).encode_ordinary("Hello") == [9906]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_an_unusable_cache_folder_is_passed_over(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    encoding = load_encoding("cl100k_base", blocked / "cache")
+    assert encoding.encode_ordinary("Hello") == [9906]
+    with pytest.raises(TokenizerError, match="unknown encoding"):
+        TokenCounter("no_such_base", cache_dir=tmp_path)
