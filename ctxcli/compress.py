@@ -625,7 +625,8 @@ class Compressor:
             stats_file = (
                 stack.enter_context(jsonio.AtomicWriter(stats_path)) if stats_path else None
             )
-            sink = jsonio.RecordSink(writer, shape, original)
+            newline, bom = jsonio.line_style(input_path)
+            sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
             sink.close()

@@ -168,26 +168,53 @@ def read_chunk(path: str, start: int, end: int, first_line: int) -> list[Record]
     return chunk_records(data, first_line, file_start=start == 0)
 
 
+def line_style(path: str) -> tuple[bytes, bool]:
+    """How the JSON lines file ``path`` ends its lines (``b"\\r\\n"`` when its first
+    line does, else ``b"\\n"``) and whether it starts with a UTF-8 byte order mark, so
+    that an output can be written in the same style. ``-`` and unreadable paths give
+    ``(b"\\n", False)``."""
+    if path == "-":
+        return b"\n", False
+    try:
+        with open(path, "rb") as stream:
+            first = stream.readline(1 << 20)
+    except OSError:
+        return b"\n", False
+    return (b"\r\n" if first.endswith(b"\r\n") else b"\n"), first.startswith(BOM)
+
+
 class RecordSink:
     """Writes output records in the input's shape to an :class:`AtomicWriter`.
 
-    JSON lines are written as they come. An array is written as ``[`` records
-    ``]``; a one-record file as that record. For those two, when no record changed,
-    ``original`` (the input's bytes) is written instead, so a run that changes nothing
-    gives back the very file.
+    JSON lines are written as they come, each ended by ``newline``, after a byte
+    order mark when ``bom`` (see :func:`line_style`: an unchanged line comes back as
+    the bytes read). An array is written as ``[`` records ``]``; a one-record file as
+    that record. For those two, when no record changed, ``original`` (the input's
+    bytes) is written instead, so a run that changes nothing gives back the very file.
     """
 
-    def __init__(self, writer: AtomicWriter, shape: Shape, original: bytes | None = None):
+    def __init__(
+        self,
+        writer: AtomicWriter,
+        shape: Shape,
+        original: bytes | None = None,
+        *,
+        newline: bytes = b"\n",
+        bom: bool = False,
+    ):
         self.writer = writer
         self.shape = shape
         self.original = original
+        self.newline = newline
         self._held: list[bytes] = []
         self._changed = False
+        if bom and shape == "jsonl":
+            writer.write(BOM)
 
     def write(self, record: bytes, *, changed: bool = True) -> None:
         """Add one output record (its JSON text, no line end)."""
         if self.shape == "jsonl":
-            self.writer.write(record + b"\n")
+            self.writer.write(record + self.newline)
             return
         self._held.append(record)
         self._changed = self._changed or changed

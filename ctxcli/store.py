@@ -181,7 +181,8 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     if output_path == "-" or shape != "jsonl":
         results = iter(list(results))  # check everything before the first byte goes out
     with jsonio.AtomicWriter(output_path) as writer:
-        sink = jsonio.RecordSink(writer, shape, original)
+        newline, bom = jsonio.line_style(input_path)
+        sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
         for out, changed in results:
             if not stats.missing:  # after the first, only name the rest
                 sink.write(out, changed=changed)

@@ -18,9 +18,11 @@ from ctxcli.tokens import TokenCounter
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSON lines file (a byte order mark, which ctxcli keeps from
+    its input, is skipped)."""
     return [
         json.loads(line)
-        for line in Path(path).read_text(encoding="utf-8").splitlines()
+        for line in Path(path).read_text(encoding="utf-8-sig").splitlines()
         if line.strip()
     ]
 

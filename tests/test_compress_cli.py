@@ -136,6 +136,8 @@ def test_bom_crlf_and_blank_lines_are_accepted(tmp_path: Path) -> None:
     assert [r["id"] for r in records] == ["chat-1", "chat-25"]
     stats = json.loads((tmp_path / "win.compressed.stats.json").read_text())
     assert stats["over_budget"] == []
+    output = (tmp_path / "win.compressed.jsonl").read_bytes()
+    assert output.startswith(b"\xef\xbb\xbf") and output.count(b"\r\n") == 2  # kept
 
 
 def test_stdin_to_stdout_carries_only_data() -> None:
@@ -580,3 +582,53 @@ def test_the_parsed_tokenizer_is_kept_in_the_user_cache_unless_no_cache(
     assert [p.suffix for p in (tmp_path / "on/ctxcli").iterdir()] == [".marshal"]
     second = invoke("compress", str(source), "-o", "-", "--max-tokens", "300", "-q")
     assert second.stdout == first.stdout == result.stdout
+
+
+def test_crlf_line_ends_and_a_byte_order_mark_are_kept(tmp_path: Path) -> None:
+    """An unchanged line comes back as the bytes read; changed lines and the restored
+    file keep the input's line ends and byte order mark too."""
+    lines = [json.dumps(chat(2)).encode(), json.dumps(chat(40)).encode()]
+    source = tmp_path / "crlf.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + b"".join(line + b"\r\n" for line in lines))
+    same = tmp_path / "same.jsonl"
+    args = ["--stages", "summary,priority", "--max-tokens", "100000", "-q"]
+    result = invoke("compress", str(source), "-o", str(same), *args)
+    assert result.exit_code == 0, result.output
+    assert same.read_bytes() == source.read_bytes()
+    out = tmp_path / "out.jsonl"
+    args = ["--stages", "placeholder,window", "--keep-last", "10", "-q"]
+    result = invoke("compress", str(source), "-o", str(out), *args)
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and data.count(b"\r\n") == data.count(b"\n") == 2
+    assert data.split(b"\r\n")[0] == source.read_bytes().split(b"\r\n")[0]  # unchanged line
+    tool = {"id": "t1", "messages": [{"role": "user", "content": "ls"}]}
+    tool["messages"] += [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "file.txt\n" * 400},
+        {"role": "assistant", "content": "Done."},
+    ]
+    source.write_bytes(b"\xef\xbb\xbf" + json.dumps(tool).encode() + b"\r\n" + lines[0] + b"\r\n")
+    args = [
+        "--stages",
+        "placeholder",
+        "--placeholder-threshold",
+        "50",
+        "--placeholder-keep-recent",
+        "0",
+    ]
+    result = invoke("compress", str(source), "-o", str(out), *args, "-q")
+    assert result.exit_code == 0, result.output
+    back = tmp_path / "back.jsonl"
+    store = str(out).replace(".jsonl", ".store.jsonl")
+    result = invoke("restore", str(out), "--store", store, "-o", str(back))
+    assert result.exit_code == 0, result.output
+    assert "restored 1 placeholder" in result.output
+    assert read_jsonl(back) == read_jsonl(source)
+    restored = back.read_bytes()
+    assert restored.startswith(b"\xef\xbb\xbf") and restored.count(b"\r\n") == 2
