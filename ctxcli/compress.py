@@ -57,8 +57,8 @@ class Tally:
     from a worker process: the conversation's ``id`` and ``line``, message and token
     counts before and after (tokens as :attr:`Conversation.tokens`), per role
     ``[messages before, tokens before, messages after, tokens after]``, the stages'
-    events, whether it stayed over budget, the originals its placeholders replaced and
-    its warnings."""
+    events, whether it stayed over budget, the originals its placeholders replaced, its
+    warnings and the format rules its input already broke (``input_problems``)."""
 
     id: str | None
     line: int
@@ -70,9 +70,10 @@ class Tally:
     over_budget: bool
     stored: dict[str, Any]
     warnings: tuple[str, ...]
+    input_problems: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, result: Result) -> Tally:
+    def of(cls, result: Result, input_problems: Iterable[str] = ()) -> Tally:
         by_role: dict[str, list[int]] = {}
         for side, conversation in ((0, result.before), (2, result.after)):
             for message in conversation.messages:
@@ -91,6 +92,7 @@ class Tally:
             over_budget=result.over_budget,
             stored=result.stored,
             warnings=tuple(result.warnings),
+            input_problems=tuple(input_problems),
         )
 
 
@@ -114,6 +116,7 @@ class FileStats:
     stage_events: dict[str, Counter[str]] = field(default_factory=dict)
     over_budget: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    input_problems: list[dict[str, Any]] = field(default_factory=list)
     warnings: int = 0
     elapsed_seconds: float = 0.0
     store: str | None = None
@@ -140,6 +143,10 @@ class FileStats:
             self.stage_events.setdefault(stage, Counter()).update(events)
         if tally.over_budget:
             self.over_budget.append({"id": tally.id, "line": tally.line, "tokens": tally.tokens[1]})
+        if tally.input_problems:
+            self.input_problems.append(
+                {"id": tally.id, "line": tally.line, "problems": list(tally.input_problems)}
+            )
 
     @property
     def ratio(self) -> float:
@@ -163,6 +170,7 @@ class FileStats:
             "stage_events": {s: dict(c) for s, c in self.stage_events.items()},
             "over_budget": self.over_budget,
             "errors": self.errors,
+            "input_problems": self.input_problems,
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "store": {"path": self.store, "entries": self.store_entries, "bytes": self.store_bytes},
@@ -385,13 +393,11 @@ class Compressor:
                 self.warn(text)
             stats.add(tally)
             self._stash(tally.stored, store, where(path, item.line, item.index))
-            if tally.over_budget and item.index is not None:
-                entry = stats.over_budget[-1]
-                stats.over_budget[-1] = {
-                    "id": entry["id"],
-                    "record": item.index,
-                    "tokens": entry["tokens"],
-                }
+            if item.index is not None:  # an array's record is named by index, not line
+                if tally.over_budget:
+                    stats.over_budget[-1] = _by_index(stats.over_budget[-1], item.index)
+                if tally.input_problems:
+                    stats.input_problems[-1] = _by_index(stats.input_problems[-1], item.index)
             if tally.over_budget:
                 named = f" {tally.id}" if tally.id is not None else ""
                 self.warn(
@@ -448,12 +454,15 @@ class Compressor:
         try:
             record = item.parse(path)
             module, conversation = self.read(record, path=path, line=item.line or 0)
+            broken = module.problems(record, conversation)
             result = run(conversation, self.settings.stages, self.context)
+            if broken:
+                result.warnings.append(_already_broken(place, conversation, module, broken))
             if not result.changed:
-                return Tally.of(result), None, None
+                return Tally.of(result, broken), None, None
             written = module.write(record, result.after, messages_key=self.settings.messages_key)
-            self._check(module, record, written, result, place)
-            return Tally.of(result), jsonio.dumps(written), None
+            self._check(module, record, written, result, place, broken)
+            return Tally.of(result, broken), jsonio.dumps(written), None
         except InputError as exc:
             return None, None, InputError(path, item.line, exc.reason, record=item.index)
         except InvariantError as exc:
@@ -493,11 +502,14 @@ class Compressor:
         conversation = claude_code.read(
             events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
         )
+        broken = claude_code.problems(events, conversation)
+        if broken:
+            self.warn(_already_broken(path, conversation, claude_code, broken))
         try:
             result = self._run(conversation)
         except InvariantError as exc:
             raise InvariantError(f"{path}: {exc}") from None
-        stats.add(result)
+        stats.add(Tally.of(result, broken))
         self._stash(result.stored, store, path)
         if result.over_budget:
             self.warn(
@@ -508,7 +520,7 @@ class Compressor:
         out = events
         if result.changed:
             out = claude_code.write(events, result.after)
-            self._check(claude_code, events, out, result, path)
+            self._check(claude_code, events, out, result, path, broken)
         position = {id(event): e for e, event in enumerate(events)}
         for event in out:
             at = position.get(id(event))
@@ -531,9 +543,18 @@ class Compressor:
             )
         store.add(stored)
 
-    def _check(self, module: ModuleType, record: Any, out: Any, result: Result, place: str) -> None:
+    def _check(
+        self,
+        module: ModuleType,
+        record: Any,
+        out: Any,
+        result: Result,
+        place: str,
+        known: list[str] | None = None,
+    ) -> None:
         """Raise :class:`InvariantError` when ``out`` breaks a rule of its format that
-        the input ``record`` kept (compared by reason, since positions move)."""
+        the input ``record`` kept (compared by reason, since positions move); ``known``:
+        the input's problems, when already found."""
         if module is openai_format and openai_format.writes_as_read(result.after):
             # The OpenAI writer puts the neutral messages in as they are: reading them
             # back would give ``result.after`` again, numbered by output position.
@@ -552,10 +573,12 @@ class Compressor:
         found = []
         broken = module.problems(out, written)
         if broken:  # only then is it worth knowing what the input already broke
-            known = Counter(_reason(p) for p in module.problems(record, result.before))
+            if known is None:
+                known = module.problems(record, result.before)
+            kept = Counter(_reason(p) for p in known)
             for problem in broken:
-                if known[_reason(problem)]:
-                    known[_reason(problem)] -= 1
+                if kept[_reason(problem)]:
+                    kept[_reason(problem)] -= 1
                 else:
                     found.append(problem)
         if module is anthropic:
@@ -728,6 +751,23 @@ def _peek(item: jsonio.Record, path: str) -> Any:
         return item.parse(path)
     except InputError:
         return None
+
+
+def _already_broken(
+    place: str, conversation: Conversation, module: ModuleType, problems: list[str]
+) -> str:
+    shown = "; ".join(problems[:3]) + (
+        f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+    )
+    return (
+        f"{place}: conversation {conversation.label} already breaks the {module.NAME} rules "
+        f"in the input ({shown}); compressed as it is, not repaired"
+    )
+
+
+def _by_index(entry: dict[str, Any], index: int) -> dict[str, Any]:
+    """A stats entry of an array's record: named by ``record`` index, not ``line``."""
+    return {"record" if k == "line" else k: index if k == "line" else v for k, v in entry.items()}
 
 
 def _place(item: jsonio.Record) -> dict[str, int]:

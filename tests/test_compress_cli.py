@@ -632,3 +632,24 @@ def test_crlf_line_ends_and_a_byte_order_mark_are_kept(tmp_path: Path) -> None:
     assert read_jsonl(back) == read_jsonl(source)
     restored = back.read_bytes()
     assert restored.startswith(b"\xef\xbb\xbf") and restored.count(b"\r\n") == 2
+
+
+def test_an_input_that_already_breaks_its_format_is_reported(tmp_path: Path) -> None:
+    """ctxcli does not repair inputs, but never passes a broken one on in silence."""
+    orphan = {"role": "tool", "tool_call_id": "zz", "content": "orphan"}
+    broken = {"id": "b", "messages": [{"role": "user", "content": "hi"}, orphan]}
+    records = [chat(1), broken, {**chat(30), "id": "b2"}]
+    records[2]["messages"].insert(2, orphan)
+    source = write_jsonl(tmp_path / "in.jsonl", records)
+    result = invoke("compress", str(source), "--stages", "window", "--keep-last", "4")
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if "already breaks" in line]
+    assert len(warned) == 2 and warned[0].startswith(f"warning: {source}:2: conversation b ")
+    assert "tool result 'zz' without its call" in warned[0]
+    stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
+    assert [(p["id"], p["line"]) for p in stats["input_problems"]] == [("b", 2), ("b2", 3)]
+    source.with_suffix(".json").write_text(json.dumps(records))
+    result = invoke("compress", str(source.with_suffix(".json")), "--stages", "window", "-q")
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
+    assert [(p["id"], p["record"]) for p in stats["input_problems"]] == [("b", 1), ("b2", 2)]
