@@ -2,32 +2,39 @@
 
 Builds large JSONL inputs by repeating tau-bench's 200 airline runs (from
 ``../shared/data``, or ``--source``) to ``--size-mb`` (and, with ``--large-mb``, a
-second, larger one for the memory check), then measures each variant in a fresh
-process, so its peak RSS is its own:
+second, larger one for the memory check), byte-compiles the ``ctxcli`` package the
+runs import (as ``pip install .`` leaves it), then runs each variant ``--repeat``
+times, each time in a fresh process, so its peak RSS is its own:
 
 - ``tiktoken floor``: encoding every message's text once with ``encode_ordinary``, the
   work no exact counter can avoid;
 - ``ctxcli --jobs N``: ``ctxcli compress`` in-process, for each N in ``--jobs``;
-- ``trim_messages``: LangChain's ``trim_messages`` (if ``langchain-core`` is installed)
-  on the same conversations and budget, with an exact tiktoken counter by the same
-  cookbook rule (``strategy="last"``, ``include_system=True``, ``start_on="human"``),
-  converting each record's messages with ``convert_to_messages`` as a user must.
+- ``trim_messages (exact counter)``: LangChain's ``trim_messages`` (if ``langchain-core``
+  is installed) on the same conversations and budget, with an exact tiktoken counter by
+  the same cookbook rule (``strategy="last"``, ``include_system=True``,
+  ``start_on="human"``), converting each record's messages with ``convert_to_messages``
+  as a user must;
+- with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
 
-It prints one table (seconds, MB/s, conversations/s, peak RSS in MiB, time over the
-floor) and the ratios the throughput goals are stated in; ``--markdown`` prints the
-table as Markdown for ``benchmarks/RESULTS.md``. Usage::
+It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
+MiB of the process and its workers, time per MB over the floor's) and the ratios the
+goals of issue 7 are stated in; ``--markdown`` prints the table as Markdown for
+``benchmarks/RESULTS.md``. Usage::
 
     TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/bench_compress.py \\
-        --size-mb 100 --large-mb 1000 --jobs 1,2
+        --size-mb 100 --large-mb 1000 --jobs 1,2 --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -36,6 +43,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parents[1] / "shared/data/tau-bench/gpt-4o-airline.json"
+FLOOR = "tiktoken floor"
+TRIM = "trim_messages (exact counter)"
+LARGE = "ctxcli --jobs 1 (large input)"
 
 
 def build_input(source: Path, size_mb: float, target: Path) -> tuple[int, int]:
@@ -134,17 +144,37 @@ def child(kind: str, path: str, rest: list[str]) -> None:
     seconds = time.perf_counter() - started
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"seconds": seconds, "rss_mib": own / 1024, "worker_rss_mib": workers / 1024}))
+    print(json.dumps({"seconds": seconds, "rss_mib": max(own, workers) / 1024}))
 
 
-def measure(kind: str, path: Path, rest: list[str]) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(path), *rest],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+def measure(name: str, kind: str, path: Path, rest: list[str], repeat: int) -> dict[str, float]:
+    """Run one variant ``repeat`` times, each in a fresh process; return its median
+    seconds and largest peak RSS (MiB). A child's stderr is shown once."""
+    seconds, rss = [], []
+    for i in range(repeat):
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", kind, str(path), *rest],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        if i == 0 and out.stderr.strip():
+            print(f"{name}, stderr:\n{out.stderr.rstrip()}", file=sys.stderr)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        seconds.append(result["seconds"])
+        rss.append(result["rss_mib"])
+    print(f"{name}: {' '.join(f'{s:.2f}' for s in seconds)} s", file=sys.stderr)
+    return {"seconds": statistics.median(seconds), "rss_mib": max(rss)}
+
+
+def compile_ctxcli() -> None:
+    """Byte-compile the ctxcli package the children import, as an install leaves it,
+    so no run spends its start compiling sources (PYTHONDONTWRITEBYTECODE may be set)."""
+    spec = importlib.util.find_spec("ctxcli")
+    if spec is None or spec.origin is None:
+        raise SystemExit("ctxcli is not importable: install it (pip install -e .)")
+    if not compileall.compile_dir(Path(spec.origin).parent, quiet=1):
+        raise SystemExit(f"ctxcli at {Path(spec.origin).parent} does not compile")
 
 
 def main() -> None:
@@ -156,6 +186,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=float, default=100)
     parser.add_argument("--large-mb", type=float, default=0, help="also run --jobs 1 here")
     parser.add_argument("--jobs", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
     parser.add_argument("--workdir", type=Path, default=HERE / "data")
     parser.add_argument("--max-tokens", type=int, default=2000)
     parser.add_argument("--stages", default="summary,priority")
@@ -163,48 +194,51 @@ def main() -> None:
     parser.add_argument("--no-langchain", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     options = parser.parse_args()
+    if options.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     options.workdir.mkdir(parents=True, exist_ok=True)
+    compile_ctxcli()
 
     def make(size: float) -> tuple[Path, int, int]:
         path = options.workdir / f"airline-{size:g}mb.jsonl"
         return (path, *build_input(options.source, size, path))
 
-    path, conversations, size = make(options.size_mb)
+    rows: list[tuple[str, int, int, dict[str, float]]] = []
+
+    def add(name: str, kind: str, made: tuple[Path, int, int], rest: list[str]) -> None:
+        path, conversations, size = made
+        rows.append((name, conversations, size, measure(name, kind, path, rest, options.repeat)))
+
+    small = make(options.size_mb)
     base = ["--stages", options.stages, "--max-tokens", str(options.max_tokens)]
     base += ["--encoding", options.encoding]
-    rows: list[tuple[str, Path, int, int, dict[str, float]]] = []
-    rows.append(
-        ("tiktoken floor", path, conversations, size, measure("tiktoken", path, [options.encoding]))
-    )
+    add(FLOOR, "tiktoken", small, [options.encoding])
     for jobs in options.jobs.split(","):
-        args = [*base, "--jobs", jobs]
-        rows.append(
-            (f"ctxcli --jobs {jobs}", path, conversations, size, measure("compress", path, args))
-        )
+        add(f"ctxcli --jobs {jobs}", "compress", small, [*base, "--jobs", jobs])
     if not options.no_langchain:
-        try:
-            import langchain_core  # noqa: F401
-
-            result = measure("langchain", path, [options.encoding, str(options.max_tokens)])
-            rows.append(("trim_messages (exact counter)", path, conversations, size, result))
-        except ImportError:
-            print("langchain-core is not installed: trim_messages skipped", file=sys.stderr)
+        if importlib.util.find_spec("langchain_core"):
+            add(TRIM, "langchain", small, [options.encoding, str(options.max_tokens)])
+        else:
+            print(f"langchain-core is not installed: {TRIM} skipped", file=sys.stderr)
     if options.large_mb:
-        large, large_n, large_size = make(options.large_mb)
-        result = measure("compress", large, [*base, "--jobs", "1"])
-        rows.append(("ctxcli --jobs 1 (large input)", large, large_n, large_size, result))
+        add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     report(rows, options, base)
 
 
 def report(
-    rows: list[tuple[str, Path, int, int, dict[str, float]]], options: Any, args: list[str]
+    rows: list[tuple[str, int, int, dict[str, float]]], options: Any, args: list[str]
 ) -> None:
-    floor_s = rows[0][4]["seconds"]
-    head = ("what", "input", "s", "MB/s", "conv/s", "peak RSS MiB", "x floor")
-    table = []
-    for name, _, n, size, r in rows:
+    by = {name: (size, r) for name, _, size, r in rows}
+
+    def per_mb(name: str) -> float:
+        size, r = by[name]
+        return r["seconds"] / size
+
+    median = f"s (median of {options.repeat})"
+    head = ("what", "input", median, "MB/s", "conv/s", "peak RSS MiB", "x floor")
+    table: list[tuple[str, ...]] = []
+    for name, n, size, r in rows:
         s = r["seconds"]
-        rss = max(r["rss_mib"], r.get("worker_rss_mib", 0))
         table.append(
             (
                 name,
@@ -212,13 +246,14 @@ def report(
                 f"{s:.2f}",
                 f"{size / 1e6 / s:.1f}",
                 f"{n / s:.0f}",
-                f"{rss:.0f}",
-                f"{s / floor_s:.2f}",
+                f"{r['rss_mib']:.0f}",
+                f"{per_mb(name) / per_mb(FLOOR):.2f}",
             )
         )
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"compress {' '.join(args)}; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+        f"compress {' '.join(args)}; {time.strftime('%Y-%m-%d %H:%M %Z')}; "
+        f"seconds are medians of {options.repeat} runs, each in a fresh process"
     )
     if options.markdown:
         print("| " + " | ".join(head) + " |")
@@ -228,19 +263,24 @@ def report(
     else:
         widths = [max(len(str(x[i])) for x in [head, *table]) for i in range(len(head))]
         for row in [head, *table]:
-            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    by = {name: r for name, _, _, _, r in rows}
-    one, two = by.get("ctxcli --jobs 1"), by.get("ctxcli --jobs 2")
-    if one:
-        print(f"jobs 1 / floor: {one['seconds'] / floor_s:.2f} (goal <= 1.5)")
-    if one and two:
-        print(f"jobs 1 / jobs 2: {one['seconds'] / two['seconds']:.2f} (goal >= 1.7)")
-    lc = by.get("trim_messages (exact counter)")
-    if one and lc:
-        print(f"trim_messages / jobs 1: {lc['seconds'] / one['seconds']:.2f} (goal >= 5)")
-    large = by.get("ctxcli --jobs 1 (large input)")
-    if one and large:
-        print(f"peak RSS large / small: {large['rss_mib'] / one['rss_mib']:.2f} (goal <= 1.2)")
+            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
+    def ratio(label: str, top: str, bottom: str, goal: str = "", key: str = "seconds") -> None:
+        if top not in by or bottom not in by:
+            return
+        value = by[top][1][key] / by[bottom][1][key]
+        if goal:
+            sign, bound = goal.split()
+            held = value <= float(bound) if sign == "<=" else value >= float(bound)
+            goal = f" (goal {goal}: {'met' if held else 'missed'})"
+        print(f"{label}: {value:.2f}{goal}")
+
+    one, two = "ctxcli --jobs 1", "ctxcli --jobs 2"
+    ratio("jobs 1 / floor", one, FLOOR, "<= 1.5")
+    ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
+    ratio(f"{TRIM} / jobs 1", TRIM, one, ">= 5")
+    ratio(f"{TRIM} / jobs 2", TRIM, two, ">= 5")
+    ratio("peak RSS large / small", LARGE, one, "<= 1.2", key="rss_mib")
 
 
 if __name__ == "__main__":
