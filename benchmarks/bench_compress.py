@@ -8,12 +8,21 @@ times, each time in a fresh process, so its peak RSS is its own:
 
 - ``tiktoken floor``: encoding every message's text once with ``encode_ordinary``, the
   work no exact counter can avoid;
-- ``ctxcli --jobs N``: ``ctxcli compress`` in-process, for each N in ``--jobs``;
-- ``trim_messages (exact counter)``: LangChain's ``trim_messages`` (if ``langchain-core``
-  is installed) on the same conversations and budget, with an exact tiktoken counter by
-  the same cookbook rule (``strategy="last"``, ``include_system=True``,
-  ``start_on="human"``), converting each record's messages with ``convert_to_messages``
-  as a user must;
+- ``ctxcli --jobs N``: ``ctxcli compress --stages summary,priority`` (``--stages``)
+  in-process, for each N in ``--jobs``;
+- ``ctxcli --stages window --jobs 1``: the like-for-like operation to
+  ``trim_messages``: keep the last messages that fit the budget (``--keep-last`` set
+  out of reach, so only the budget limits);
+- ``trim_messages (ChatOpenAI counter)``: LangChain's ``trim_messages`` (if
+  ``langchain-core`` and ``langchain-openai`` are installed) on the same conversations
+  and budget, with the exact counter LangChain documents for it,
+  ``token_counter=ChatOpenAI(model="gpt-4o")`` (``gpt-4`` for ``cl100k_base``), whose
+  ``get_num_tokens_from_messages`` follows the OpenAI cookbook rule and counts tool
+  calls; it counts locally and never sends a request (its ``base_url`` is a closed
+  loopback port); ``strategy="last"``, ``include_system=True``, ``start_on="human"``;
+  each record's messages go through ``convert_to_messages``, as a user's must;
+- ``trim_messages (hand-written counter)``: the same with a plain tiktoken function
+  by the same cookbook rule (if ``langchain-core`` is installed);
 - with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
 
 It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
@@ -38,13 +47,21 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parents[1] / "shared/data/tau-bench/gpt-4o-airline.json"
+# A model tiktoken maps to each encoding, so ChatOpenAI counts with the same one.
+CHAT_MODELS = {"o200k_base": "gpt-4o", "cl100k_base": "gpt-4"}
 FLOOR = "tiktoken floor"
-TRIM = "trim_messages (exact counter)"
+WINDOW = "ctxcli --stages window --jobs 1"
+TRIM_CHAT = "trim_messages (ChatOpenAI counter)"
+TRIM_HAND = "trim_messages (hand-written counter)"
 LARGE = "ctxcli --jobs 1 (large input)"
 
 
@@ -100,11 +117,10 @@ def compress(path: str, args: list[str]) -> None:
         raise SystemExit(result.output)
 
 
-def langchain(path: str, encoding: str, max_tokens: int) -> None:
-    """LangChain's trim_messages with an exact tiktoken counter (cookbook rule)."""
-    import orjson
+def hand_counter(encoding: str) -> Callable[[list[BaseMessage]], int]:
+    """A plain tiktoken counter by the OpenAI cookbook rule: 3 tokens a message, its
+    type and text, 3 a tool call with its name and JSON arguments, 3 for the reply."""
     import tiktoken
-    from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
 
     encode = tiktoken.get_encoding(encoding).encode_ordinary
 
@@ -120,13 +136,32 @@ def langchain(path: str, encoding: str, max_tokens: int) -> None:
                 total += 3 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
         return total
 
+    return count
+
+
+def chat_counter(encoding: str) -> Any:
+    """The counter LangChain documents for trim_messages: a ChatOpenAI model, whose
+    get_num_tokens_from_messages counts locally (no request is made)."""
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    return ChatOpenAI(
+        model=CHAT_MODELS[encoding], api_key=SecretStr("unused"), base_url="http://127.0.0.1:9"
+    )
+
+
+def langchain(path: str, counter: Any, max_tokens: int) -> None:
+    """LangChain's trim_messages on every record, keeping the last messages."""
+    import orjson
+    from langchain_core.messages import convert_to_messages, trim_messages
+
     with open(path, "rb") as f:
         for line in f:
             messages = convert_to_messages(orjson.loads(line)["messages"])
             trim_messages(
                 messages,
                 max_tokens=max_tokens,
-                token_counter=count,
+                token_counter=counter,
                 strategy="last",
                 include_system=True,
                 start_on="human",
@@ -137,8 +172,10 @@ def child(kind: str, path: str, rest: list[str]) -> None:
     started = time.perf_counter()
     if kind == "tiktoken":
         floor(path, rest[0])
-    elif kind == "langchain":
-        langchain(path, rest[0], int(rest[1]))
+    elif kind == "trim-chat":
+        langchain(path, chat_counter(rest[0]), int(rest[1]))
+    elif kind == "trim-hand":
+        langchain(path, hand_counter(rest[0]), int(rest[1]))
     else:
         compress(path, rest)
     seconds = time.perf_counter() - started
@@ -210,16 +247,31 @@ def main() -> None:
         rows.append((name, conversations, size, measure(name, kind, path, rest, options.repeat)))
 
     small = make(options.size_mb)
-    base = ["--stages", options.stages, "--max-tokens", str(options.max_tokens)]
-    base += ["--encoding", options.encoding]
+    budget = ["--max-tokens", str(options.max_tokens), "--encoding", options.encoding]
+    base = ["--stages", options.stages, *budget]
     add(FLOOR, "tiktoken", small, [options.encoding])
     for jobs in options.jobs.split(","):
         add(f"ctxcli --jobs {jobs}", "compress", small, [*base, "--jobs", jobs])
+    window = ["--stages", "window", "--keep-last", "1000000", *budget, "--jobs", "1"]
+    add(WINDOW, "compress", small, window)
     if not options.no_langchain:
-        if importlib.util.find_spec("langchain_core"):
-            add(TRIM, "langchain", small, [options.encoding, str(options.max_tokens)])
+        trim = [options.encoding, str(options.max_tokens)]
+        missing = [
+            p for p in ("langchain_core", "langchain_openai") if not importlib.util.find_spec(p)
+        ]
+        if missing:
+            names = " and ".join(p.replace("_", "-") for p in missing)
+            print(f"{names} not installed: {TRIM_CHAT} skipped", file=sys.stderr)
+        elif options.encoding not in CHAT_MODELS:
+            print(
+                f"no ChatOpenAI model for {options.encoding}: {TRIM_CHAT} skipped", file=sys.stderr
+            )
         else:
-            print(f"langchain-core is not installed: {TRIM} skipped", file=sys.stderr)
+            add(TRIM_CHAT, "trim-chat", small, trim)
+        if "langchain_core" in missing:
+            print(f"langchain-core not installed: {TRIM_HAND} skipped", file=sys.stderr)
+        else:
+            add(TRIM_HAND, "trim-hand", small, trim)
     if options.large_mb:
         add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     report(rows, options, base)
@@ -278,8 +330,10 @@ def report(
     one, two = "ctxcli --jobs 1", "ctxcli --jobs 2"
     ratio("jobs 1 / floor", one, FLOOR, "<= 1.5")
     ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
-    ratio(f"{TRIM} / jobs 1", TRIM, one, ">= 5")
-    ratio(f"{TRIM} / jobs 2", TRIM, two, ">= 5")
+    for trim in (TRIM_CHAT, TRIM_HAND):
+        ratio(f"{trim} / jobs 1", trim, one, ">= 5")
+        ratio(f"{trim} / jobs 2", trim, two, ">= 5")
+    ratio(f"{TRIM_CHAT} / window (like for like)", TRIM_CHAT, WINDOW)
     ratio("peak RSS large / small", LARGE, one, "<= 1.2", key="rss_mib")
 
 
