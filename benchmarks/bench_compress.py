@@ -23,12 +23,16 @@ times, each time in a fresh process, so its peak RSS is its own:
   each record's messages go through ``convert_to_messages``, as a user's must;
 - ``trim_messages (hand-written counter)``: the same with a plain tiktoken function
   by the same cookbook rule (if ``langchain-core`` is installed);
+- with ``--distinct``, the floor and ``ctxcli --jobs N`` again on a second input of
+  the same size whose copies differ (every string ``content`` of a user, assistant or
+  tool message ends in `` [copy K]``), so a per-process memo has little to reuse; only
+  system prompts and tool call arguments repeat;
 - with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
 
 It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
-MiB of the process and its workers, time per MB over the floor's) and the ratios the
-goals of issue 7 are stated in; ``--markdown`` prints the table as Markdown for
-``benchmarks/RESULTS.md``. Usage::
+MiB of the process and its workers, time per MB over the floor's on the same kind of
+input) and the ratios the goals of issue 7 are stated in; ``--markdown`` prints the
+table as Markdown for ``benchmarks/RESULTS.md``. Usage::
 
     TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/bench_compress.py \\
         --size-mb 100 --large-mb 1000 --jobs 1,2 --repeat 3
@@ -62,30 +66,48 @@ FLOOR = "tiktoken floor"
 WINDOW = "ctxcli --stages window --jobs 1"
 TRIM_CHAT = "trim_messages (ChatOpenAI counter)"
 TRIM_HAND = "trim_messages (hand-written counter)"
+DISTINCT = " (distinct copies)"
 LARGE = "ctxcli --jobs 1 (large input)"
 
 
-def build_input(source: Path, size_mb: float, target: Path) -> tuple[int, int]:
+def build_input(
+    source: Path, size_mb: float, target: Path, *, distinct: bool = False
+) -> tuple[int, int]:
     """Write ``target`` by repeating the runs in ``source`` until ``size_mb`` MB;
-    return (conversations, bytes). Reuses a file of the right size."""
+    return (conversations, bytes). With ``distinct``, copy K of a run has `` [copy K]``
+    after every string content of its user, assistant and tool messages (and ``-cK``
+    after its id). Reuses a file of the right size."""
     want = int(size_mb * 1_000_000)
     if target.is_file() and abs(target.stat().st_size - want) < 2_000_000:
         with target.open("rb") as f:
             return sum(1 for _ in f), target.stat().st_size
+
+    def encode(run: dict[str, Any], copy: int | None) -> bytes:
+        name, messages = f"{run['task_id']}-{run['trial']}", run["traj"]
+        if copy is not None:
+            name += f"-c{copy}"
+            messages = [
+                {**m, "content": f"{m['content']} [copy {copy}]"}
+                if m["role"] in ("user", "assistant", "tool") and isinstance(m.get("content"), str)
+                else m
+                for m in messages
+            ]
+        return (json.dumps({"id": name, "messages": messages}) + "\n").encode()
+
     runs = json.loads(source.read_text())
-    lines = [
-        (json.dumps({"id": f"{r['task_id']}-{r['trial']}", "messages": r["traj"]}) + "\n").encode()
-        for r in runs
-    ]
-    count = written = 0
+    lines = [encode(run, None) for run in runs]
+    count = written = copy = 0
     with target.open("wb") as out:
         while written < want:
+            if distinct:
+                lines = [encode(run, copy) for run in runs]
             for line in lines:
                 out.write(line)
                 written += len(line)
                 count += 1
                 if written >= want:
                     break
+            copy += 1
     return count, written
 
 
@@ -224,6 +246,9 @@ def main() -> None:
     parser.add_argument("--large-mb", type=float, default=0, help="also run --jobs 1 here")
     parser.add_argument("--jobs", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument(
+        "--distinct", action="store_true", help="also run on copies that differ in text"
+    )
     parser.add_argument("--workdir", type=Path, default=HERE / "data")
     parser.add_argument("--max-tokens", type=int, default=2000)
     parser.add_argument("--stages", default="summary,priority")
@@ -236,9 +261,9 @@ def main() -> None:
     options.workdir.mkdir(parents=True, exist_ok=True)
     compile_ctxcli()
 
-    def make(size: float) -> tuple[Path, int, int]:
-        path = options.workdir / f"airline-{size:g}mb.jsonl"
-        return (path, *build_input(options.source, size, path))
+    def make(size: float, kind: str = "") -> tuple[Path, int, int]:
+        path = options.workdir / f"airline{kind}-{size:g}mb.jsonl"
+        return (path, *build_input(options.source, size, path, distinct=bool(kind)))
 
     rows: list[tuple[str, int, int, dict[str, float]]] = []
 
@@ -272,6 +297,11 @@ def main() -> None:
             print(f"langchain-core not installed: {TRIM_HAND} skipped", file=sys.stderr)
         else:
             add(TRIM_HAND, "trim-hand", small, trim)
+    if options.distinct:
+        other = make(options.size_mb, "-distinct")
+        add(FLOOR + DISTINCT, "tiktoken", other, [options.encoding])
+        for jobs in options.jobs.split(","):
+            add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
     if options.large_mb:
         add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     report(rows, options, base)
@@ -291,6 +321,7 @@ def report(
     table: list[tuple[str, ...]] = []
     for name, n, size, r in rows:
         s = r["seconds"]
+        base_floor = FLOOR + DISTINCT if name.endswith(DISTINCT) else FLOOR
         table.append(
             (
                 name,
@@ -299,7 +330,7 @@ def report(
                 f"{size / 1e6 / s:.1f}",
                 f"{n / s:.0f}",
                 f"{r['rss_mib']:.0f}",
-                f"{per_mb(name) / per_mb(FLOOR):.2f}",
+                f"{per_mb(name) / per_mb(base_floor):.2f}",
             )
         )
     print(
@@ -330,6 +361,8 @@ def report(
     one, two = "ctxcli --jobs 1", "ctxcli --jobs 2"
     ratio("jobs 1 / floor", one, FLOOR, "<= 1.5")
     ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
+    ratio("jobs 1 / floor (distinct copies)", one + DISTINCT, FLOOR + DISTINCT, "<= 1.5")
+    ratio("jobs 1 / jobs 2 (distinct copies)", one + DISTINCT, two + DISTINCT, ">= 1.7")
     for trim in (TRIM_CHAT, TRIM_HAND):
         ratio(f"{trim} / jobs 1", trim, one, ">= 5")
         ratio(f"{trim} / jobs 2", trim, two, ">= 5")
