@@ -2,63 +2,112 @@
 
 Builds large JSONL inputs by repeating tau-bench's 200 airline runs (from
 ``../shared/data``, or ``--source``) to ``--size-mb`` (and, with ``--large-mb``, a
-second, larger one for the memory check), then measures each variant in a fresh
-process, so its peak RSS is its own:
+second, larger one for the memory check), byte-compiles the ``ctxcli`` package the
+runs import (as ``pip install .`` leaves it), then runs each variant ``--repeat``
+times, each time in a fresh process, so its peak RSS is its own:
 
 - ``tiktoken floor``: encoding every message's text once with ``encode_ordinary``, the
   work no exact counter can avoid;
-- ``ctxcli --jobs N``: ``ctxcli compress`` in-process, for each N in ``--jobs``;
-- ``trim_messages``: LangChain's ``trim_messages`` (if ``langchain-core`` is installed)
-  on the same conversations and budget, with an exact tiktoken counter by the same
-  cookbook rule (``strategy="last"``, ``include_system=True``, ``start_on="human"``),
-  converting each record's messages with ``convert_to_messages`` as a user must.
+- ``ctxcli --jobs N``: ``ctxcli compress --stages summary,priority`` (``--stages``)
+  in-process, for each N in ``--jobs``;
+- ``ctxcli --stages window --jobs 1``: the like-for-like operation to
+  ``trim_messages``: keep the last messages that fit the budget (``--keep-last`` set
+  out of reach, so only the budget limits);
+- ``trim_messages (ChatOpenAI counter)``: LangChain's ``trim_messages`` (if
+  ``langchain-core`` and ``langchain-openai`` are installed) on the same conversations
+  and budget, with the exact counter LangChain documents for it,
+  ``token_counter=ChatOpenAI(model="gpt-4o")`` (``gpt-4`` for ``cl100k_base``), whose
+  ``get_num_tokens_from_messages`` follows the OpenAI cookbook rule and counts tool
+  calls; it counts locally and never sends a request (its ``base_url`` is a closed
+  loopback port); ``strategy="last"``, ``include_system=True``, ``start_on="human"``;
+  each record's messages go through ``convert_to_messages``, as a user's must;
+- ``trim_messages (hand-written counter)``: the same with a plain tiktoken function
+  by the same cookbook rule (if ``langchain-core`` is installed);
+- with ``--distinct``, the floor and ``ctxcli --jobs N`` again on a second input of
+  the same size whose copies differ (every string ``content`` of a user, assistant or
+  tool message ends in `` [copy K]``), so a per-process memo has little to reuse; only
+  system prompts and tool call arguments repeat;
+- with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
 
-It prints one table (seconds, MB/s, conversations/s, peak RSS in MiB, time over the
-floor) and the ratios the throughput goals are stated in; ``--markdown`` prints the
+It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
+MiB of the process and its workers, time per MB over the floor's on the same kind of
+input) and the ratios the goals of issue 7 are stated in; ``--markdown`` prints the
 table as Markdown for ``benchmarks/RESULTS.md``. Usage::
 
     TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/bench_compress.py \\
-        --size-mb 100 --large-mb 1000 --jobs 1,2
+        --size-mb 100 --large-mb 1000 --jobs 1,2 --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parents[1] / "shared/data/tau-bench/gpt-4o-airline.json"
+# A model tiktoken maps to each encoding, so ChatOpenAI counts with the same one.
+CHAT_MODELS = {"o200k_base": "gpt-4o", "cl100k_base": "gpt-4"}
+FLOOR = "tiktoken floor"
+WINDOW = "ctxcli --stages window --jobs 1"
+TRIM_CHAT = "trim_messages (ChatOpenAI counter)"
+TRIM_HAND = "trim_messages (hand-written counter)"
+DISTINCT = " (distinct copies)"
+LARGE = "ctxcli --jobs 1 (large input)"
 
 
-def build_input(source: Path, size_mb: float, target: Path) -> tuple[int, int]:
+def build_input(
+    source: Path, size_mb: float, target: Path, *, distinct: bool = False
+) -> tuple[int, int]:
     """Write ``target`` by repeating the runs in ``source`` until ``size_mb`` MB;
-    return (conversations, bytes). Reuses a file of the right size."""
+    return (conversations, bytes). With ``distinct``, copy K of a run has `` [copy K]``
+    after every string content of its user, assistant and tool messages (and ``-cK``
+    after its id). Reuses a file of the right size."""
     want = int(size_mb * 1_000_000)
     if target.is_file() and abs(target.stat().st_size - want) < 2_000_000:
         with target.open("rb") as f:
             return sum(1 for _ in f), target.stat().st_size
+
+    def encode(run: dict[str, Any], copy: int | None) -> bytes:
+        name, messages = f"{run['task_id']}-{run['trial']}", run["traj"]
+        if copy is not None:
+            name += f"-c{copy}"
+            messages = [
+                {**m, "content": f"{m['content']} [copy {copy}]"}
+                if m["role"] in ("user", "assistant", "tool") and isinstance(m.get("content"), str)
+                else m
+                for m in messages
+            ]
+        return (json.dumps({"id": name, "messages": messages}) + "\n").encode()
+
     runs = json.loads(source.read_text())
-    lines = [
-        (json.dumps({"id": f"{r['task_id']}-{r['trial']}", "messages": r["traj"]}) + "\n").encode()
-        for r in runs
-    ]
-    count = written = 0
+    lines = [encode(run, None) for run in runs]
+    count = written = copy = 0
     with target.open("wb") as out:
         while written < want:
+            if distinct:
+                lines = [encode(run, copy) for run in runs]
             for line in lines:
                 out.write(line)
                 written += len(line)
                 count += 1
                 if written >= want:
                     break
+            copy += 1
     return count, written
 
 
@@ -90,11 +139,10 @@ def compress(path: str, args: list[str]) -> None:
         raise SystemExit(result.output)
 
 
-def langchain(path: str, encoding: str, max_tokens: int) -> None:
-    """LangChain's trim_messages with an exact tiktoken counter (cookbook rule)."""
-    import orjson
+def hand_counter(encoding: str) -> Callable[[list[BaseMessage]], int]:
+    """A plain tiktoken counter by the OpenAI cookbook rule: 3 tokens a message, its
+    type and text, 3 a tool call with its name and JSON arguments, 3 for the reply."""
     import tiktoken
-    from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
 
     encode = tiktoken.get_encoding(encoding).encode_ordinary
 
@@ -110,13 +158,32 @@ def langchain(path: str, encoding: str, max_tokens: int) -> None:
                 total += 3 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
         return total
 
+    return count
+
+
+def chat_counter(encoding: str) -> Any:
+    """The counter LangChain documents for trim_messages: a ChatOpenAI model, whose
+    get_num_tokens_from_messages counts locally (no request is made)."""
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    return ChatOpenAI(
+        model=CHAT_MODELS[encoding], api_key=SecretStr("unused"), base_url="http://127.0.0.1:9"
+    )
+
+
+def langchain(path: str, counter: Any, max_tokens: int) -> None:
+    """LangChain's trim_messages on every record, keeping the last messages."""
+    import orjson
+    from langchain_core.messages import convert_to_messages, trim_messages
+
     with open(path, "rb") as f:
         for line in f:
             messages = convert_to_messages(orjson.loads(line)["messages"])
             trim_messages(
                 messages,
                 max_tokens=max_tokens,
-                token_counter=count,
+                token_counter=counter,
                 strategy="last",
                 include_system=True,
                 start_on="human",
@@ -127,24 +194,46 @@ def child(kind: str, path: str, rest: list[str]) -> None:
     started = time.perf_counter()
     if kind == "tiktoken":
         floor(path, rest[0])
-    elif kind == "langchain":
-        langchain(path, rest[0], int(rest[1]))
+    elif kind == "trim-chat":
+        langchain(path, chat_counter(rest[0]), int(rest[1]))
+    elif kind == "trim-hand":
+        langchain(path, hand_counter(rest[0]), int(rest[1]))
     else:
         compress(path, rest)
     seconds = time.perf_counter() - started
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"seconds": seconds, "rss_mib": own / 1024, "worker_rss_mib": workers / 1024}))
+    print(json.dumps({"seconds": seconds, "rss_mib": max(own, workers) / 1024}))
 
 
-def measure(kind: str, path: Path, rest: list[str]) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(path), *rest],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+def measure(name: str, kind: str, path: Path, rest: list[str], repeat: int) -> dict[str, float]:
+    """Run one variant ``repeat`` times, each in a fresh process; return its median
+    seconds and largest peak RSS (MiB). A child's stderr is shown once."""
+    seconds, rss = [], []
+    for i in range(repeat):
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", kind, str(path), *rest],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        if i == 0 and out.stderr.strip():
+            print(f"{name}, stderr:\n{out.stderr.rstrip()}", file=sys.stderr)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        seconds.append(result["seconds"])
+        rss.append(result["rss_mib"])
+    print(f"{name}: {' '.join(f'{s:.2f}' for s in seconds)} s", file=sys.stderr)
+    return {"seconds": statistics.median(seconds), "rss_mib": max(rss)}
+
+
+def compile_ctxcli() -> None:
+    """Byte-compile the ctxcli package the children import, as an install leaves it,
+    so no run spends its start compiling sources (PYTHONDONTWRITEBYTECODE may be set)."""
+    spec = importlib.util.find_spec("ctxcli")
+    if spec is None or spec.origin is None:
+        raise SystemExit("ctxcli is not importable: install it (pip install -e .)")
+    if not compileall.compile_dir(Path(spec.origin).parent, quiet=1):
+        raise SystemExit(f"ctxcli at {Path(spec.origin).parent} does not compile")
 
 
 def main() -> None:
@@ -156,6 +245,10 @@ def main() -> None:
     parser.add_argument("--size-mb", type=float, default=100)
     parser.add_argument("--large-mb", type=float, default=0, help="also run --jobs 1 here")
     parser.add_argument("--jobs", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument(
+        "--distinct", action="store_true", help="also run on copies that differ in text"
+    )
     parser.add_argument("--workdir", type=Path, default=HERE / "data")
     parser.add_argument("--max-tokens", type=int, default=2000)
     parser.add_argument("--stages", default="summary,priority")
@@ -163,48 +256,72 @@ def main() -> None:
     parser.add_argument("--no-langchain", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     options = parser.parse_args()
+    if options.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     options.workdir.mkdir(parents=True, exist_ok=True)
+    compile_ctxcli()
 
-    def make(size: float) -> tuple[Path, int, int]:
-        path = options.workdir / f"airline-{size:g}mb.jsonl"
-        return (path, *build_input(options.source, size, path))
+    def make(size: float, kind: str = "") -> tuple[Path, int, int]:
+        path = options.workdir / f"airline{kind}-{size:g}mb.jsonl"
+        return (path, *build_input(options.source, size, path, distinct=bool(kind)))
 
-    path, conversations, size = make(options.size_mb)
-    base = ["--stages", options.stages, "--max-tokens", str(options.max_tokens)]
-    base += ["--encoding", options.encoding]
-    rows: list[tuple[str, Path, int, int, dict[str, float]]] = []
-    rows.append(
-        ("tiktoken floor", path, conversations, size, measure("tiktoken", path, [options.encoding]))
-    )
+    rows: list[tuple[str, int, int, dict[str, float]]] = []
+
+    def add(name: str, kind: str, made: tuple[Path, int, int], rest: list[str]) -> None:
+        path, conversations, size = made
+        rows.append((name, conversations, size, measure(name, kind, path, rest, options.repeat)))
+
+    small = make(options.size_mb)
+    budget = ["--max-tokens", str(options.max_tokens), "--encoding", options.encoding]
+    base = ["--stages", options.stages, *budget]
+    add(FLOOR, "tiktoken", small, [options.encoding])
     for jobs in options.jobs.split(","):
-        args = [*base, "--jobs", jobs]
-        rows.append(
-            (f"ctxcli --jobs {jobs}", path, conversations, size, measure("compress", path, args))
-        )
+        add(f"ctxcli --jobs {jobs}", "compress", small, [*base, "--jobs", jobs])
+    window = ["--stages", "window", "--keep-last", "1000000", *budget, "--jobs", "1"]
+    add(WINDOW, "compress", small, window)
     if not options.no_langchain:
-        try:
-            import langchain_core  # noqa: F401
-
-            result = measure("langchain", path, [options.encoding, str(options.max_tokens)])
-            rows.append(("trim_messages (exact counter)", path, conversations, size, result))
-        except ImportError:
-            print("langchain-core is not installed: trim_messages skipped", file=sys.stderr)
+        trim = [options.encoding, str(options.max_tokens)]
+        missing = [
+            p for p in ("langchain_core", "langchain_openai") if not importlib.util.find_spec(p)
+        ]
+        if missing:
+            names = " and ".join(p.replace("_", "-") for p in missing)
+            print(f"{names} not installed: {TRIM_CHAT} skipped", file=sys.stderr)
+        elif options.encoding not in CHAT_MODELS:
+            print(
+                f"no ChatOpenAI model for {options.encoding}: {TRIM_CHAT} skipped", file=sys.stderr
+            )
+        else:
+            add(TRIM_CHAT, "trim-chat", small, trim)
+        if "langchain_core" in missing:
+            print(f"langchain-core not installed: {TRIM_HAND} skipped", file=sys.stderr)
+        else:
+            add(TRIM_HAND, "trim-hand", small, trim)
+    if options.distinct:
+        other = make(options.size_mb, "-distinct")
+        add(FLOOR + DISTINCT, "tiktoken", other, [options.encoding])
+        for jobs in options.jobs.split(","):
+            add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
     if options.large_mb:
-        large, large_n, large_size = make(options.large_mb)
-        result = measure("compress", large, [*base, "--jobs", "1"])
-        rows.append(("ctxcli --jobs 1 (large input)", large, large_n, large_size, result))
+        add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     report(rows, options, base)
 
 
 def report(
-    rows: list[tuple[str, Path, int, int, dict[str, float]]], options: Any, args: list[str]
+    rows: list[tuple[str, int, int, dict[str, float]]], options: Any, args: list[str]
 ) -> None:
-    floor_s = rows[0][4]["seconds"]
-    head = ("what", "input", "s", "MB/s", "conv/s", "peak RSS MiB", "x floor")
-    table = []
-    for name, _, n, size, r in rows:
+    by = {name: (size, r) for name, _, size, r in rows}
+
+    def per_mb(name: str) -> float:
+        size, r = by[name]
+        return r["seconds"] / size
+
+    median = f"s (median of {options.repeat})"
+    head = ("what", "input", median, "MB/s", "conv/s", "peak RSS MiB", "x floor")
+    table: list[tuple[str, ...]] = []
+    for name, n, size, r in rows:
         s = r["seconds"]
-        rss = max(r["rss_mib"], r.get("worker_rss_mib", 0))
+        base_floor = FLOOR + DISTINCT if name.endswith(DISTINCT) else FLOOR
         table.append(
             (
                 name,
@@ -212,13 +329,14 @@ def report(
                 f"{s:.2f}",
                 f"{size / 1e6 / s:.1f}",
                 f"{n / s:.0f}",
-                f"{rss:.0f}",
-                f"{s / floor_s:.2f}",
+                f"{r['rss_mib']:.0f}",
+                f"{per_mb(name) / per_mb(base_floor):.2f}",
             )
         )
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"compress {' '.join(args)}; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+        f"compress {' '.join(args)}; {time.strftime('%Y-%m-%d %H:%M %Z')}; "
+        f"seconds are medians of {options.repeat} runs, each in a fresh process"
     )
     if options.markdown:
         print("| " + " | ".join(head) + " |")
@@ -228,19 +346,28 @@ def report(
     else:
         widths = [max(len(str(x[i])) for x in [head, *table]) for i in range(len(head))]
         for row in [head, *table]:
-            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    by = {name: r for name, _, _, _, r in rows}
-    one, two = by.get("ctxcli --jobs 1"), by.get("ctxcli --jobs 2")
-    if one:
-        print(f"jobs 1 / floor: {one['seconds'] / floor_s:.2f} (goal <= 1.5)")
-    if one and two:
-        print(f"jobs 1 / jobs 2: {one['seconds'] / two['seconds']:.2f} (goal >= 1.7)")
-    lc = by.get("trim_messages (exact counter)")
-    if one and lc:
-        print(f"trim_messages / jobs 1: {lc['seconds'] / one['seconds']:.2f} (goal >= 5)")
-    large = by.get("ctxcli --jobs 1 (large input)")
-    if one and large:
-        print(f"peak RSS large / small: {large['rss_mib'] / one['rss_mib']:.2f} (goal <= 1.2)")
+            print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
+    def ratio(label: str, top: str, bottom: str, goal: str = "", key: str = "seconds") -> None:
+        if top not in by or bottom not in by:
+            return
+        value = by[top][1][key] / by[bottom][1][key]
+        if goal:
+            sign, bound = goal.split()
+            held = value <= float(bound) if sign == "<=" else value >= float(bound)
+            goal = f" (goal {goal}: {'met' if held else 'missed'})"
+        print(f"{label}: {value:.2f}{goal}")
+
+    one, two = "ctxcli --jobs 1", "ctxcli --jobs 2"
+    ratio("jobs 1 / floor", one, FLOOR, "<= 1.5")
+    ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
+    ratio("jobs 1 / floor (distinct copies)", one + DISTINCT, FLOOR + DISTINCT, "<= 1.5")
+    ratio("jobs 1 / jobs 2 (distinct copies)", one + DISTINCT, two + DISTINCT, ">= 1.7")
+    for trim in (TRIM_CHAT, TRIM_HAND):
+        ratio(f"{trim} / jobs 1", trim, one, ">= 5")
+        ratio(f"{trim} / jobs 2", trim, two, ">= 5")
+    ratio(f"{TRIM_CHAT} / window (like for like)", TRIM_CHAT, WINDOW)
+    ratio("peak RSS large / small", LARGE, one, "<= 1.2", key="rss_mib")
 
 
 if __name__ == "__main__":
