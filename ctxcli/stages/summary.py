@@ -34,13 +34,24 @@ class Summary:
     ``keep_last`` with one summary message right after the leading system messages.
 
     Never folds a system message (one found among the older messages stays where it
-    is), the latest user message or anything after it. An earlier ctxcli summary among
-    the folded messages is merged into the new one, never stacked. ``max_tokens`` bounds
-    the summary body (tokens), and so does what is left of the budget.
+    is) or the latest user turn (:func:`ctxcli.model.latest_turn`). What comes after
+    that turn is folded only in an agent run, where more than ``keep_last`` non-system
+    messages follow it (the user gave one task, the agent then made many tool calls):
+    then the steps before the last ``keep_last`` are folded too, whole units only, the
+    kept tail opening with a unit that is not a tool result, and the one summary
+    stands right after the latest user turn (system prompt, task, summary of what came
+    before and after the task up to the tail, the tail); the last unit is always kept.
+    Not for formats whose turns alternate (ShareGPT), where the summary would be a
+    second user turn in a row, nor when the latest turn opens with an assistant call
+    (Anthropic tool results read beside the user's text). An earlier ctxcli summary
+    among the folded messages is merged into the new one, never stacked. ``max_tokens``
+    bounds the summary body (tokens), and so does what is left of the budget.
 
     ``role`` is ``user`` by default: several providers reject a system message after
-    the first. With ``user``, the kept tail is chosen so that it does not start with a
-    user message (older user messages are folded too), so no two user messages meet.
+    the first. With ``user``, a summary before the latest user turn comes with a kept
+    tail that does not start with a user message (older user messages are folded too),
+    so no two user messages meet; one after the turn follows the user's task, which
+    OpenAI accepts and the Anthropic Messages API merges into one user turn.
     """
 
     name: ClassVar[str] = "summary"
@@ -73,9 +84,9 @@ class Summary:
             start = self._make_room(
                 conversation, start, groups, turn, frame, context.max_tokens, steps=steps
             )
-        # The summary stands where the first folded message would be read in order:
-        # after the leading system messages, or after the latest user turn once steps
-        # that follow it are folded (what came before that turn is folded into it too).
+        # One summary: after the leading system messages, or, once steps after the
+        # latest user turn are folded, right after that turn, so the task is read before
+        # the steps it led to (what came before the task goes into the same summary).
         place = turn[-1] + 1 if steps else lead
         kept_turn = set(turn) if steps else set()
         fold = {i for i in range(lead, start) if not messages[i].is_system and i not in kept_turn}
