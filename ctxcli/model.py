@@ -176,9 +176,11 @@ def units(messages: Sequence[Message]) -> list[list[int]]:
 
 
 def latest_user_index(messages: Sequence[Message]) -> int | None:
-    """Position of the last ``user`` message, or ``None`` when there is none."""
+    """Position of the last ``user`` message that is not a ctxcli summary, or ``None``
+    when there is none. A summary is skipped because the summary stage may write one
+    (role ``user``) after the user's task, where it must not pass for the task."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user":
+        if messages[i].role == "user" and not messages[i].is_summary:
             return i
     return None
 

@@ -1,4 +1,5 @@
-"""The 200 tau-bench airline runs from ../shared/data, compressed three ways."""
+"""The real data in ../shared/data: the 200 tau-bench airline runs compressed three
+ways, and the SWE-agent and Claude Code single-task runs summarized."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from click.testing import CliRunner
 from helpers import assert_valid, read_jsonl
 
 from ctxcli.cli import cli
+from ctxcli.model import SUMMARY_MARKER
 from ctxcli.tokens import TokenCounter
+from ctxcli.validate import validate_file
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +67,46 @@ def test_airline_runs_fit_2000_tokens_with_every_invariant(
     assert stats["tokens"]["after"] == tokens_after
     assert stats["tokens"]["before"] == sum(counter.messages(r["messages"]) for r in before)
     assert stats["messages"]["after"] == sum(len(r["messages"]) for r in after)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        pytest.param(
+            "swe-agent/marshmallow-code__marshmallow-1867.traj",
+            "--messages-key history",
+            id="swe-agent",
+        ),
+        pytest.param(
+            "claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", "", id="claude-code"
+        ),
+    ],
+)
+def test_single_task_agent_runs_fold_their_steps_into_a_summary(
+    data: Path, tmp_path: Path, name: str, args: str
+) -> None:
+    out = tmp_path / f"out{Path(name).suffix}"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compress",
+            str(data / name),
+            "-o",
+            str(out),
+            "-q",
+            "--stages",
+            "summary,priority",
+            "--max-tokens",
+            "2000",
+            *shlex.split(args),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    stats = json.loads(out.with_suffix(".stats.json").read_text())
+    summary = stats["stage_events"]["summary"]
+    assert summary["summaries_written"] == 1 and summary["steps_summarized"] >= 18
+    assert stats["stage_events"]["priority"] == {}  # nothing dropped without a trace
+    assert stats["tokens"]["after"] <= 2000 and not stats["over_budget"]
+    assert list(validate_file(str(out), messages_key=args.split()[-1] if args else None)) == []
+    text = out.read_text(encoding="utf-8")
+    assert text.count(SUMMARY_MARKER) == 1 and "Tools used: " in text  # tool names ×N

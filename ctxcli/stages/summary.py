@@ -34,13 +34,24 @@ class Summary:
     ``keep_last`` with one summary message right after the leading system messages.
 
     Never folds a system message (one found among the older messages stays where it
-    is), the latest user message or anything after it. An earlier ctxcli summary among
-    the folded messages is merged into the new one, never stacked. ``max_tokens`` bounds
-    the summary body (tokens), and so does what is left of the budget.
+    is) or the latest user turn (:func:`ctxcli.model.latest_turn`). What comes after
+    that turn is folded only in an agent run, where more than ``keep_last`` non-system
+    messages follow it (the user gave one task, the agent then made many tool calls):
+    then the steps before the last ``keep_last`` are folded too, whole units only, the
+    kept tail opening with a unit that is not a tool result, and the one summary
+    stands right after the latest user turn (system prompt, task, summary of what came
+    before and after the task up to the tail, the tail); the last unit is always kept.
+    Not for formats whose turns alternate (ShareGPT), where the summary would be a
+    second user turn in a row, nor when the latest turn opens with an assistant call
+    (Anthropic tool results read beside the user's text). An earlier ctxcli summary
+    among the folded messages is merged into the new one, never stacked. ``max_tokens``
+    bounds the summary body (tokens), and so does what is left of the budget.
 
     ``role`` is ``user`` by default: several providers reject a system message after
-    the first. With ``user``, the kept tail is chosen so that it does not start with a
-    user message (older user messages are folded too), so no two user messages meet.
+    the first. With ``user``, a summary before the latest user turn comes with a kept
+    tail that does not start with a user message (older user messages are folded too),
+    so no two user messages meet; one after the turn follows the user's task, which
+    OpenAI accepts and the Anthropic Messages API merges into one user turn.
     """
 
     name: ClassVar[str] = "summary"
@@ -63,19 +74,28 @@ class Summary:
         groups = units(messages)
         turn = latest_turn(messages, groups)
         frame = context.counter.message({"role": self.role, "content": ""})
-        start = self._tail_start(messages, groups, turn)
-        if context.max_tokens is not None:
-            start = self._make_room(conversation, start, groups, turn, frame, context.max_tokens)
         lead = 0
         while lead < len(messages) and messages[lead].is_system:
             lead += 1
-        folded = [m for m in messages[lead:start] if not m.is_system]
+        steps_start = self._steps_start(conversation, groups, turn)
+        steps = steps_start is not None
+        start = self._tail_start(messages, groups, turn) if steps_start is None else steps_start
+        if context.max_tokens is not None:
+            start = self._make_room(
+                conversation, start, groups, turn, frame, context.max_tokens, steps=steps
+            )
+        # One summary: after the leading system messages, or, once steps after the
+        # latest user turn are folded, right after that turn, so the task is read before
+        # the steps it led to (what came before the task goes into the same summary).
+        place = turn[-1] + 1 if steps else lead
+        kept_turn = set(turn) if steps else set()
+        fold = {i for i in range(lead, start) if not messages[i].is_system and i not in kept_turn}
+        folded = [messages[i] for i in sorted(fold)]
         earlier = [m for m in folded if m.is_summary]
         fresh = [m for m in folded if not m.is_summary]
         if not fresh:
             return conversation, {}
-        rest = list(messages[:lead]) + [m for m in messages[lead:start] if m.is_system]
-        rest += messages[start:]
+        rest = [m for i, m in enumerate(messages) if i not in fold]
         bound = self.max_tokens
         if context.max_tokens is not None:
             left = context.max_tokens - sum(m.tokens for m in rest) - REPLY_PRIMING
@@ -114,7 +134,15 @@ class Summary:
             header = f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
         data = {"role": self.role, "content": f"{header}\n{body}" if body else header}
         summary = Message(data, counter.message(data), None, True)
-        out = list(messages[:lead]) + [summary] + rest[lead:]
+        out: list[Message] = []
+        for i, message in enumerate(messages):
+            if i == place:
+                out.append(summary)
+            if i not in fold:
+                out.append(message)
+        if steps:
+            after = [i for i in fold if i > turn[-1] and not messages[i].is_summary]
+            events["steps_summarized"] = len(after)
         return conversation.with_messages(out), events
 
     def _make_room(
@@ -125,20 +153,26 @@ class Summary:
         turn: list[int],
         frame: int,
         budget: int,
+        *,
+        steps: bool = False,
     ) -> int:
         """A later tail start when what is kept from ``start`` on leaves no room for a
-        summary: the first unit start (up to the latest user turn) whose kept part plus
-        a summary of :func:`_reserve` tokens and its ``frame`` fits ``budget`` (tokens),
-        else the latest one. Folding more beats keeping a tail whole and then dropping
-        units unsummarized."""
+        summary: the first unit start (up to the latest user turn, or up to the last
+        unit when ``steps`` after that turn are folded) whose kept part plus a summary
+        of :func:`_reserve` tokens and its ``frame`` fits ``budget`` (tokens), else the
+        latest one. Folding more beats keeping a tail whole and then dropping units
+        unsummarized."""
         messages = conversation.messages
-        limit = turn[0] if turn else len(messages) - 1
-        candidates = [
-            g[0]
-            for g in groups
-            if start <= g[0] <= limit
-            and not (self.role == "user" and messages[g[0]].role == "user")
-        ]
+        if steps:
+            candidates = [g[0] for g in groups if g[0] >= start and _opens_tail(messages[g[0]])]
+        else:
+            limit = turn[0] if turn else len(messages) - 1
+            candidates = [
+                g[0]
+                for g in groups
+                if start <= g[0] <= limit
+                and not (self.role == "user" and messages[g[0]].role == "user")
+            ]
         if not candidates:
             return start
         fixed = REPLY_PRIMING + conversation.extra_tokens + frame
@@ -150,9 +184,39 @@ class Summary:
         for message in messages:
             systems_before.append(systems_before[-1] + (message.tokens if message.is_system else 0))
         for candidate in candidates:
-            if systems_before[candidate] + kept_after[candidate] + fixed <= budget:
+            # With steps folded, the latest user turn is kept before the tail.
+            turn_before = sum(
+                messages[i].tokens for i in turn if i < candidate and not messages[i].is_system
+            )
+            if systems_before[candidate] + turn_before + kept_after[candidate] + fixed <= budget:
                 return candidate
         return candidates[-1]
+
+    def _steps_start(
+        self, conversation: Conversation, groups: list[list[int]], turn: list[int]
+    ) -> int | None:
+        """Position of the first kept message when steps after the latest user turn are
+        folded as well, else ``None`` (fold as before it only).
+
+        They are when more than ``keep_last`` non-system messages follow that turn (a
+        single-task agent run: one user message, then many tool calls): the tail is the
+        last ``keep_last`` of them, moved back to the start of a unit that does not open
+        with a tool result or a summary, and always holds the last unit. Not for formats
+        whose turns must alternate (``conversation.alternating``: the summary would be a
+        second user turn in a row), nor when the latest turn opens with other messages
+        than the user's own (an Anthropic tool result read beside the user's text),
+        which would then open the output.
+        """
+        messages = conversation.messages
+        if conversation.alternating or not turn or messages[turn[0]].role != "user":
+            return None
+        after = turn[-1] + 1
+        steps = [i for i in range(after, len(messages)) if not messages[i].is_system]
+        if len(steps) <= self.keep_last:
+            return None
+        first = steps[-self.keep_last] if self.keep_last else len(messages)
+        starts = [g[0] for g in groups if after < g[0] <= first and _opens_tail(messages[g[0]])]
+        return starts[-1] if starts else None
 
     def _tail_start(
         self, messages: Sequence[Message], groups: list[list[int]], turn: list[int]
@@ -190,6 +254,13 @@ def _reserve(summary_max: int, budget: int) -> int:
     """Tokens the tail must leave for the summary: an eighth of the budget, at least
     twice :data:`MIN_SUMMARY_TOKENS`, at most the summary's own bound."""
     return min(summary_max, max(2 * MIN_SUMMARY_TOKENS, budget // 8))
+
+
+def _opens_tail(message: Message) -> bool:
+    """True when a kept tail after a folded step may open with ``message``: not a tool
+    or function result (its call would be folded), not an earlier summary (which is
+    merged, never stacked)."""
+    return not message.is_summary and message.role not in ("tool", "function")
 
 
 def _body(message: Message) -> str:

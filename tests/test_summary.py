@@ -1,0 +1,393 @@
+"""The ``summary`` stage on single-task agent runs: one user message, then many tool
+calls. The steps after the task are folded into one summary right after it, in every
+format, with every invariant kept (ctxcli/stages/summary.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from helpers import assert_valid, read_jsonl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxcli.cli import cli
+from ctxcli.model import SUMMARY_MARKER, make_conversation
+from ctxcli.pipeline import Context, build_stage, run
+from ctxcli.tokens import TokenCounter
+from ctxcli.validate import validate_file
+
+COUNTER = TokenCounter("o200k_base")
+TASK = "Fix the failing refund test in billing/refunds.py and report the order ids."
+
+
+def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def agent_run(steps: int = 30, *, parallel_every: int = 7) -> list[dict[str, Any]]:
+    """System prompt, the user's task, then ``steps`` assistant tool calls with their
+    results (every ``parallel_every``-th step makes two parallel calls), then an answer."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent. Use the tools."},
+        {"role": "user", "content": TASK},
+    ]
+    for i in range(steps):
+        ids = (
+            [f"call_{i}a", f"call_{i}b"]
+            if i % parallel_every == parallel_every - 1
+            else [f"call_{i}"]
+        )
+        name = "run_tests" if i % 3 == 0 else "read_file"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Step {i}: checking order ORD-{1000 + i}.",
+                "tool_calls": [call(c, name, {"path": f"billing/mod_{i}.py"}) for c in ids],
+            }
+        )
+        for c in ids:
+            text = f"order ORD-{1000 + i} status=open amount=$" + f"{i}.50 " + "line " * 40
+            if i == 4:
+                text = "Error: AssertionError: refund total 12.50 != 12.00\n" + text
+            messages.append({"role": "tool", "tool_call_id": c, "content": text})
+    messages.append({"role": "assistant", "content": "Fixed: refunds round half up now."})
+    return messages
+
+
+def compress_file(path: Path, out: Path, args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(
+        cli, ["compress", str(path), "-o", str(out), "-q", *shlex.split(args)]
+    )
+    assert result.exit_code == 0, result.output
+    assert list(validate_file(str(out))) == []
+    stats: dict[str, Any] = json.loads(out.with_suffix(".stats.json").read_text())
+    return stats
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    if isinstance(content, list):  # an Anthropic text block
+        content = content[0].get("text") if content else ""
+    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+
+
+# --- OpenAI ---------------------------------------------------------------------------
+
+
+def test_an_agent_run_folds_its_earlier_steps_after_the_task(tmp_path: Path) -> None:
+    before = {"id": "run", "messages": agent_run()}
+    source = write_jsonl(tmp_path / "run.jsonl", [before])
+    stats = compress_file(
+        source, tmp_path / "out.jsonl", "--stages summary,priority --max-tokens 1500"
+    )
+    events = stats["stage_events"]["summary"]
+    assert events["summaries_written"] == 1 and events["steps_summarized"] > 20
+    assert stats["stage_events"]["priority"] == {}  # the summary made it fit
+    after = read_jsonl(tmp_path / "out.jsonl")[0]
+    assert_valid(before, after, COUNTER, max_tokens=1500)
+    messages = after["messages"]
+    assert messages[:2] == before["messages"][:2]
+    summary = messages[2]
+    assert summary["role"] == "user" and is_summary(summary)
+    assert messages[3]["role"] == "assistant"  # the kept tail opens with a whole unit
+    assert messages[-1] == before["messages"][-1]
+    # What the agent learned survives: tools with counts, facts, the error.
+    assert "run_tests ×" in summary["content"] and "read_file ×" in summary["content"]
+    assert "ORD-1000" in summary["content"]
+    assert "AssertionError" in summary["content"]
+
+
+def test_no_step_is_folded_when_keep_last_messages_or_fewer_follow_the_task() -> None:
+    messages = agent_run(steps=3, parallel_every=99)  # 7 messages after the task
+    # With 6 the tail moves back to a whole unit, the first step: nothing to fold.
+    for keep_last, folded in ((7, False), (6, False), (5, True)):
+        stage = build_stage("summary", {"keep_last": keep_last})
+        result = run(make_conversation(messages, COUNTER), [stage], Context(300, COUNTER))
+        assert ("steps_summarized" in result.events["summary"]) == folded
+
+
+def test_the_kept_tail_never_opens_inside_parallel_calls() -> None:
+    messages = agent_run(steps=8, parallel_every=4)
+    # Step 3 makes two parallel calls: message 8 calls, 9 and 10 answer.
+    assert [m["role"] for m in messages[8:11]] == ["assistant", "tool", "tool"]
+    for keep_last in range(0, 14):
+        stage = build_stage("summary", {"keep_last": keep_last, "max_tokens": 60})
+        result = run(make_conversation(messages, COUNTER), [stage], Context(500, COUNTER))
+        out = [m.data for m in result.after.messages]
+        assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=None)
+        if "steps_summarized" in result.events["summary"]:
+            assert out[1]["content"] == TASK and is_summary(out[2])
+            assert out[3]["role"] == "assistant"
+            assert out[-1] == messages[-1]  # keep_last 0 still keeps the last unit
+
+
+def test_messages_before_the_task_go_into_the_same_one_summary() -> None:
+    messages = agent_run(steps=12)
+    earlier = [
+        {"role": "user", "content": "What does billing do? Invoice INV-77 is wrong."},
+        {"role": "assistant", "content": "It computes refunds for 3 regions."},
+    ]
+    messages[1:1] = earlier
+    stage = build_stage("summary", {"keep_last": 4})
+    result = run(make_conversation(messages, COUNTER), [stage], Context(600, COUNTER))
+    out = [m.data for m in result.after.messages]
+    assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=None)
+    assert [is_summary(m) for m in out].count(True) == 1
+    assert out[0] == messages[0] and out[1]["content"] == TASK and is_summary(out[2])
+    assert "INV-77" in out[2]["content"]  # from before the task
+    assert "ORD-1000" in out[2]["content"]  # from after it
+
+
+def test_a_second_run_merges_into_the_summary_after_the_task(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": agent_run()}])
+    first = tmp_path / "first.jsonl"
+    compress_file(source, first, "--stages summary,priority --max-tokens 1500")
+    record = read_jsonl(first)[0]
+    folded_first = int(record["messages"][2]["content"].split("]")[1].split()[0])
+    record["messages"] += agent_run(steps=12)[2:]  # the run goes on, then is compressed again
+    longer = write_jsonl(tmp_path / "longer.jsonl", [record])
+    stats = compress_file(
+        longer, tmp_path / "second.jsonl", "--stages summary,priority --max-tokens 1500"
+    )
+    assert stats["stage_events"]["summary"]["summaries_merged"] == 1
+    after = read_jsonl(tmp_path / "second.jsonl")[0]
+    assert_valid(record, after, COUNTER, max_tokens=1500)
+    messages = after["messages"]
+    assert [is_summary(m) for m in messages].count(True) == 1
+    assert messages[1]["content"] == TASK and is_summary(messages[2])
+    assert int(messages[2]["content"].split("]")[1].split()[0]) > folded_first
+
+
+def test_a_system_role_summary_follows_the_task_and_is_merged_later(tmp_path: Path) -> None:
+    args = "--stages summary,priority --max-tokens 1500 --summary-role system"
+    source = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": agent_run()}])
+    compress_file(source, tmp_path / "first.jsonl", args)
+    record = read_jsonl(tmp_path / "first.jsonl")[0]
+    assert record["messages"][2]["role"] == "system" and is_summary(record["messages"][2])
+    record["messages"] += agent_run(steps=12)[2:]
+    longer = write_jsonl(tmp_path / "longer.jsonl", [record])
+    stats = compress_file(longer, tmp_path / "second.jsonl", args)
+    assert stats["stage_events"]["summary"]["summaries_merged"] == 1
+    after = read_jsonl(tmp_path / "second.jsonl")[0]
+    assert_valid(record, after, COUNTER, max_tokens=1500)
+    assert [is_summary(m) for m in after["messages"]].count(True) == 1
+
+
+# --- Anthropic, ShareGPT, Claude Code ---------------------------------------------------
+
+
+def anthropic_run(steps: int = 20) -> dict[str, Any]:
+    """The OpenAI run above as an Anthropic record (parallel calls: two tool_use blocks
+    answered by one user message with two tool_result blocks)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for i in range(steps):
+        ids = [f"t{i}a", f"t{i}b"] if i % 5 == 4 else [f"t{i}"]
+        uses = [
+            {"type": "tool_use", "id": c, "name": "read_file", "input": {"path": f"m{i}.py"}}
+            for c in ids
+        ]
+        messages.append(
+            {"role": "assistant", "content": [{"type": "text", "text": f"Step {i}."}, *uses]}
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": c, "content": f"ORD-{1000 + i} " + "x " * 60}
+            for c in ids
+        ]
+        messages.append({"role": "user", "content": results})
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]})
+    return {"id": "a", "system": "You are a coding agent.", "messages": messages}
+
+
+def test_anthropic_the_summary_is_a_user_turn_after_the_task(tmp_path: Path) -> None:
+    record = anthropic_run()
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 1200")
+    assert stats["stage_events"]["summary"]["steps_summarized"] > 20
+    messages = read_jsonl(out)[0]["messages"]
+    assert messages[0] == record["messages"][0]
+    # Two user turns in a row: the API merges them into one; the tool results that
+    # follow the kept calls still open the user turn after each call.
+    assert messages[1]["role"] == "user" and is_summary(messages[1])
+    assert messages[1]["content"][0]["type"] == "text"
+    assert messages[2]["role"] == "assistant"
+    assert messages[-1] == record["messages"][-1]
+
+
+def test_anthropic_a_latest_turn_opening_with_tool_results_is_not_left_first(
+    tmp_path: Path,
+) -> None:
+    record = anthropic_run()
+    # The user speaks beside the results of step 1: that is now the latest user turn,
+    # and it opens with step 1's call, which must not open the output.
+    record["messages"][4]["content"].append({"type": "text", "text": "Also check ORD-9."})
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    compress_file(source, out, "--stages summary,priority --max-tokens 1200")
+    messages = read_jsonl(out)[0]["messages"]
+    assert messages[0]["role"] == "user"
+    assert any(m == record["messages"][4] for m in messages)
+
+
+def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
+    turns = [{"from": "human", "value": TASK}]
+    for i in range(20):
+        call_value = json.dumps({"name": "read_file", "arguments": {"path": f"m{i}.py"}})
+        turns.append({"from": "function_call", "value": call_value})
+        turns.append({"from": "observation", "value": f"ORD-{1000 + i} " + "x " * 60})
+    turns.append({"from": "gpt", "value": "Fixed."})
+    source = write_jsonl(tmp_path / "run.jsonl", [{"conversations": turns}])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
+    assert "steps_summarized" not in stats["stage_events"]["summary"]
+    written = read_jsonl(out)[0]["conversations"]
+    sides = ["user" if t["from"] in ("human", "observation") else "assistant" for t in written]
+    assert all(a != b for a, b in itertools.pairwise(sides))
+    assert written[0] == turns[0] and written[-1] == turns[-1]
+
+
+def session_event(
+    n: int, parent: str | None, role: str, content: Any, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "type": role,
+        "uuid": f"e{n}",
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": "s1",
+        "cwd": "/repo",
+        "message": {"role": role, "content": content, **extra},
+    }
+
+
+def claude_code_session(steps: int = 20) -> list[dict[str, Any]]:
+    """A Claude Code session: the task, then streamed tool calls (step 3 makes two
+    parallel calls, written as two events of one message) and their results."""
+    events = [session_event(0, None, "user", TASK)]
+    for i in range(steps):
+        ids = [f"k{i}a", f"k{i}b"] if i == 3 else [f"k{i}"]
+        for c in ids:
+            use = {"type": "tool_use", "id": c, "name": "Bash", "input": {"command": f"ls {i}"}}
+            events.append(
+                session_event(len(events), events[-1]["uuid"], "assistant", [use], id=f"m{i}")
+            )
+        for c in ids:
+            done = {
+                "type": "tool_result",
+                "tool_use_id": c,
+                "content": f"ORD-{1000 + i} " + "x " * 60,
+            }
+            events.append(session_event(len(events), events[-1]["uuid"], "user", [done]))
+    answer = [{"type": "text", "text": "Fixed."}]
+    events.append(session_event(len(events), events[-1]["uuid"], "assistant", answer, id="end"))
+    return events
+
+
+def test_claude_code_the_summary_event_follows_the_task(tmp_path: Path) -> None:
+    events = claude_code_session()
+    source = write_jsonl(tmp_path / "session.jsonl", events)
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 700")
+    assert stats["stage_events"]["summary"]["steps_summarized"] > 20
+    written = read_jsonl(out)
+    assert written[0] == events[0]
+    new, nxt = written[1], written[2]
+    assert new["type"] == "user" and new["message"]["content"].startswith(SUMMARY_MARKER)
+    assert new["parentUuid"] == "e0" and nxt["parentUuid"] == new["uuid"]
+    assert nxt["type"] == "assistant" and written[-1] == events[-1]
+    assert "Bash ×" in new["message"]["content"]
+
+
+# --- every invariant, on generated agent runs -------------------------------------------
+
+
+@st.composite
+def agent_runs(draw: Any) -> list[dict[str, Any]]:
+    """Valid OpenAI agent runs: maybe a system prompt and earlier chat, one task, then
+    tool steps (parallel calls, legacy function calls, a mid-run developer message)."""
+    messages: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": "Agent."})
+    for i in range(draw(st.integers(0, 2))):
+        messages += [
+            {"role": "user", "content": f"q{i} ORD-{i}"},
+            {"role": "assistant", "content": "a"},
+        ]
+    messages.append({"role": "user", "content": TASK})
+    number = itertools.count()
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["tools", "tools", "legacy", "developer", "text"]))
+        size = "x " * draw(st.integers(0, 60))
+        if kind == "tools":
+            ids = [f"c{next(number)}" for _ in range(draw(st.integers(1, 3)))]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [call(c, "f", {}) for c in ids],
+                }
+            )
+            messages += [{"role": "tool", "tool_call_id": c, "content": size} for c in ids]
+        elif kind == "legacy":
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "g", "arguments": "{}"},
+                }
+            )
+            messages.append({"role": "function", "name": "g", "content": size})
+        elif kind == "developer":
+            messages.append({"role": "developer", "content": "Hurry."})
+        else:
+            messages.append({"role": "assistant", "content": size})
+    return messages
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=agent_runs(),
+    budget=st.integers(20, 900),
+    keep_last=st.integers(0, 8),
+    role=st.sampled_from(["user", "system"]),
+    stages=st.sampled_from(
+        [["summary"], ["summary", "priority"], ["placeholder", "summary", "priority"]]
+    ),
+)
+def test_folding_steps_keeps_every_invariant(
+    messages: list[dict[str, Any]], budget: int, keep_last: int, role: str, stages: list[str]
+) -> None:
+    options = {"summary": {"keep_last": keep_last, "role": role}}
+    pipeline = [build_stage(name, options.get(name)) for name in stages]
+    result = run(make_conversation(messages, COUNTER), pipeline, Context(budget, COUNTER))
+    out = [m.data for m in result.after.messages]
+    assert_valid(
+        {"messages": messages},
+        {"messages": out},
+        COUNTER,
+        max_tokens=budget,
+        over_budget_ok=result.over_budget,
+    )
+    assert [is_summary(m) for m in out].count(True) <= 1
+    if "steps_summarized" in result.events["summary"]:
+        task = next(i for i, m in enumerate(out) if m.get("content") == TASK)
+        if "priority" not in stages:
+            assert is_summary(out[task + 1])
+        assert all(not is_summary(m) for m in out[:task])
+    # Compressing the output again never stacks a second summary.
+    again = run(make_conversation(out, COUNTER), pipeline, Context(budget, COUNTER))
+    assert [is_summary(m.data) for m in again.after.messages].count(True) <= 1
