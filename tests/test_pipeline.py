@@ -284,3 +284,33 @@ def test_an_older_user_message_quoting_the_marker_is_folded_as_a_message() -> No
     assert result.events["summary"]["messages_summarized"] == 3
     assert "summaries_merged" not in result.events["summary"]
     assert result.after.messages[-1].data == {"role": "user", "content": "thanks"}
+
+
+@pytest.mark.parametrize("budget", range(60, 130, 7))
+def test_a_chinese_summary_header_fits_the_room_kept_for_it(budget: int) -> None:
+    """The header is in the summary's language; its cost is reserved before the body
+    is written, so the Chinese header (longer in tokens) never breaks the budget."""
+    turns = [("user", "我想订一张从北京到上海的机票，六月十八日出发，两个人。")]
+    turns += [("assistant", "好的，请问您的预算是多少？经济舱还是商务舱？" * 2)]
+    turns += [("user", "经济舱，预算每人一千五百元以内，订单号是 A-1234。")]
+    turns += [("assistant", "已为您找到三个航班。" * 3), ("user", "选第一个，谢谢。")]
+    messages = convo(*turns)
+    settings_ = resolve(
+        stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=budget
+    )
+    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(budget, COUNTER))
+    (summary,) = [m for m in result.after.messages if m.is_summary] or [None]
+    if summary is not None:
+        assert summary.data["content"].startswith(f"{SUMMARY_MARKER} 已折叠较早的 ")
+    assert result.after.tokens <= budget or result.over_budget
+
+
+def test_one_folded_message_is_named_in_the_singular() -> None:
+    messages = convo(("user", "refund order A-1234 " * 20), ("assistant", "ok"), ("user", "thanks"))
+    settings_ = resolve(
+        stages="summary", stage_options={"summary": {"keep_last": 2}}, max_tokens=40
+    )
+    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(40, COUNTER))
+    assert result.events["summary"]["messages_summarized"] == 1
+    (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
+    assert summary.startswith(f"{SUMMARY_MARKER} 1 earlier message folded.\n")

@@ -15,7 +15,7 @@ from ctxcli.model import (
     latest_turn,
     units,
 )
-from ctxcli.summarizers.extractive import Extractive, language
+from ctxcli.summarizers.extractive import Extractive, language, message_text
 from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
@@ -107,7 +107,10 @@ class Summary:
         if earlier:
             events["summaries_merged"] = len(earlier)
         counter = context.counter
-        header_cost = counter.text(f"{SUMMARY_MARKER} {count} earlier messages folded.") + 1
+        # The header is in the body's language, foreseen from the folded text (the
+        # extractive summarizer writes in it); its cost is reserved before the body.
+        foreseen = language([previous or "", *(message_text(m.data) for m in fresh)])
+        header_cost = counter.text(_header(count, foreseen)) + 1
         folded_dicts = [m.data for m in fresh]
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
@@ -129,9 +132,9 @@ class Summary:
         if not body.strip():
             # Nothing worth keeping fits: a summary would only hide what was dropped.
             return conversation, {"summaries_skipped": 1}
-        header = f"{SUMMARY_MARKER} {count} earlier messages folded."
-        if language([body]) == "zh":
-            header = f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
+        header = _header(count, language([body]))
+        if counter.text(header) + 1 > header_cost:  # a model wrote in another language
+            header = _header(count, foreseen)
         data = {"role": self.role, "content": f"{header}\n{body}" if body else header}
         summary = Message(data, counter.message(data), None, True)
         out: list[Message] = []
@@ -273,3 +276,11 @@ def _folded_count(message: Message) -> int:
     if not match:
         return 1
     return int(match.group(1) or match.group(2))
+
+
+def _header(count: int, lang: str) -> str:
+    """A summary's first line (what :data:`ctxcli.model.SUMMARY_MARKER` starts and a
+    later run recognises it by), in English or Chinese."""
+    if lang == "zh":
+        return f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
+    return f"{SUMMARY_MARKER} {count} earlier message{'' if count == 1 else 's'} folded."
