@@ -35,7 +35,7 @@ from ctxcli.formats._common import kind
 from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
-from ctxcli.store import StoreWriter
+from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for
 
@@ -537,6 +537,8 @@ class Compressor:
         """Send the originals that placeholders replaced to ``store``."""
         if not stored:
             return
+        if store is None and not needs_store(stored):
+            return  # only placeholders of an earlier run, kept as they were
         if store is None:
             raise ConfigError(
                 f"{place}: placeholders need a store to restore from; give --store PATH"

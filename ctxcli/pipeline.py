@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ctxcli.errors import ConfigError
 from ctxcli.invariants import check
 from ctxcli.model import Conversation
-from ctxcli.stages.placeholder import placeholder_ids
+from ctxcli.stages.placeholder import looks_like, placeholder_ids, verbatim_ids
 from ctxcli.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -137,7 +137,10 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     stored = context.stored
     if stored:  # only what the output still refers to: a later stage may drop some
         held = [placeholder_ids(m) for m in current.messages if m.changed and m.index is not None]
-        kept = set().union(*held)
+        as_is = [verbatim_ids(m) for m in current.messages if m.index is not None]
+        kept = set().union(*held, *as_is)
+        written = any(not looks_like(value) for value in stored.values())
         stored = {key: value for key, value in stored.items() if key in kept}
-        events.setdefault("placeholder", Counter())["placeholders_kept"] = sum(map(bool, held))
+        if written:
+            events.setdefault("placeholder", Counter())["placeholders_kept"] = sum(map(bool, held))
     return Result(conversation, current, events, over, stored, context.warnings)

@@ -8,6 +8,9 @@ written by ``compress`` beside its output (:func:`ctxcli.compress.default_store`
 id once (identical contents are stored once), atomically together with the output.
 Ids are those of :func:`ctxcli.stages.placeholder.content_id`; reading a store checks
 every content against its id, so a store edited by hand cannot restore the wrong text.
+An entry whose content itself looks like a placeholder (:func:`is_verbatim`) records
+placeholder-like text the compressed input already held; restore leaves that text as
+it is (see :func:`restore_record` for the whole rule).
 """
 
 from __future__ import annotations
@@ -19,24 +22,33 @@ from typing import Any
 
 from ctxcli import jsonio
 from ctxcli.errors import StoreError
-from ctxcli.stages.placeholder import ARGUMENTS_KEY, content_id, parse, parse_arguments
-
-#: How every placeholder text begins (see :mod:`ctxcli.stages.placeholder`).
-PLACEHOLDER_START = "[ctxcli placeholder "
+from ctxcli.stages.placeholder import (
+    ARGUMENTS_KEY,
+    PLACEHOLDER_START,
+    TOOL_ROLES,
+    arguments_text,
+    content_id,
+    looks_like,
+    parse,
+)
 
 
 class StoreWriter:
     """Append originals to a store file written atomically (see :class:`AtomicWriter`).
 
     ``entries`` and ``bytes`` say how many originals and bytes were written so far.
-    Raises :class:`StoreError` when two different kinds of content (a string and a list)
-    share an id, which happens only if a string is exactly a list's canonical JSON.
+    :func:`is_verbatim` entries wait until an original a placeholder replaced comes:
+    a store with only those is never written (the input's placeholders restore from
+    the store of the run that wrote them). Raises :class:`StoreError` when two
+    different kinds of content (a string and a list) share an id, which happens only
+    if a string is exactly a list's canonical JSON.
     """
 
     def __init__(self, target: str) -> None:
         self.target = target
         self._writer = jsonio.AtomicWriter(target)
         self._kinds: dict[str, bool] = {}
+        self._waiting: list[bytes] = []
         self.entries = 0
         self.bytes = 0
 
@@ -54,9 +66,14 @@ class StoreWriter:
                 continue
             self._kinds[key] = is_text
             line = jsonio.dumps({"id": key, "content": content}) + b"\n"
-            self._writer.write(line)
-            self.entries += 1
-            self.bytes += len(line)
+            if is_verbatim(content) and not self.entries:
+                self._waiting.append(line)
+                continue
+            for each in [*self._waiting, line]:
+                self._writer.write(each)
+                self.entries += 1
+                self.bytes += len(each)
+            self._waiting = []
 
     def commit(self) -> None:
         """Move the store into place; a store with no entries is not written at all."""
@@ -111,46 +128,103 @@ class RestoreStats:
 
 def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str], list[str]]:
     """``record`` with every placeholder in it replaced by its original, whatever the
-    record's format: the walk goes through every JSON value and replaces a string that
-    is a whole placeholder (a tool result), tool-call arguments that hold one
-    (``{"ctxcli_placeholder": ...}`` as a JSON string or an object), and nothing else;
-    a summary that quotes a placeholder is left alone.
+    record's format.
+
+    The rule: restore looks only where the placeholder stage writes placeholders, and
+    only at text that looks like one (begins ``[ctxcli placeholder ``):
+
+    - the whole string ``content`` of a tool result: a message whose ``role`` is
+      ``tool`` or ``function`` (OpenAI, SWE-agent), a ``tool_result`` block (Anthropic,
+      Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``);
+    - tool-call arguments that are ``{"ctxcli_placeholder": <text>}``: as JSON text in
+      ``tool_calls[].function.arguments`` or ``function_call.arguments``, as an object
+      in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn.
+
+    There, a readable placeholder whose id is in the store is replaced by its original;
+    text the store holds as its own original (content equal to the text, see
+    :func:`is_verbatim`: it was in the compressed run's input as it is) stays; any
+    other is a problem: a readable placeholder's id (the store is wrong or cut short)
+    or ``unreadable placeholder '...'``. Everything else, placeholder-like or not (a
+    user or assistant quoting a placeholder, a summary), is left alone and is no
+    problem. An original is put back as it is, never searched again.
+
+    The id comes first: when a compressed input already held a placeholder and the
+    run replaced that same original in another record of the file (a stored id is
+    per file, and identical contents give identical placeholder texts), that
+    placeholder is put back too, so restore then gives back more than that run took,
+    never other text. Within one conversation the stage avoids this (see
+    :mod:`ctxcli.stages.placeholder`), so there ``compress`` then ``restore`` gives
+    back the input exactly.
 
     Returns ``(record, restored ids, problems)``; ``record`` is the very object given
-    when nothing was restored. ``problems`` names ids missing from the store and text
-    that starts like a placeholder but cannot be read as one.
+    when nothing was restored.
     """
     restored: list[str] = []
     problems: list[str] = []
 
-    def lookup(match: Any, current: Any, *, as_object: bool = False) -> Any:
-        key = match.group("id")
-        if key not in store:
-            problems.append(key)
-            return current
-        restored.append(key)
-        original = store[key]
-        if as_object and isinstance(original, str):
+    def original(text: Any) -> Any:
+        """The original for ``text`` at a placeholder place, or ``_KEEP``."""
+        if not looks_like(text):
+            return _KEEP
+        match = parse(text)
+        if match and match.group("id") in store:
+            restored.append(match.group("id"))
+            return store[match.group("id")]
+        if store.get(content_id(text)) == text:
+            return _KEEP
+        problems.append(match.group("id") if match else f"unreadable placeholder {text[:60]!r}")
+        return _KEEP
+
+    def arguments(value: Any, *, as_object: bool) -> Any:
+        """Call arguments (JSON text, or the object of a ``tool_use`` block) restored."""
+        if as_object:
+            inner = value.get(ARGUMENTS_KEY) if isinstance(value, Mapping) else None
+            if not (isinstance(value, Mapping) and list(value) == [ARGUMENTS_KEY]):
+                return value
+        else:
+            inner = arguments_text(value)
+        found = original(inner)
+        if found is _KEEP:
+            return value
+        if as_object and isinstance(found, str):
             try:
-                return json.loads(original)
+                return json.loads(found)
             except ValueError:
-                return original
-        return original
+                return found
+        return found
+
+    def place(value: Mapping[str, Any]) -> dict[str, Any]:
+        """The placeholder places of ``value`` with what they restore to."""
+        out: dict[str, Any] = {}
+        if value.get("role") in TOOL_ROLES or value.get("type") == "tool_result":
+            out["content"] = original(value.get("content"))
+        if value.get("from") in _SHAREGPT_RESULTS:
+            out["value"] = original(value.get("value"))
+        if value.get("type") == "tool_use" and "input" in value:
+            out["input"] = arguments(value["input"], as_object=True)
+        if value.get("from") == "function_call":
+            out["value"] = _sharegpt_call(value.get("value"), arguments)
+        function = value.get("function_call")
+        if isinstance(function, Mapping) and "arguments" in function:
+            out["function_call"] = _with_arguments(function, arguments)
+        calls = value.get("tool_calls")
+        if isinstance(calls, list):
+            new_calls = [
+                {**c, "function": f}
+                if isinstance(c, Mapping)
+                and isinstance(c.get("function"), Mapping)
+                and (f := _with_arguments(c["function"], arguments)) is not c["function"]
+                else c
+                for c in calls
+            ]
+            if any(a is not b for a, b in zip(new_calls, calls)):
+                out["tool_calls"] = new_calls
+        return {k: v for k, v in out.items() if v is not _KEEP and k in value}
 
     def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            match = parse(value) or parse_arguments(value)
-            if match:
-                return lookup(match, value)
-            if value.startswith(PLACEHOLDER_START):
-                problems.append(f"unreadable placeholder {value[:60]!r}")
-            return value
         if isinstance(value, Mapping):
-            if list(value) == [ARGUMENTS_KEY]:
-                match = parse(value[ARGUMENTS_KEY])
-                if match:
-                    return lookup(match, value, as_object=True)
-            items = {k: walk(v) for k, v in value.items()}
+            done = place(value)
+            items = {k: done[k] if k in done else walk(v) for k, v in value.items()}
             return value if all(items[k] is value[k] for k in value) else items
         if isinstance(value, list):
             walked = [walk(v) for v in value]
@@ -159,6 +233,49 @@ def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str
 
     out = walk(record)
     return out, restored, problems
+
+
+_KEEP: Any = object()
+_SHAREGPT_RESULTS = frozenset({"observation", "tool"})
+
+
+def _with_arguments(function: Mapping[str, Any], restore: Any) -> Any:
+    """``function`` (``{name, arguments}``) with its arguments restored, or the very
+    object when they stay."""
+    value = function.get("arguments")
+    new = restore(value, as_object=False)
+    return function if new is value else {**function, "arguments": new}
+
+
+def _sharegpt_call(value: Any, restore: Any) -> Any:
+    """A ShareGPT ``function_call`` turn's value (JSON text of ``{name, arguments}``)
+    with its arguments restored, or ``_KEEP``."""
+    if not isinstance(value, str) or ARGUMENTS_KEY not in value:
+        return _KEEP
+    try:
+        call = json.loads(value)
+    except ValueError:
+        return _KEEP
+    if not isinstance(call, dict) or not isinstance(call.get("arguments"), Mapping):
+        return _KEEP
+    new = restore(call["arguments"], as_object=True)
+    if new is call["arguments"]:
+        return _KEEP
+    return jsonio.dumps({**call, "arguments": new}).decode()
+
+
+def is_verbatim(content: Any) -> bool:
+    """True for a store entry that holds placeholder-like text as its own original
+    (:func:`ctxcli.stages.placeholder.looks_like`): the input of the run that wrote
+    the store had that text where placeholders go, and ``restore`` leaves it there.
+    The placeholder stage never replaces such text, so no other original looks so."""
+    return looks_like(content)
+
+
+def needs_store(stored: Mapping[str, Any]) -> bool:
+    """True when ``stored`` (``{id: original}``) holds an original a placeholder
+    replaced, not only :func:`is_verbatim` entries (which matter only beside those)."""
+    return any(not is_verbatim(content) for content in stored.values())
 
 
 def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreStats:

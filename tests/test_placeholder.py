@@ -246,13 +246,153 @@ def test_the_side_channel_is_per_conversation() -> None:
     assert second.stored == {} and context.stored == {}
 
 
+# --- placeholder-like text in the input: only ctxcli's own placeholders are restored ---
+
+#: A well-formed placeholder naming an id no store here holds.
+FOREIGN = render("some original text", tool="x", tokens=4, head=4, tail=2)
+MANGLED = "[ctxcli placeholder quoted by hand, not a whole one"
+
+
+def tool_record(content: Any, *, arguments: str = "{}") -> dict[str, Any]:
+    messages = agent(content)
+    messages[2]["tool_calls"][0]["function"]["arguments"] = arguments
+    return {"id": "r", "messages": messages}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param(
+            {"messages": [{"role": "user", "content": f"see {FOREIGN} above"}]}, id="user-quotes"
+        ),
+        pytest.param({"messages": [{"role": "user", "content": FOREIGN}]}, id="user-is-one"),
+        pytest.param({"messages": [{"role": "assistant", "content": MANGLED}]}, id="assistant"),
+        pytest.param({"messages": [{"role": "system", "content": FOREIGN}]}, id="system"),
+        pytest.param({"id": FOREIGN, "meta": {"note": MANGLED}, "messages": []}, id="metadata"),
+        pytest.param(
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": FOREIGN}]}]},
+            id="text-block",
+        ),
+        pytest.param(
+            {"messages": [{"role": "tool", "tool_call_id": "a", "content": f"x {FOREIGN}"}]},
+            id="inside-a-tool-result",
+        ),
+        pytest.param(
+            {"conversations": [{"from": "gpt", "value": FOREIGN}]}, id="sharegpt-gpt-turn"
+        ),
+    ],
+)
+def test_text_that_quotes_a_placeholder_is_not_one(record: dict[str, Any]) -> None:
+    store = {parse(FOREIGN)["id"]: "some original text"}
+    for held in ({}, store):  # whether or not the store holds its id
+        out, ids, problems = restore_record(record, held)
+        assert out is record and ids == [] and problems == []
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        pytest.param(tool_record(FOREIGN), parse(FOREIGN)["id"], id="tool-result"),
+        pytest.param(
+            tool_record("x", arguments=json.dumps({"ctxcli_placeholder": FOREIGN})),
+            parse(FOREIGN)["id"],
+            id="arguments",
+        ),
+        pytest.param(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "a", "content": FOREIGN}
+                        ],
+                    }
+                ]
+            },
+            parse(FOREIGN)["id"],
+            id="anthropic-tool-result",
+        ),
+        pytest.param(
+            {"conversations": [{"from": "observation", "value": MANGLED}]},
+            f"unreadable placeholder {MANGLED!r}",
+            id="sharegpt-mangled",
+        ),
+    ],
+)
+def test_a_placeholder_where_ctxcli_writes_them_is_reported_when_the_store_lacks_it(
+    record: dict[str, Any], problem: str
+) -> None:
+    out, ids, problems = restore_record(record, {})
+    assert out is record and ids == [] and problems == [problem]
+    # A store that holds the text as its own original (the run kept it as it was).
+    text = FOREIGN if parse(FOREIGN)["id"] == problem else MANGLED
+    out, ids, problems = restore_record(record, {content_id(text): text})
+    assert out is record and ids == [] and problems == []
+
+
+def test_compressing_again_keeps_the_inputs_placeholders_and_restores_with_both_stores() -> None:
+    first, one = apply(agent(BIG, "x"), threshold=100, keep_recent=1)
+    assert parse(first[3]["content"])
+    # The run goes on: the same file read again, a quoted placeholder, a mangled one.
+    later = [
+        *first[:-1],
+        {"role": "assistant", "content": f"As {first[3]['content']} said"},
+        {"role": "assistant", "content": None, "tool_calls": [call("d"), call("e")]},
+        {"role": "tool", "tool_call_id": "d", "content": BIG},
+        {"role": "tool", "tool_call_id": "e", "content": MANGLED + BIG},
+        {"role": "user", "content": first[3]["content"]},
+    ]
+    second, two = apply(later, threshold=100, keep_recent=0)
+    assert second[3] == first[3]  # the earlier placeholder stays as it was
+    assert second[8]["content"] == BIG  # its original stays whole: one id, one meaning
+    assert second[9]["content"] == MANGLED + BIG  # placeholder-like: never replaced
+    assert two.stored == {
+        content_id(first[3]["content"]): first[3]["content"],
+        content_id(MANGLED + BIG): MANGLED + BIG,
+    }
+    assert two.events["placeholder"].get("placeholders_written", 0) == 0
+    back, ids, problems = restore_record({"messages": second}, two.stored)
+    assert back == {"messages": later} and ids == [] and problems == []
+    # Both stores together (files concatenated) put back both runs' originals.
+    back, ids, problems = restore_record({"messages": second}, {**one.stored, **two.stored})
+    assert back == {"messages": [*later[:3], agent(BIG, "x")[3], *later[4:]]}
+    assert ids == [content_id(BIG)] and problems == []
+    assert back["messages"][-1] == later[-1]  # the user's copy is the user's text
+    # The first store alone cannot vouch for placeholder-like text the first run
+    # never saw, so it names it.
+    _, _, problems = restore_record({"messages": later}, one.stored)
+    assert problems == [f"unreadable placeholder {(MANGLED + BIG)[:60]!r}"]
+
+
+def test_arguments_that_look_like_a_placeholder_are_kept_and_restore_as_they_were() -> None:
+    held = json.dumps({"ctxcli_placeholder": FOREIGN})
+    messages = agent(BIG, "x")
+    messages[2]["tool_calls"][0]["function"]["arguments"] = held
+    messages[4]["tool_calls"][0]["function"]["arguments"] = json.dumps({"patch": BIG})
+    out, result = apply(messages, threshold=100, keep_recent=0, clear_inputs=True)
+    assert out[2]["tool_calls"][0]["function"]["arguments"] == held
+    assert parse_arguments(out[4]["tool_calls"][0]["function"]["arguments"])
+    assert result.stored[content_id(FOREIGN)] == FOREIGN
+    back, ids, problems = restore_record({"messages": out}, result.stored)
+    assert back == {"messages": messages} and len(ids) == 2 and problems == []
+
+
 # --- property: restore after placeholder-only compression gives back the input ---
 
-texts = st.one_of(
+plain = st.one_of(
     st.text(max_size=40),
     st.text(alphabet="ab 😀é\n漢👍🏽\u0301", min_size=0, max_size=400),
     st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=12), st.integers(1, 80)),
 )
+# Placeholder-like text on purpose: whole placeholders (of text that may also be in
+# the conversation), quoted ones, mangled ones, and arguments that hold one.
+placeholder_like = st.one_of(
+    st.builds(lambda t: render(t, tool="read", tokens=9, head=5, tail=2), plain),
+    st.builds(lambda t, p: f"{t}{p}{t}", plain, st.sampled_from([FOREIGN, MANGLED])),
+    st.sampled_from([FOREIGN, MANGLED, MANGLED + BIG]),
+    st.builds(lambda t: json.dumps({"ctxcli_placeholder": t}), st.sampled_from([FOREIGN, MANGLED])),
+)
+texts = st.one_of(plain, placeholder_like)
 contents = st.one_of(
     texts,
     st.none(),
@@ -280,7 +420,7 @@ def conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
     return messages
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     conversations(),
     st.integers(0, 60),

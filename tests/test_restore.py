@@ -311,3 +311,70 @@ def test_anthropic_parallel_results_are_replaced_in_place(tmp_path: Path) -> Non
         == 0
     )
     assert read_jsonl(back)[0] == record
+
+
+def test_a_message_quoting_a_placeholder_comes_back_as_it_was(tmp_path: Path) -> None:
+    quoted = '[ctxcli placeholder id=0123456789abcdef tool="x" tokens=1 chars=1 head=0 tail=0]\nx'
+    source = record("q", BIG)
+    source["messages"][3]["content"] = f"see {quoted}"
+    source["messages"].append({"role": "user", "content": quoted})
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(source) + "\n")
+    compress(src, "--placeholder-threshold", "100")
+    back = tmp_path / "back.jsonl"
+    out, store = tmp_path / "in.compressed.jsonl", tmp_path / "in.compressed.store.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(out), "--store", str(store), "-o", str(back)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("restored 1 placeholder (")
+    assert read_jsonl(back) == [source]
+
+
+def test_an_output_compressed_again_restores_with_each_store(tmp_path: Path) -> None:
+    first_in = tmp_path / "a.jsonl"
+    first_in.write_text(json.dumps(record("r", BIG)) + "\n")
+    compress(first_in, "--placeholder-threshold", "100")
+    first_out = read_jsonl(tmp_path / "a.compressed.jsonl")[0]
+    later = record("r", "another long result line\n" * 60)["messages"]
+    for message in later[1:3]:  # the same call id would be used twice
+        message.get("tool_calls", [{}])[0]["id"] = "b"
+    later[2]["tool_call_id"] = "b"
+    second = {"id": "r", "messages": first_out["messages"] + later[1:]}
+    second_in = tmp_path / "b.jsonl"
+    second_in.write_text(json.dumps(second) + "\n")
+    compress(second_in, "--placeholder-threshold", "100")
+    store_b = read_jsonl(tmp_path / "b.compressed.store.jsonl")
+    kept = first_out["messages"][2]["content"]
+    assert {"id": content_id(kept), "content": kept} in store_b  # kept as it was
+    steps = [
+        ("b.compressed.jsonl", "b.compressed.store.jsonl", "b.back.jsonl"),
+        ("b.back.jsonl", "a.compressed.store.jsonl", "a.back.jsonl"),
+    ]
+    for source, store, back in steps:
+        result = CliRunner().invoke(
+            cli,
+            ["restore", str(tmp_path / source), "--store", str(tmp_path / store)]
+            + ["-o", str(tmp_path / back)],
+        )
+        assert result.exit_code == 0, result.output
+    assert read_jsonl(tmp_path / "b.back.jsonl") == [second]
+    expected = {**second, "messages": record("r", BIG)["messages"] + later[1:]}
+    assert read_jsonl(tmp_path / "a.back.jsonl") == [expected]
+
+
+def test_compressing_an_output_again_needs_no_store_when_it_adds_no_placeholder(
+    source: Path, tmp_path: Path
+) -> None:
+    compress(source, "--placeholder-threshold", "100")
+    out = tmp_path / "in.compressed.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        ["compress", "-", "-o", "-", "-q", "--stages", "placeholder"]
+        + ["--placeholder-threshold", "100", "--placeholder-keep-recent", "0"],
+        input=out.read_text(),
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == out.read_text()
+    again = tmp_path / "again.jsonl"
+    result = compress(out, "--placeholder-threshold", "100", "-o", str(again))
+    assert "store" not in result.output  # a store of kept texts alone is not written
+    assert sorted(p.name for p in tmp_path.glob("*store*")) == ["in.compressed.store.jsonl"]

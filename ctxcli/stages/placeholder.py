@@ -43,6 +43,20 @@ Results that report an error (:func:`reports_error`) stay whole when ``keep_erro
 the model learns from its mistakes. With ``clear_inputs``, long tool-call arguments are
 replaced too; as arguments are JSON text by the API's definition, the replacement is
 the JSON object ``{"ctxcli_placeholder": "<placeholder text>"}``.
+
+What counts as a placeholder (the rule :func:`ctxcli.store.restore_record` follows):
+text that begins with :data:`PLACEHOLDER_START` and stands where this stage writes
+placeholders: the whole content of a tool result, or the :data:`ARGUMENTS_KEY`
+string of call arguments (:func:`placeholder_texts`). Anywhere else (a user or an
+assistant quoting one, a summary) it is ordinary text. Such text already in the
+input where placeholders go (an earlier run's output, compressed again) is never
+replaced; it goes to the store as its own original (``{id of the text: the text}``),
+which tells ``restore`` to leave it as it is, and an original whose id such a
+placeholder names stays whole here, so one id never stands for two texts in one
+conversation. So ``compress`` then ``restore`` with its store gives back the input
+(but see :func:`ctxcli.store.restore_record` for an original met again in another
+record of the file), and the input's own placeholders restore from the earlier run's
+store (or both stores concatenated).
 """
 
 from __future__ import annotations
@@ -53,19 +67,20 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from ctxcli.model import Conversation, Message
 
 if TYPE_CHECKING:
     from ctxcli.pipeline import Context
-    from ctxcli.tokens import TokenCounter
 
 #: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
 #: before about 4e9 distinct contents (birthday bound).
 ID_HEX = 16
 #: The key of the JSON object that replaces long tool-call arguments.
 ARGUMENTS_KEY = "ctxcli_placeholder"
+#: How every placeholder text begins.
+PLACEHOLDER_START = "[ctxcli placeholder "
 
 PLACEHOLDER_RE = re.compile(
     r"\[ctxcli placeholder id=(?P<id>[0-9a-f]{12,64})"
@@ -107,8 +122,15 @@ def parse(text: Any) -> re.Match[str] | None:
     return PLACEHOLDER_RE.fullmatch(text) if isinstance(text, str) else None
 
 
-def parse_arguments(arguments: Any) -> re.Match[str] | None:
-    """The placeholder match inside replaced tool-call ``arguments``, else None."""
+def looks_like(text: Any) -> TypeGuard[str]:
+    """True when ``text`` is a string that begins as a placeholder does
+    (:data:`PLACEHOLDER_START`), whether or not it is a whole, readable one."""
+    return isinstance(text, str) and text.startswith(PLACEHOLDER_START)
+
+
+def arguments_text(arguments: Any) -> str | None:
+    """The string in tool-call ``arguments`` that are the JSON text of an object with
+    the one key :data:`ARGUMENTS_KEY` (what ``clear_inputs`` writes), else None."""
     if not isinstance(arguments, str) or ARGUMENTS_KEY not in arguments:
         return None
     try:
@@ -116,26 +138,50 @@ def parse_arguments(arguments: Any) -> re.Match[str] | None:
     except ValueError:
         return None
     if isinstance(value, dict) and list(value) == [ARGUMENTS_KEY]:
-        return parse(value[ARGUMENTS_KEY])
+        text = value[ARGUMENTS_KEY]
+        return text if isinstance(text, str) else None
     return None
 
 
-def placeholder_ids(message: Message) -> set[str]:
-    """Ids of the placeholders ``message`` holds (in its content or call arguments)."""
-    ids = set()
-    match = parse(message.data.get("content"))
-    if match:
-        ids.add(match.group("id"))
+def parse_arguments(arguments: Any) -> re.Match[str] | None:
+    """The placeholder match inside replaced tool-call ``arguments``, else None."""
+    return parse(arguments_text(arguments))
+
+
+def placeholder_texts(message: Message) -> list[str]:
+    """The texts in ``message`` that look like placeholders (:func:`looks_like`) in the
+    places this stage writes them, and only there: the whole ``content`` of a tool
+    result (``tool`` / ``function``), and the :data:`ARGUMENTS_KEY` string of call
+    arguments (``tool_calls[].function.arguments``, the legacy ``function_call``).
+    Placeholder-like text anywhere else (a user quoting one) is ordinary text."""
+    texts: list[str] = []
+    content = message.data.get("content")
+    if message.role in TOOL_ROLES and looks_like(content):
+        texts.append(content)
     functions = [
         c.get("function") for c in message.data.get("tool_calls") or [] if isinstance(c, Mapping)
     ]
     functions.append(message.data.get("function_call"))  # the legacy form
     for function in functions:
         if isinstance(function, Mapping):
-            match = parse_arguments(function.get("arguments"))
-            if match:
-                ids.add(match.group("id"))
-    return ids
+            text = arguments_text(function.get("arguments"))
+            if looks_like(text):
+                texts.append(text)
+    return texts
+
+
+def placeholder_ids(message: Message) -> set[str]:
+    """Ids of the readable placeholders ``message`` holds where this stage writes
+    them (see :func:`placeholder_texts`)."""
+    matches = (parse(text) for text in placeholder_texts(message))
+    return {match.group("id") for match in matches if match}
+
+
+def verbatim_ids(message: Message) -> set[str]:
+    """Store ids of the placeholder-like texts ``message`` holds (see
+    :func:`placeholder_texts`), each taken as its own original: the entries that tell
+    ``restore`` the text was in this run's input as it is."""
+    return {content_id(text) for text in placeholder_texts(message)}
 
 
 def reports_error(message: Mapping[str, Any]) -> bool:
@@ -254,7 +300,8 @@ class Placeholder:
     threshold (not those of calls whose results ``keep_recent`` keeps). ``head_chars`` /
     ``tail_chars``: preview lengths in characters. Runs whatever the budget: a result
     is replaced only when its placeholder is smaller. The originals go to
-    ``context.stored``.
+    ``context.stored``. Text that looks like a placeholder where placeholders go is
+    kept as it is and stored as its own original (see the module docstring).
     """
 
     name: ClassVar[str] = "placeholder"
@@ -301,13 +348,21 @@ class Placeholder:
         # A legacy function result pairs with the function_call right before it.
         recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
+        # Placeholder-like text the input already holds where placeholders go (an
+        # earlier run's output, compressed again) is kept as it is, and recorded in the
+        # store as its own original so that restoring with this run's store leaves it
+        # be; its original, if this run meets it too, stays whole (see ``restore``).
+        held: set[str] = set()
+        for message in messages:
+            context.stored.update({content_id(t): t for t in placeholder_texts(message)})
+            held |= placeholder_ids(message)
         for i in results:
             message = messages[i]
             tool = _tool_name(message, names.get(i))
             if i in recent or tool in self.exclude_tools:
                 continue
             content = message.data.get("content")
-            if content is None or parse(content):
+            if content is None or looks_like(content) or content_id(content) in held:
                 continue
             tokens = counter.content(content)
             if tokens <= self.limit(tool):
@@ -327,7 +382,7 @@ class Placeholder:
                 if message.role == "assistant":
                     keep_function = i in recent_calls
                     messages[i] = self._clear_calls(
-                        message, recent_ids, context, events, keep_function=keep_function
+                        message, recent_ids, context, events, held, keep_function=keep_function
                     )
         if not events.get("placeholders_written"):
             return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
@@ -342,6 +397,7 @@ class Placeholder:
         keep_ids: set[str],
         context: Context,
         events: dict[str, int],
+        held: set[str],
         *,
         keep_function: bool = False,
     ) -> Message:
@@ -354,7 +410,7 @@ class Placeholder:
                 new_call = call
                 if isinstance(call, Mapping) and str(call.get("id")) not in keep_ids:
                     function = call.get("function")
-                    new_function = self._clear_function(function, context.counter, context)
+                    new_function = self._clear_function(function, context, held)
                     if new_function is not function:
                         new_call = {**call, "function": new_function}
                         touched += 1
@@ -362,7 +418,7 @@ class Placeholder:
             data["tool_calls"] = new_calls
         function_call = data.get("function_call")
         if isinstance(function_call, Mapping) and not keep_function:
-            new_function = self._clear_function(function_call, context.counter, context)
+            new_function = self._clear_function(function_call, context, held)
             if new_function is not function_call:
                 data["function_call"] = new_function
                 touched += 1
@@ -372,14 +428,17 @@ class Placeholder:
         _count(events, message, new, count=touched, key="inputs_cleared")
         return new
 
-    def _clear_function(self, function: Any, counter: TokenCounter, context: Context) -> Any:
+    def _clear_function(self, function: Any, context: Context, held: set[str]) -> Any:
         if not isinstance(function, Mapping):
             return function
+        counter = context.counter
         tool = str(function.get("name") or "")
         arguments = function.get("arguments")
         if tool in self.exclude_tools or not isinstance(arguments, str):
             return function
-        if parse_arguments(arguments):
+        if looks_like(arguments_text(arguments)) or looks_like(arguments):
+            return function
+        if content_id(arguments) in held:
             return function
         tokens = counter.text(arguments)
         if tokens <= self.limit(tool):
