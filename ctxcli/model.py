@@ -88,7 +88,8 @@ class Message:
     @property
     def calls_function(self) -> bool:
         """True for an assistant message with a legacy ``function_call``."""
-        return isinstance(self.data.get("function_call"), Mapping)
+        call = self.data.get("function_call")
+        return call is not None and isinstance(call, Mapping)  # most have none: no ABC check
 
     def replace(self, data: Mapping[str, Any], counter: TokenCounter) -> Message:
         """A copy holding ``data`` instead, recounted and marked changed."""

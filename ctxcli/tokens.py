@@ -270,7 +270,7 @@ class TokenCounter:
             for call in tool_calls:
                 total += self.tool_call(call) + self.tool_call_overhead
         function_call = message.get("function_call")
-        if isinstance(function_call, Mapping):
+        if function_call is not None and isinstance(function_call, Mapping):
             total += self.tool_call({"function": function_call})
         return total
 

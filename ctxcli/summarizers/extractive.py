@@ -275,7 +275,7 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
         if isinstance(function, Mapping):
             calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
     function_call = message.get("function_call")
-    if isinstance(function_call, Mapping):
+    if function_call is not None and isinstance(function_call, Mapping):
         calls.append(
             (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
         )
@@ -447,16 +447,22 @@ def _render(
     seen: set[str] = set()
     written = ""  # what was picked so far, to skip facts already said
     used = 0
+    costs: dict[tuple[str, int], int] = {}  # an item's cost with its separator, once
     for key, share in _PASSES:
+        section = items[key]
+        if len(picked[key]) == len(section):
+            continue  # every item of this section is in
         limit = max_tokens * share
         separator = "; " if key in _INLINE else "\n- "
-        for i in _order(key, len(items[key])):
-            item = items[key][i]
+        for i in _order(key, len(section)):
+            item = section[i]
             if i in picked[key] or item in seen:
                 continue
             if key == "facts" and item in written:
                 continue  # already said, in a request or a note
-            cost = counter.text(separator + item)
+            cost = costs.get((key, i))
+            if cost is None:
+                cost = costs[key, i] = counter.text(separator + item)
             if not picked[key]:
                 cost += counter.text(labels[key]) + 1
             if used + cost > limit:
