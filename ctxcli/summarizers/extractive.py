@@ -79,31 +79,38 @@ _STOP = frozenset(
 )
 
 _PATH_START = r"(?<![\w.@/-])"
-#: (pattern, a substring any match contains, or ``None``): the substring is checked
-#: first, so a pattern is not run over text it cannot match.
-FACT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = (
-    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), "@"),  # e-mail
-    (re.compile(r"https?://[^\s\"'<>)]+"), "://"),  # URL
+_CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
+#: (pattern, substrings one of which every match contains, or ``None``): they are
+#: looked for first, so a pattern is not run over text it cannot match.
+FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
+    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), ("@",)),  # e-mail
+    (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
     (
         re.compile(  # paths: absolute, relative, or a file with an extension
             rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
             rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
         ),
-        "/",
+        ("/",),
     ),
-    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), "-"),  # ISO date
-    (re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"), None),  # May 15
+    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
+    (
+        re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+    ),  # May 15
     (
         re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
-        "月",
+        ("月",),
     ),  # 6月18日
     (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
-    (re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"), None),  # $1.50
+    (
+        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"),
+        ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
+    ),  # $1.50
     (
         re.compile(
             r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
         ),
-        None,
+        ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
         re.compile(rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"),
@@ -210,7 +217,7 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     else:
         patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
     for pattern, needs in patterns:
-        if needs is None or needs in text:
+        if needs is None or any(part in text for part in needs):
             found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:
         for m in _NAME.finditer(text):
