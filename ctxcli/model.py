@@ -177,13 +177,31 @@ def units(messages: Sequence[Message]) -> list[list[int]]:
 
 
 def latest_user_index(messages: Sequence[Message]) -> int | None:
-    """Position of the last ``user`` message that is not a ctxcli summary, or ``None``
-    when there is none. A summary is skipped because the summary stage may write one
-    (role ``user``) after the user's task, where it must not pass for the task."""
+    """Position of the last ``user`` message, or ``None`` when there is none.
+
+    A ctxcli summary (role ``user``) that the summary stage wrote after the user's
+    task is skipped, so that it never passes for the task: it is one that follows a
+    user message with no assistant message between. A user's own message that only
+    looks like a summary (it starts with the same header) stands after an assistant
+    message, so it is never skipped, and never dropped as the latest user message.
+    """
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user" and not messages[i].is_summary:
+        if messages[i].role != "user":
+            continue
+        if not messages[i].is_summary or not _follows_user(messages, i):
             return i
     return None
+
+
+def _follows_user(messages: Sequence[Message], position: int) -> bool:
+    """True when a user message comes before ``position`` with no assistant between."""
+    for i in range(position - 1, -1, -1):
+        role = messages[i].role
+        if role == "assistant":
+            return False
+        if role == "user" and not messages[i].is_summary:
+            return True
+    return False
 
 
 def pinned(messages: Sequence[Message], groups: list[list[int]] | None = None) -> set[int]:

@@ -314,3 +314,23 @@ def test_one_folded_message_is_named_in_the_singular() -> None:
     assert result.events["summary"]["messages_summarized"] == 1
     (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
     assert summary.startswith(f"{SUMMARY_MARKER} 1 earlier message folded.\n")
+
+
+@pytest.mark.parametrize("budget", [120, 200, 300, 600])
+def test_a_latest_user_message_that_looks_like_a_summary_is_never_lost(budget: int) -> None:
+    """Only a summary the stage wrote after the user's task (right after a user
+    message) is passed over as the latest user message; the user's own message with
+    the same header, after an assistant reply, is the latest user message."""
+    text = f"{SUMMARY_MARKER} 3 earlier messages folded.\nPlease cancel reservation XYZ999."
+    turns = [
+        ("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30) for i in range(16)
+    ]
+    messages = convo(*turns, ("user", text), ("assistant", "Sure, cancelling."))
+    conversation = make_conversation(messages, COUNTER)
+    for stages in ("summary,priority", "priority", "window,priority"):
+        settings_ = resolve(stages=stages, max_tokens=budget)
+        result = run(conversation, settings_.stages, Context(budget, COUNTER))
+        kept = [m.data for m in result.after.messages]
+        assert {"role": "user", "content": text} in kept, (stages, budget)
+        found = problems(conversation, result.after, max_tokens=None)
+        assert not found, (stages, budget, found)
