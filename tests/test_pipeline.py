@@ -316,16 +316,16 @@ def test_one_folded_message_is_named_in_the_singular() -> None:
     assert summary.startswith(f"{SUMMARY_MARKER} 1 earlier message folded.\n")
 
 
-@pytest.mark.parametrize("budget", [120, 200, 300, 600])
+@pytest.mark.parametrize("budget", [200, 300, 600, 1200])
 def test_a_latest_user_message_that_looks_like_a_summary_is_never_lost(budget: int) -> None:
     """Only a summary the stage wrote after the user's task (right after a user
     message) is passed over as the latest user message; the user's own message with
     the same header, after an assistant reply, is the latest user message."""
     text = f"{SUMMARY_MARKER} 3 earlier messages folded.\nPlease cancel reservation XYZ999."
     turns = [
-        ("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 30) for i in range(16)
+        ("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 150) for i in range(16)
     ]
-    messages = convo(*turns, ("user", text), ("assistant", "Sure, cancelling."))
+    messages = convo(*turns, ("user", text), ("assistant", "Sure, cancelling. " + "ok " * 150))
     conversation = make_conversation(messages, COUNTER)
     for stages in ("summary,priority", "priority", "window,priority"):
         settings_ = resolve(stages=stages, max_tokens=budget)
