@@ -252,8 +252,9 @@ def plan(
     beside the output (none when the output is stdout or a device), the store beside
     the output when ``restorable``. Raises :class:`ConfigError` when ``output``,
     ``stats`` or ``store`` is given with several inputs, when ``stats`` or ``store``
-    is ``-``, when an output is a folder, or when two files the run writes, or one
-    and an input, are the same file.
+    is ``-``, when an output is a folder, when two files the run writes, or one and an
+    input, are the same file, or when the output is stdout and the default store
+    beside the input already exists (it may hold an earlier run's originals).
     """
     paths = expand_inputs(inputs)
     if len(paths) > 1 and (output or stats or store):
@@ -267,13 +268,20 @@ def plan(
         if target != "-" and Path(target).is_dir():
             raise ConfigError(f"{target}: is a folder; -o names the output file")
         streamed = jsonio.is_stream(target)
+        kept = store or (default_store("-" if streamed else target, path) if restorable else None)
+        if streamed and not store and kept and Path(kept).exists():
+            # Named after the input, it may be the store of the run that wrote the
+            # input: replacing it would lose that run's originals for good.
+            raise ConfigError(
+                f"{kept} exists (the store of the run that wrote {path}?); with output to "
+                "stdout give --store PATH, or name that file to replace it"
+            )
         plans.append(
             Plan(
                 input=path,
                 output=target,
                 stats=stats or (None if streamed else default_stats(target)),
-                store=store
-                or (default_store("-" if streamed else target, path) if restorable else None),
+                store=kept,
             )
         )
     written: dict[str, str] = {}

@@ -653,3 +653,30 @@ def test_an_input_that_already_breaks_its_format_is_reported(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
     assert [(p["id"], p["record"]) for p in stats["input_problems"]] == [("b", 1), ("b2", 2)]
+
+
+def test_output_to_stdout_never_replaces_the_store_of_the_run_that_wrote_the_input(
+    tmp_path: Path,
+) -> None:
+    """Compressing an output again to stdout would name its store after the input,
+    which is the earlier run's store: the run refuses instead of losing its originals."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
+    for n in range(4):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": f"file{n}.txt\n" * 60})
+    messages.append({"role": "assistant", "content": "Done."})
+    source = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": messages}])
+    args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "-q"]
+    first = invoke("compress", str(source), *args, "--placeholder-threshold", "100")
+    assert first.exit_code == 0, first.output
+    output, store = tmp_path / "run.compressed.jsonl", tmp_path / "run.compressed.store.jsonl"
+    kept = store.read_bytes()
+    assert kept
+    again = invoke("compress", str(output), "-o", "-", *args, "--placeholder-threshold", "5")
+    assert again.exit_code == 1 and "give --store PATH" in again.stderr
+    assert store.read_bytes() == kept
+    other = tmp_path / "second.store.jsonl"
+    named = invoke("compress", str(output), "-o", "-", "--store", str(other), *args)
+    assert named.exit_code == 0, named.output
+    assert store.read_bytes() == kept
