@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -729,9 +730,24 @@ _WORKER: Compressor | None = None
 
 
 def _start_worker(compressor: Compressor) -> None:
-    """Runs first in each worker process: the (forked) compressor it works with."""
+    """Runs first in each worker process: the (forked) compressor it works with, and
+    a watch that ends the worker once the process that started it is gone."""
     global _WORKER
     _WORKER = compressor
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+#: Seconds between a worker's checks that the process that started it still runs.
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker when its parent is gone (killed with SIGKILL, say): it would
+    otherwise wait forever on a result pipe that nobody reads. A dead parent's children
+    are given to another process, so the parent process id changes."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
 
 
 def _attempt_chunk(task: tuple[str, int, int, int]) -> list[_Outcome]:

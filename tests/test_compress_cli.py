@@ -680,3 +680,52 @@ def test_output_to_stdout_never_replaces_the_store_of_the_run_that_wrote_the_inp
     named = invoke("compress", str(output), "-o", "-", "--store", str(other), *args)
     assert named.exit_code == 0, named.output
     assert store.read_bytes() == kept
+
+
+def test_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:
+    """With --jobs, a run killed with SIGKILL (a CI timeout, the OOM killer) leaves no
+    worker processes behind."""
+    import signal
+    import time
+
+    source = write_jsonl(tmp_path / "big.jsonl", [chat(300, words=40) for _ in range(200)])
+    script = "import os, sys\nfrom ctxcli.cli import cli\ncli(sys.argv[1:])\n"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "compress",
+            str(source),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--jobs",
+            "2",
+            "--max-tokens",
+            "300",
+            "-q",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        found = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True)
+        workers = [int(p) for p in found.stdout.split()]
+        time.sleep(0.05)
+    assert len(workers) >= 2, "the run ended before its workers could be seen"
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+        time.sleep(0.1)
+    assert not alive, f"workers still running: {alive}"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
