@@ -38,7 +38,7 @@ from ctxcli.parallel import ordered_map
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
-from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for
+from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_model
 
 #: Files a directory input never includes: what ctxcli itself wrote there.
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
@@ -275,7 +275,8 @@ def plan(
             # input: replacing it would lose that run's originals for good.
             raise ConfigError(
                 f"{kept} exists (the store of the run that wrote {path}?); with output to "
-                "stdout give --store PATH, or name that file to replace it"
+                f"{'stdout' if target == '-' else target} give --store PATH, or name that "
+                "file to replace it"
             )
         plans.append(
             Plan(
@@ -332,13 +333,18 @@ class Compressor:
         self._shape: str = "jsonl"
         self._bar: Any = None
         self.encoding = encoding_name_for(settings.model, settings.encoding)
+        self._warn = warn or (lambda _: None)
+        if settings.model and not settings.encoding and not knows_model(settings.model):
+            self._warn(
+                f"tiktoken does not know the model {settings.model!r}: counting tokens "
+                f"with {self.encoding} (--encoding chooses another)"
+            )
         self.counter = TokenCounter(self.encoding, cache_dir=cache_dir)
         self.format = formats.get(settings.format) if settings.format else None
         self.summarizer = summarizer or build(settings.summarizer)
         self.context = Context(settings.max_tokens, self.counter, self.summarizer)
         # Threads only pay off while waiting on a model; the extractive path stays serial.
         self.workers = getattr(self.summarizer, "concurrency", 1)
-        self._warn = warn or (lambda _: None)
         self.warned = 0
         self._file_start = 0
 

@@ -65,7 +65,8 @@ _IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
 def encoding_name_for(model: str | None = None, encoding: str | None = None) -> str:
     """Return the tiktoken encoding name for ``encoding`` or else ``model``.
 
-    Unknown model names fall back to ``o200k_base``, as the current cookbook does.
+    Unknown model names fall back to ``o200k_base``, as the current cookbook does
+    (:func:`knows_model` tells them apart, so a caller can say so).
     """
     if encoding:
         return encoding
@@ -75,6 +76,17 @@ def encoding_name_for(model: str | None = None, encoding: str | None = None) -> 
         return tiktoken.encoding_name_for_model(model or DEFAULT_MODEL)
     except KeyError:
         return "o200k_base"
+
+
+def knows_model(model: str) -> bool:
+    """True when tiktoken knows ``model``'s encoding (by name or name prefix)."""
+    import tiktoken
+
+    try:
+        tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        return False
+    return True
 
 
 #: What a parsed-encoding file in ``cache_dir`` starts with; the SHA-256 of the rest

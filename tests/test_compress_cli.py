@@ -729,3 +729,14 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_an_unknown_model_is_named_with_the_encoding_used_instead(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(2)])
+    result = invoke("compress", str(source), "--model", "claude-3-5-sonnet", "-q")
+    assert result.exit_code == 0, result.output
+    assert "does not know the model 'claude-3-5-sonnet': counting tokens with o200k_base" in (
+        result.stderr
+    )
+    known = invoke("compress", str(source), "--model", "gpt-4o-mini", "-q")
+    assert known.exit_code == 0 and known.stderr == ""
