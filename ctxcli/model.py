@@ -128,8 +128,11 @@ class Conversation:
 
     @property
     def label(self) -> str:
-        """How warnings name this conversation: its id, else its line."""
-        return f"{self.id}" if self.id is not None else f"line {self.line}"
+        """How warnings name this conversation: its id, else its line, else ``(no id)``
+        (a record of a JSON array, which the warning's place names by index)."""
+        if self.id is not None:
+            return self.id
+        return f"line {self.line}" if self.line else "(no id)"
 
 
 def make_conversation(

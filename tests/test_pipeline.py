@@ -3,6 +3,7 @@ and each stage does its own job (unit tests)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -334,3 +335,10 @@ def test_a_latest_user_message_that_looks_like_a_summary_is_never_lost(budget: i
         assert {"role": "user", "content": text} in kept, (stages, budget)
         found = problems(conversation, result.after, max_tokens=None)
         assert not found, (stages, budget, found)
+
+
+def test_a_conversation_is_labelled_by_id_then_line_never_line_0() -> None:
+    conversation = make_conversation([{"role": "user", "content": "hi"}], COUNTER)
+    assert conversation.label == "(no id)"  # a JSON array's record: its index is named apart
+    assert dataclasses.replace(conversation, line=7).label == "line 7"
+    assert dataclasses.replace(conversation, line=7, id="c-1").label == "c-1"
