@@ -699,3 +699,12 @@ def test_with_the_server_stopped_every_conversation_falls_back(
                 result.output
             )
     assert result.output.count("summary failed (cannot reach the model endpoint") == written
+
+
+def test_an_endpoint_that_echoes_the_key_never_puts_it_in_the_output(endpoint: Any) -> None:
+    server = endpoint((200, reply(f"{SUMMARY} Authorization: Bearer {SECRET} was sent.")))
+    warnings: list[str] = []
+    result = compress_one(summarizer(server.url), conversation(), warnings)
+    text = summary_text(result)
+    assert SECRET not in text and "Bearer ***" in text
+    assert all(SECRET not in w for w in warnings)

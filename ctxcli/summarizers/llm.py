@@ -336,10 +336,13 @@ class LLMSummarizer:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         )
         try:
-            return _checked(response)
+            text = _checked(response)
         except SummaryError:
             self.stats.add(failures=1)
             raise
+        # A hostile or broken endpoint could echo the request's key back: it never
+        # reaches an output, the cache or a warning.
+        return text.replace(self._secret, "***") if self._secret else text
 
     def _retried(self, exc: BaseException) -> bool:
         """True for the failures the openai client retries: timeouts, connection
