@@ -105,7 +105,11 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     body = data[len(BOM) :] if data.startswith(BOM) else data
     try:
         whole = loads(body, path, None)
-    except InputError:
+    except InputError as exc:
+        if first.lstrip().startswith(b"["):
+            # No JSON lines file opens with an array: this is a broken JSON array
+            # (cut short, say), and the error of the whole text says where.
+            raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
         return "jsonl", _jsonl(path, data), None
     if isinstance(whole, list):
         items = (Record(None, i, None, value) for i, value in enumerate(whole))

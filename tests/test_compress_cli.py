@@ -740,3 +740,15 @@ def test_an_unknown_model_is_named_with_the_encoding_used_instead(tmp_path: Path
     )
     known = invoke("compress", str(source), "--model", "gpt-4o-mini", "-q")
     assert known.exit_code == 0 and known.stderr == ""
+
+
+def test_a_json_array_cut_short_is_reported_as_such(tmp_path: Path) -> None:
+    source = tmp_path / "cut.json"
+    whole = json.dumps([chat(1), chat(2)], indent=1)
+    source.write_text(whole[: len(whole) // 2])
+    result = invoke("compress", str(source), "-o", "-", "--on-error", "keep")
+    assert result.exit_code == 1
+    assert f"{source}: not a JSON array: invalid JSON: unexpected end of data: line " in (
+        result.stderr
+    )
+    assert result.stdout == ""
