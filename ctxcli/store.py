@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ctxcli import jsonio
@@ -283,7 +284,8 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     writes) into ``output_path`` (``-``: stdout) atomically, from the store at
     ``store_path``.
 
-    A record without placeholders is written as the very bytes read. Raises
+    A record without placeholders is written as the very bytes read; a missing store
+    file counts as an empty store (compress writes none when it replaced nothing). Raises
     :class:`StoreError` naming every placeholder the store cannot resolve (no output is
     left behind, stdout included) or when the output would replace the input or the
     store, and what :func:`load_store` and :func:`jsonio.read_records` raise.
@@ -291,7 +293,10 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     for other, what in ((input_path, "input"), (store_path, "store")):
         if output_path != "-" and other != "-" and jsonio.same_file(output_path, other):
             raise StoreError(f"{output_path}: the output would overwrite the {what}")
-    store = load_store(store_path)
+    # No store file: compress writes none when it replaced nothing, so a file without
+    # placeholders restores as it is; one with placeholders names the missing file.
+    absent = store_path != "-" and not Path(store_path).exists()
+    store = {} if absent else load_store(store_path)
     stats = RestoreStats(input=input_path, output=output_path, store=store_path)
     shape, items, original = jsonio.read_records(input_path)
     results = _restored(items, input_path, store, stats)
@@ -308,7 +313,7 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
             more = f" and {len(stats.missing) - 10} more" if len(stats.missing) > 10 else ""
             raise StoreError(
                 f"{input_path}: {len(stats.missing)} placeholder(s) cannot be restored from "
-                f"{store_path}: {shown}{more}"
+                f"{store_path}{' (no such file)' if absent else ''}: {shown}{more}"
             )
         sink.close()
         writer.commit()

@@ -378,3 +378,37 @@ def test_compressing_an_output_again_needs_no_store_when_it_adds_no_placeholder(
     result = compress(out, "--placeholder-threshold", "100", "-o", str(again))
     assert "store" not in result.output  # a store of kept texts alone is not written
     assert sorted(p.name for p in tmp_path.glob("*store*")) == ["in.compressed.store.jsonl"]
+
+
+def test_a_missing_store_is_empty_and_named_when_placeholders_need_it(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxcli.cli import cli
+
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    missing = str(tmp_path / "none.store.jsonl")
+    result = CliRunner().invoke(cli, ["restore", str(plain), "--store", missing, "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == plain.read_text()
+    placeholder = tmp_path / "ph.jsonl"
+    calls = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+    messages = [{"role": "user", "content": "ls"}, {"role": "assistant", "tool_calls": calls}]
+    messages.append({"role": "tool", "tool_call_id": "c1", "content": "x\n" * 2000})
+    placeholder.write_text(json.dumps({"messages": messages}) + "\n")
+    store = tmp_path / "ph.store.jsonl"
+    args = [
+        "compress",
+        str(placeholder),
+        "--stages",
+        "placeholder",
+        "--placeholder-keep-recent",
+        "0",
+    ]
+    out = tmp_path / "ph.out.jsonl"
+    assert (
+        CliRunner().invoke(cli, [*args, "--store", str(store), "-o", str(out), "-q"]).exit_code == 0
+    )
+    store.unlink()
+    result = CliRunner().invoke(cli, ["restore", str(out), "--store", str(store), "-o", "-"])
+    assert result.exit_code != 0 and f"{store} (no such file)" in result.output
