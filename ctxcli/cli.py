@@ -436,6 +436,14 @@ def restore(compressed: str, store_path: str, output: str) -> None:
         f"in {stats.changed:,} of {_count(stats.records, 'record')} from {store_path}",
         err=True,
     )
+    if stats.earlier:
+        click.echo(
+            f"note: {_count(len(stats.earlier), 'placeholder')} of an earlier run "
+            f"{'stays' if len(stats.earlier) == 1 else 'stay'} as "
+            f"{compressed} had them; restore the result with that run's store too (or "
+            "give both stores joined into one file)",
+            err=True,
+        )
 
 
 def _count(n: int, noun: str) -> str:

@@ -115,7 +115,9 @@ def load_store(path: str) -> dict[str, Any]:
 @dataclass
 class RestoreStats:
     """What :func:`restore_file` did: records read and changed, placeholders restored
-    and the characters they brought back (strings: their length; lists: their JSON's)."""
+    and the characters they brought back (strings: their length; lists: their JSON's),
+    and ``earlier``: placeholders of an earlier run that stay (they were in the
+    compressed run's input; that run's store restores them)."""
 
     input: str
     output: str
@@ -125,9 +127,12 @@ class RestoreStats:
     placeholders: int = 0
     chars: int = 0
     missing: list[str] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)
 
 
-def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str], list[str]]:
+def restore_record(
+    record: Any, store: Mapping[str, Any], kept: list[str] | None = None
+) -> tuple[Any, list[str], list[str]]:
     """``record`` with every placeholder in it replaced by its original, whatever the
     record's format.
 
@@ -158,7 +163,8 @@ def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str
     back the input exactly.
 
     Returns ``(record, restored ids, problems)``; ``record`` is the very object given
-    when nothing was restored.
+    when nothing was restored. The ids of placeholders that stay (an earlier run's, see
+    above) are added to ``kept`` when given.
     """
     restored: list[str] = []
     problems: list[str] = []
@@ -172,6 +178,8 @@ def restore_record(record: Any, store: Mapping[str, Any]) -> tuple[Any, list[str
             restored.append(match.group("id"))
             return store[match.group("id")]
         if store.get(content_id(text)) == text:
+            if kept is not None:
+                kept.append(match.group("id") if match else content_id(text))
             return _KEEP
         problems.append(match.group("id") if match else f"unreadable placeholder {text[:60]!r}")
         return _KEEP
@@ -333,7 +341,7 @@ def _restored(
             yield item.raw, False
             continue
         record = item.parse(path)
-        new, restored, problems = restore_record(record, store)
+        new, restored, problems = restore_record(record, store, stats.earlier)
         where = f"line {item.line}" if item.line is not None else f"record {item.index}"
         stats.missing += [f"{key} ({where})" for key in problems]
         if not restored:

@@ -349,6 +349,7 @@ def test_an_output_compressed_again_restores_with_each_store(tmp_path: Path) -> 
         ("b.compressed.jsonl", "b.compressed.store.jsonl", "b.back.jsonl"),
         ("b.back.jsonl", "a.compressed.store.jsonl", "a.back.jsonl"),
     ]
+    notes = []
     for source, store, back in steps:
         result = CliRunner().invoke(
             cli,
@@ -356,6 +357,10 @@ def test_an_output_compressed_again_restores_with_each_store(tmp_path: Path) -> 
             + ["-o", str(tmp_path / back)],
         )
         assert result.exit_code == 0, result.output
+        notes.append([line for line in result.stderr.splitlines() if line.startswith("note:")])
+    # The first step says that a placeholder of the earlier run stays; the last, none.
+    assert len(notes[0]) == 1 and "1 placeholder of an earlier run stays as" in notes[0][0]
+    assert notes[1] == []
     assert read_jsonl(tmp_path / "b.back.jsonl") == [second]
     expected = {**second, "messages": record("r", BIG)["messages"] + later[1:]}
     assert read_jsonl(tmp_path / "a.back.jsonl") == [expected]
