@@ -53,8 +53,8 @@ class Summary:
 
     ``max_tokens`` bounds the summary bodies together (tokens), and so does what is
     left of the budget after the kept messages and a frame per summary; each summary
-    gets a share in proportion to the tokens it folds (at least
-    :data:`MIN_SUMMARY_TOKENS`), and what the first leaves goes to the second. A summary
+    gets a share in proportion to the tokens it folds, but at least a quarter and at
+    least :data:`MIN_SUMMARY_TOKENS`, and what the first leaves goes to the second. A summary
     whose body comes out empty is not written and its messages stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
@@ -120,12 +120,17 @@ class Summary:
             left = context.max_tokens - rest - REPLY_PRIMING - conversation.extra_tokens
             total = min(total, left - frame * len(parts))
         # ``max_tokens`` bounds the bodies together: each part gets a share in proportion
-        # to the tokens it folds, and what the first summary leaves goes to the second.
+        # to the tokens it folds, but at least a quarter (tool output swells the steps,
+        # while the requests that led to the task are short and matter as much), and
+        # what the first summary leaves goes to the second.
         weights = [sum(messages[i].tokens for i in part) for part in parts]
         events: dict[str, int] = {}
         written: dict[int, Message] = {}
         for k, part in enumerate(parts):
-            share = total if k == len(parts) - 1 else total * weights[k] // sum(weights)
+            share = total
+            if k < len(parts) - 1:
+                share = total * weights[k] // sum(weights)
+                share = min(max(share, total // 4), total - total // 4)
             folded = [messages[i] for i in part]
             summary, fell_back = self._summarize(
                 conversation, folded, max(MIN_SUMMARY_TOKENS, share), context
