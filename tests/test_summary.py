@@ -387,6 +387,26 @@ def test_anthropic_the_summary_is_a_user_turn_after_the_task(tmp_path: Path) -> 
     assert messages[-1] == record["messages"][-1]
 
 
+def test_anthropic_a_mixed_run_gets_two_user_summaries(tmp_path: Path) -> None:
+    record = anthropic_run()
+    earlier = [
+        {"role": "user", "content": "Invoice INV-77 is wrong."},
+        {"role": "assistant", "content": [{"type": "text", "text": "It is in the EU."}]},
+        {"role": "user", "content": "Is the EU VAT rate 20%? " + "Tell me. " * 30},
+        {"role": "assistant", "content": [{"type": "text", "text": "Yes. Shall I fix it?"}]},
+    ]
+    record["messages"][0:0] = earlier
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 1200")
+    assert stats["stage_events"]["summary"]["summaries_written"] == 2
+    messages = read_jsonl(out)[0]["messages"]
+    assert [is_summary(m) for m in messages[:5]] == [True, False, False, True, False]
+    assert messages[1:3] == [earlier[-1], record["messages"][4]]  # what the task answers
+    assert "INV-77" in messages[0]["content"][0]["text"]
+    assert messages[-1] == record["messages"][-1]
+
+
 def test_anthropic_a_latest_turn_opening_with_tool_results_is_not_left_first(
     tmp_path: Path,
 ) -> None:
