@@ -7,9 +7,11 @@ from __future__ import annotations
 import itertools
 import json
 import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from helpers import assert_valid, read_jsonl
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from ctxcli.cli import cli
 from ctxcli.model import SUMMARY_MARKER, make_conversation
 from ctxcli.pipeline import Context, build_stage, run
+from ctxcli.summarizers.extractive import Extractive
 from ctxcli.tokens import TokenCounter
 from ctxcli.validate import validate_file
 
@@ -135,21 +138,177 @@ def test_the_kept_tail_never_opens_inside_parallel_calls() -> None:
             assert out[-1] == messages[-1]  # keep_last 0 still keeps the last unit
 
 
-def test_messages_before_the_task_go_into_the_same_one_summary() -> None:
-    messages = agent_run(steps=12)
-    earlier = [
-        {"role": "user", "content": "What does billing do? Invoice INV-77 is wrong."},
-        {"role": "assistant", "content": "It computes refunds for 3 regions."},
-    ]
-    messages[1:1] = earlier
+EARLIER = [
+    {"role": "user", "content": "What does billing do? Invoice INV-77 is wrong."},
+    {"role": "assistant", "content": "It computes refunds for 3 regions; INV-77 is in the EU."},
+    {"role": "user", "content": "Is the EU VAT rate 20%?"},
+    {"role": "assistant", "content": "Yes, 20%. Shall I fix the failing refund test?"},
+]
+
+
+def mixed_run(steps: int = 12) -> list[dict[str, Any]]:
+    """A chat that leads to the task (:data:`EARLIER`), then an agent run on it."""
+    messages = agent_run(steps=steps)
+    messages[1:1] = EARLIER
+    return messages
+
+
+def summaries(messages: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """Positions of the summaries before and after the user's latest message."""
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user" and not is_summary(m))
+    found = [i for i, m in enumerate(messages) if is_summary(m)]
+    return [i for i in found if i < last_user], [i for i in found if i > last_user]
+
+
+def folded_count(message: dict[str, Any]) -> int:
+    return int(message["content"].split("]")[1].split()[0])
+
+
+def test_a_mixed_run_gets_two_summaries_each_where_its_messages_were() -> None:
+    """What led to the task is summarized before it, the steps it led to after it:
+    the output reads in the order things happened."""
+    messages = mixed_run()
     stage = build_stage("summary", {"keep_last": 4})
     result = run(make_conversation(messages, COUNTER), [stage], Context(600, COUNTER))
     out = [m.data for m in result.after.messages]
+    assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=600)
+    assert result.events["summary"] == {
+        "messages_summarized": 3 + 21,
+        "summaries_written": 2,
+        "steps_summarized": 21,
+    }
+    assert out[0] == messages[0]
+    assert is_summary(out[1]) and folded_count(out[1]) == 3
+    assert "INV-77" in out[1]["content"] and "ORD-" not in out[1]["content"]
+    # The message the task answers is kept while it fits (a chat keeps it too).
+    assert out[2] == EARLIER[-1] and out[3]["content"] == TASK
+    assert is_summary(out[4]) and folded_count(out[4]) == 21
+    assert "ORD-1000" in out[4]["content"] and "INV-77" not in out[4]["content"]
+    assert out[5]["role"] == "assistant" and out[-1] == messages[-1]
+
+
+def test_a_mixed_run_with_system_summaries_folds_all_that_led_to_the_task() -> None:
+    messages = mixed_run()
+    stage = build_stage("summary", {"keep_last": 4, "role": "system"})
+    result = run(make_conversation(messages, COUNTER), [stage], Context(600, COUNTER))
+    out = [m.data for m in result.after.messages]
+    assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=600)
+    assert [m["role"] for m in out[:4]] == ["system", "system", "user", "system"]
+    assert is_summary(out[1]) and folded_count(out[1]) == 4 and out[2]["content"] == TASK
+    assert is_summary(out[3]) and result.events["summary"]["summaries_written"] == 2
+
+
+def test_no_summary_before_the_task_when_nothing_came_before_it() -> None:
+    stage = build_stage("summary", {"keep_last": 4})
+    result = run(make_conversation(agent_run(), COUNTER), [stage], Context(600, COUNTER))
+    out = [m.data for m in result.after.messages]
+    assert summaries(out) == ([], [2])
+    assert result.events["summary"]["summaries_written"] == 1
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_both_summaries_with_their_frames_fit_the_budget(role: str) -> None:
+    messages = mixed_run(steps=20)
+    for budget in range(200, 1400, 40):
+        stage = build_stage("summary", {"keep_last": 4, "role": role})
+        result = run(make_conversation(messages, COUNTER), [stage], Context(budget, COUNTER))
+        assert result.events["summary"]["summaries_written"] == 2, budget
+        assert result.after.tokens <= budget, budget
+        out = [m.data for m in result.after.messages]
+        assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=budget)
+
+
+class Recorder:
+    """The extractive summarizer, recording each call's bound; it writes nothing for
+    folded messages that mention ``empty_for``."""
+
+    def __init__(self, empty_for: str | None = None) -> None:
+        self.bounds: list[int] = []
+        self.empty_for = empty_for
+
+    def summarize(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        previous: str | None,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> str:
+        self.bounds.append(max_tokens)
+        if self.empty_for and any(self.empty_for in str(m.get("content")) for m in messages):
+            return ""
+        return Extractive().summarize(
+            messages, previous=previous, max_tokens=max_tokens, counter=counter
+        )
+
+
+def test_the_summary_bound_is_shared_in_proportion_to_what_each_side_folds() -> None:
+    messages = mixed_run(steps=20)
+    recorder = Recorder()
+    stage = build_stage("summary", {"keep_last": 4, "max_tokens": 200})
+    context = Context(1200, COUNTER, summarizer=recorder)
+    result = run(make_conversation(messages, COUNTER), [stage], context)
+    # Body bounds (the header's cost taken off): the chat before the task folds a few
+    # percent of the tokens the steps after it fold, yet gets a quarter of the bound.
+    before, after = recorder.bounds
+    assert 200 // 4 - 15 <= before < 200 // 4 < after
+    written = [m for m in result.after.messages if m.is_summary]
+    frame = COUNTER.message({"role": "user", "content": ""})
+    assert len(written) == 2 and sum(m.tokens - frame for m in written) <= 200
+
+
+def test_a_summary_whose_body_comes_out_empty_is_skipped_and_its_messages_stay() -> None:
+    messages = mixed_run()
+    context = Context(600, COUNTER, summarizer=Recorder(empty_for="INV-77"))
+    stage = build_stage("summary", {"keep_last": 4})
+    result = run(make_conversation(messages, COUNTER), [stage], context)
+    events = result.events["summary"]
+    assert events["summaries_skipped"] == 1 and events["summaries_written"] == 1
+    out = [m.data for m in result.after.messages]
     assert_valid({"messages": messages}, {"messages": out}, COUNTER, max_tokens=None)
-    assert [is_summary(m) for m in out].count(True) == 1
-    assert out[0] == messages[0] and out[1]["content"] == TASK and is_summary(out[2])
-    assert "INV-77" in out[2]["content"]  # from before the task
-    assert "ORD-1000" in out[2]["content"]  # from after it
+    assert out[1:6] == messages[1:6]  # the chat before the task, as it was
+    assert summaries(out) == ([], [6])
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_later_runs_merge_each_summary_into_its_own_side(tmp_path: Path, role: str) -> None:
+    """Run 1 writes two summaries. The user then asks for more and the agent goes on:
+    run 2 merges both earlier summaries (now before the latest user message) into the
+    new summary before it. The agent goes on: run 3 merges the summary after it."""
+    args = f"--stages summary,priority --max-tokens 800 --keep-last 4 --summary-role {role}"
+    record = {"id": "r", "messages": mixed_run()}
+    path = write_jsonl(tmp_path / "0.jsonl", [record])
+    stats = compress_file(path, tmp_path / "1.jsonl", args)
+    assert stats["stage_events"]["summary"]["summaries_written"] == 2
+    first = read_jsonl(tmp_path / "1.jsonl")[0]
+    assert_valid(record, first, COUNTER, max_tokens=800)
+    assert [len(side) for side in summaries(first["messages"])] == [1, 1]
+
+    more = {"role": "user", "content": "Now do the same for invoices."}
+    second_in = {"id": "r", "messages": [*first["messages"], more, *agent_run()[2:]]}
+    path = write_jsonl(tmp_path / "1b.jsonl", [second_in])
+    stats = compress_file(path, tmp_path / "2.jsonl", args)
+    events = stats["stage_events"]["summary"]
+    assert events["summaries_written"] == 2 and events["summaries_merged"] == 2
+    second = read_jsonl(tmp_path / "2.jsonl")[0]
+    assert_valid(second_in, second, COUNTER, max_tokens=800)
+    (before,), (after,) = summaries(second["messages"])
+    assert second["messages"][after - 1] == more
+    assert "INV-77" in second["messages"][before]["content"]
+    assert folded_count(second["messages"][before]) > sum(
+        folded_count(first["messages"][i]) for i in sum(summaries(first["messages"]), [])
+    )
+
+    third_in = {"id": "r", "messages": [*second["messages"], *agent_run()[2:]]}
+    path = write_jsonl(tmp_path / "2b.jsonl", [third_in])
+    stats = compress_file(path, tmp_path / "3.jsonl", args)
+    events = stats["stage_events"]["summary"]
+    assert events["summaries_written"] == 1 and events["summaries_merged"] == 1
+    third = read_jsonl(tmp_path / "3.jsonl")[0]
+    assert_valid(third_in, third, COUNTER, max_tokens=800)
+    (before3,), (after3,) = summaries(third["messages"])
+    assert third["messages"][before3] == second["messages"][before]  # nothing new there
+    assert folded_count(third["messages"][after3]) > folded_count(second["messages"][after])
 
 
 def test_a_second_run_merges_into_the_summary_after_the_task(tmp_path: Path) -> None:
@@ -165,7 +324,7 @@ def test_a_second_run_merges_into_the_summary_after_the_task(tmp_path: Path) -> 
     )
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=1500)
+    assert_valid(record, after, COUNTER, max_tokens=800)
     messages = after["messages"]
     assert [is_summary(m) for m in messages].count(True) == 1
     assert messages[1]["content"] == TASK and is_summary(messages[2])
@@ -183,7 +342,7 @@ def test_a_system_role_summary_follows_the_task_and_is_merged_later(tmp_path: Pa
     stats = compress_file(longer, tmp_path / "second.jsonl", args)
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=1500)
+    assert_valid(record, after, COUNTER, max_tokens=800)
     assert [is_summary(m) for m in after["messages"]].count(True) == 1
 
 
@@ -225,6 +384,26 @@ def test_anthropic_the_summary_is_a_user_turn_after_the_task(tmp_path: Path) -> 
     assert messages[1]["role"] == "user" and is_summary(messages[1])
     assert messages[1]["content"][0]["type"] == "text"
     assert messages[2]["role"] == "assistant"
+    assert messages[-1] == record["messages"][-1]
+
+
+def test_anthropic_a_mixed_run_gets_two_user_summaries(tmp_path: Path) -> None:
+    record = anthropic_run()
+    earlier = [
+        {"role": "user", "content": "Invoice INV-77 is wrong."},
+        {"role": "assistant", "content": [{"type": "text", "text": "It is in the EU."}]},
+        {"role": "user", "content": "Is the EU VAT rate 20%? " + "Tell me. " * 30},
+        {"role": "assistant", "content": [{"type": "text", "text": "Yes. Shall I fix it?"}]},
+    ]
+    record["messages"][0:0] = earlier
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 1200")
+    assert stats["stage_events"]["summary"]["summaries_written"] == 2
+    messages = read_jsonl(out)[0]["messages"]
+    assert [is_summary(m) for m in messages[:5]] == [True, False, False, True, False]
+    assert messages[1:3] == [earlier[-1], record["messages"][4]]  # what the task answers
+    assert "INV-77" in messages[0]["content"][0]["text"]
     assert messages[-1] == record["messages"][-1]
 
 
@@ -382,12 +561,15 @@ def test_folding_steps_keeps_every_invariant(
         max_tokens=budget,
         over_budget_ok=result.over_budget,
     )
-    assert [is_summary(m) for m in out].count(True) <= 1
-    if "steps_summarized" in result.events["summary"]:
+    before, after = summaries(out)
+    assert len(before) <= 1 and len(after) <= 1
+    if "steps_summarized" in result.events["summary"] and "priority" not in stages:
         task = next(i for i, m in enumerate(out) if m.get("content") == TASK)
-        if "priority" not in stages:
-            assert is_summary(out[task + 1])
-        assert all(not is_summary(m) for m in out[:task])
-    # Compressing the output again never stacks a second summary.
+        first_step = next(i for i in range(task + 1, len(out)) if out[i]["role"] != "developer")
+        assert after == [first_step]
+    # The summary of what came before the task follows the leading system messages.
+    assert before in ([], [1 if messages[0]["role"] == "system" else 0])
+    # Compressing the output again never stacks a summary on either side.
     again = run(make_conversation(out, COUNTER), pipeline, Context(budget, COUNTER))
-    assert [is_summary(m.data) for m in again.after.messages].count(True) <= 1
+    before, after = summaries([m.data for m in again.after.messages])
+    assert len(before) <= 1 and len(after) <= 1

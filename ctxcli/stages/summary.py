@@ -1,4 +1,4 @@
-"""The ``summary`` stage: fold older messages into one summary message."""
+"""The ``summary`` stage: fold older messages into summary messages."""
 
 from __future__ import annotations
 
@@ -30,28 +30,44 @@ _EXTRACTIVE = Extractive()
 
 @dataclass(frozen=True)
 class Summary:
-    """When the conversation is over budget, replace the messages older than the last
-    ``keep_last`` with one summary message right after the leading system messages.
+    """When the conversation is over budget, fold older messages into summaries, each
+    standing where its messages were, so the output reads in the order things happened.
 
-    Never folds a system message (one found among the older messages stays where it
-    is) or the latest user turn (:func:`ctxcli.model.latest_turn`). What comes after
-    that turn is folded only in an agent run, where more than ``keep_last`` non-system
-    messages follow it (the user gave one task, the agent then made many tool calls):
-    then the steps before the last ``keep_last`` are folded too, whole units only, the
-    kept tail opening with a unit that is not a tool result, and the one summary
-    stands right after the latest user turn (system prompt, task, summary of what came
-    before and after the task up to the tail, the tail); the last unit is always kept.
-    Not for formats whose turns alternate (ShareGPT), where the summary would be a
-    second user turn in a row, nor when the latest turn opens with an assistant call
-    (Anthropic tool results read beside the user's text). An earlier ctxcli summary
-    among the folded messages is merged into the new one, never stacked. ``max_tokens``
-    bounds the summary body (tokens), and so does what is left of the budget.
+    Before the latest user turn (:func:`ctxcli.model.latest_turn`), the messages older
+    than the last ``keep_last`` are folded into one summary right after the leading
+    system messages. After that turn, steps are folded only in an agent run, where more
+    than ``keep_last`` non-system messages follow it (the user gave a task, the agent
+    then made many tool calls): the steps before the last ``keep_last`` go, whole units
+    only, the kept tail opening with a unit that is not a tool result, into a second
+    summary right after the turn; the last unit is always kept. So a chat gets one
+    summary after the system prompt, a single-task run (nothing before the task) one
+    after the task, and a run after a chat both: system prompt, what led to the task,
+    what the task answers (kept while it fits), the task, its folded steps, the tail.
+    A system message is never folded (one among the older messages stays where it is),
+    nor is the latest user turn. Steps are not folded for formats whose turns alternate
+    (ShareGPT), where the summary would be a second user turn in a row, nor when the
+    latest turn opens with an assistant call (Anthropic tool results read beside the
+    user's text). An earlier ctxcli summary among the messages folded on one side is
+    merged into that side's new summary, never stacked; a side with nothing new to
+    fold is left as it is, its summary included.
+
+    ``max_tokens`` bounds the summary bodies together (tokens), and so does what is
+    left of the budget after the kept messages and a frame per summary; each summary
+    gets a share in proportion to the tokens it folds, but at least a quarter and at
+    least :data:`MIN_SUMMARY_TOKENS`, and what the first leaves goes to the second. A summary
+    whose body comes out empty is not written and its messages stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
-    the first. With ``user``, a summary before the latest user turn comes with a kept
-    tail that does not start with a user message (older user messages are folded too),
-    so no two user messages meet; one after the turn follows the user's task, which
-    OpenAI accepts and the Anthropic Messages API merges into one user turn.
+    the first. With ``user``, a chat's summary comes with a kept tail that does not
+    start with a user message (older user messages are folded too), so no two user
+    messages meet; a steps summary follows the user's task, which OpenAI accepts and
+    the Anthropic Messages API merges into one user turn, and so may the summary before
+    it when the budget leaves no room for what the task answers. With ``system``, both
+    summaries are system messages (Anthropic and Claude Code write every summary as a
+    user message): OpenAI accepts system messages anywhere, but chat templates that
+    take one only as the first message (Qwen's, served by vLLM or llama.cpp) reject
+    either summary, the steps summary after the user's task as well; keep ``user`` for
+    those.
     """
 
     name: ClassVar[str] = "summary"
@@ -77,46 +93,95 @@ class Summary:
         lead = 0
         while lead < len(messages) and messages[lead].is_system:
             lead += 1
+        start = self._tail_start(messages, groups, turn)
+        # The steps folded after the latest user turn run from ``after`` to ``end``.
         steps_start = self._steps_start(conversation, groups, turn)
-        steps = steps_start is not None
-        start = self._tail_start(messages, groups, turn) if steps_start is None else steps_start
+        after = turn[-1] + 1 if steps_start is not None else len(messages)
+        end = after if steps_start is None else steps_start
         if context.max_tokens is not None:
-            start = self._make_room(
-                conversation, start, groups, turn, frame, context.max_tokens, steps=steps
+            start, end = self._make_room(
+                conversation, (start, after, end), groups, turn, frame, context.max_tokens
             )
-        # One summary: after the leading system messages, or, once steps after the
-        # latest user turn are folded, right after that turn, so the task is read before
-        # the steps it led to (what came before the task goes into the same summary).
-        place = turn[-1] + 1 if steps else lead
-        kept_turn = set(turn) if steps else set()
-        fold = {i for i in range(lead, start) if not messages[i].is_system and i not in kept_turn}
-        folded = [messages[i] for i in sorted(fold)]
-        earlier = [m for m in folded if m.is_summary]
-        fresh = [m for m in folded if not m.is_summary]
-        if not fresh:
+        # Each summary stands where its messages were: what came before the latest user
+        # turn right after the leading system messages, the steps after that turn at
+        # the first of them, so the task is read after what led to it and before the
+        # steps it led to. A part with nothing new (an earlier summary only) stays as is.
+        parts = [
+            [i for i in range(lead, start) if not messages[i].is_system],
+            [i for i in range(after, end) if not messages[i].is_system],
+        ]
+        parts = [p for p in parts if any(not messages[i].is_summary for i in p)]
+        if not parts:
             return conversation, {}
-        rest = [m for i, m in enumerate(messages) if i not in fold]
-        bound = self.max_tokens
+        fold = {i for part in parts for i in part}
+        rest = sum(m.tokens for i, m in enumerate(messages) if i not in fold)
+        total = self.max_tokens
         if context.max_tokens is not None:
-            left = context.max_tokens - sum(m.tokens for m in rest) - REPLY_PRIMING
-            left -= conversation.extra_tokens + frame
-            bound = max(MIN_SUMMARY_TOKENS, min(bound, left))
+            left = context.max_tokens - rest - REPLY_PRIMING - conversation.extra_tokens
+            total = min(total, left - frame * len(parts))
+        # ``max_tokens`` bounds the bodies together: each part gets a share in proportion
+        # to the tokens it folds, but at least a quarter (tool output swells the steps,
+        # while the requests that led to the task are short and matter as much), and
+        # what the first summary leaves goes to the second.
+        weights = [sum(messages[i].tokens for i in part) for part in parts]
+        events: dict[str, int] = {}
+        written: dict[int, Message] = {}
+        for k, part in enumerate(parts):
+            share = total
+            if k < len(parts) - 1:
+                share = total * weights[k] // sum(weights)
+                share = min(max(share, total // 4), total - total // 4)
+            folded = [messages[i] for i in part]
+            summary, fell_back = self._summarize(
+                conversation, folded, max(MIN_SUMMARY_TOKENS, share), context
+            )
+            _add(events, "fallbacks", int(fell_back))
+            if summary is None:
+                # Nothing worth keeping fits: a summary would only hide what was dropped.
+                _add(events, "summaries_skipped", 1)
+                continue
+            total -= summary.tokens - frame
+            written[part[0]] = summary
+            fresh = sum(not m.is_summary for m in folded)
+            _add(events, "messages_summarized", fresh)
+            _add(events, "summaries_written", 1)
+            _add(events, "summaries_merged", len(folded) - fresh)
+            if part[0] >= after:
+                events["steps_summarized"] = fresh
+        if not written:
+            return conversation, events
+        gone = {i for part in parts if part[0] in written for i in part}
+        out: list[Message] = []
+        for i, message in enumerate(messages):
+            if i in written:
+                out.append(written[i])
+            if i not in gone:
+                out.append(message)
+        return conversation.with_messages(out), events
+
+    def _summarize(
+        self, conversation: Conversation, folded: list[Message], bound: int, context: Context
+    ) -> tuple[Message | None, bool]:
+        """One summary message of ``folded`` (earlier summaries among them merged), its
+        header and body within ``bound`` tokens; ``None`` when the body comes out empty.
+        The flag is true when the configured summarizer failed and the extractive one
+        stood in (a warning says so). Raises :class:`SummaryError` when the extractive
+        summarizer fails."""
+        earlier = [m for m in folded if m.is_summary]
+        fresh = [m.data for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in earlier) or None
         count = len(fresh) + sum(_folded_count(m) for m in earlier)
-        events = {"messages_summarized": len(fresh), "summaries_written": 1}
-        if earlier:
-            events["summaries_merged"] = len(earlier)
         counter = context.counter
         # The header is in the body's language, foreseen from the folded text (the
         # extractive summarizer writes in it); its cost is reserved before the body.
-        foreseen = language([previous or "", *(message_text(m.data) for m in fresh)])
+        foreseen = language([previous or "", *(message_text(m) for m in fresh)])
         header_cost = counter.text(_header(count, foreseen)) + 1
-        folded_dicts = [m.data for m in fresh]
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
+        fell_back = False
         try:
             body = summarizer.summarize(
-                folded_dicts, previous=previous, max_tokens=body_bound, counter=counter
+                fresh, previous=previous, max_tokens=body_bound, counter=counter
             )
         except SummaryError as exc:
             if summarizer is _EXTRACTIVE:
@@ -125,75 +190,71 @@ class Summary:
                 f"conversation {conversation.label}: summary failed ({exc}); "
                 "used the extractive summary instead"
             )
-            events["fallbacks"] = 1
+            fell_back = True
             body = _EXTRACTIVE.summarize(
-                folded_dicts, previous=previous, max_tokens=body_bound, counter=counter
+                fresh, previous=previous, max_tokens=body_bound, counter=counter
             )
         if not body.strip():
-            # Nothing worth keeping fits: a summary would only hide what was dropped.
-            return conversation, {"summaries_skipped": 1}
+            return None, fell_back
         header = _header(count, language([body]))
         if counter.text(header) + 1 > header_cost:  # a model wrote in another language
             header = _header(count, foreseen)
-        data = {"role": self.role, "content": f"{header}\n{body}" if body else header}
-        summary = Message(data, counter.message(data), None, True)
-        out: list[Message] = []
-        for i, message in enumerate(messages):
-            if i == place:
-                out.append(summary)
-            if i not in fold:
-                out.append(message)
-        if steps:
-            after = [i for i in fold if i > turn[-1] and not messages[i].is_summary]
-            events["steps_summarized"] = len(after)
-        return conversation.with_messages(out), events
+        data = {"role": self.role, "content": f"{header}\n{body}"}
+        return Message(data, counter.message(data), None, True), fell_back
 
     def _make_room(
         self,
         conversation: Conversation,
-        start: int,
+        bounds: tuple[int, int, int],
         groups: list[list[int]],
         turn: list[int],
         frame: int,
         budget: int,
-        *,
-        steps: bool = False,
-    ) -> int:
-        """A later tail start when what is kept from ``start`` on leaves no room for a
-        summary: the first unit start (up to the latest user turn, or up to the last
-        unit when ``steps`` after that turn are folded) whose kept part plus a summary
-        of :func:`_reserve` tokens and its ``frame`` fits ``budget`` (tokens), else the
-        latest one. Folding more beats keeping a tail whole and then dropping units
+    ) -> tuple[int, int]:
+        """Later ``(start, end)`` when the kept messages leave no room for the summaries.
+
+        ``bounds`` is ``(start, after, end)``: the fold before the latest user turn ends
+        at ``start``, the fold of the steps after that turn runs from ``after`` to
+        ``end`` (``after == end`` when no steps are folded); ``turn`` is that turn's
+        positions. Returns the first pair whose kept messages plus a ``frame`` per
+        summary and :func:`_reserve` tokens fit ``budget`` (tokens), else the last pair:
+        ``end`` is tried first, then each later unit start that may open a tail (the
+        steps tail is what ``keep_last`` asks for); for each, ``start``, then each later
+        unit start up to the latest user turn (what that user message answers is kept
+        while it fits). Folding more beats keeping a tail whole and then dropping units
         unsummarized."""
         messages = conversation.messages
+        start, after, end = bounds
+        steps = end > after
+        limit = turn[0] if turn else len(messages) - 1
+        # In a chat a user summary is never followed by a user message (see the class);
+        # once steps are folded one follows the user's task anyway, so one may precede it.
+        lone_user = self.role == "user" and not steps
+        befores = [
+            g[0]
+            for g in groups
+            if start <= g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
+        ] or [start]
+        ends = [end]
         if steps:
-            candidates = [g[0] for g in groups if g[0] >= start and _opens_tail(messages[g[0]])]
-        else:
-            limit = turn[0] if turn else len(messages) - 1
-            candidates = [
-                g[0]
-                for g in groups
-                if start <= g[0] <= limit
-                and not (self.role == "user" and messages[g[0]].role == "user")
-            ]
-        if not candidates:
-            return start
-        fixed = REPLY_PRIMING + conversation.extra_tokens + frame
-        fixed += _reserve(self.max_tokens, budget)
-        kept_after = [0] * (len(messages) + 1)  # tokens of messages[i:]
-        for i in range(len(messages) - 1, -1, -1):
-            kept_after[i] = kept_after[i + 1] + messages[i].tokens
-        systems_before = [0]  # tokens of the system messages before i (kept, not folded)
+            ends += [g[0] for g in groups if g[0] > end and _opens_tail(messages[g[0]])]
+        pairs = [(before_end, steps_end) for steps_end in ends for before_end in befores]
+        fixed = REPLY_PRIMING + conversation.extra_tokens + _reserve(self.max_tokens, budget)
+        folds = [0]  # tokens of the non-system messages before position i
+        fresh = [0]  # how many of them are not earlier summaries
         for message in messages:
-            systems_before.append(systems_before[-1] + (message.tokens if message.is_system else 0))
-        for candidate in candidates:
-            # With steps folded, the latest user turn is kept before the tail.
-            turn_before = sum(
-                messages[i].tokens for i in turn if i < candidate and not messages[i].is_system
-            )
-            if systems_before[candidate] + turn_before + kept_after[candidate] + fixed <= budget:
-                return candidate
-        return candidates[-1]
+            folds.append(folds[-1] + (0 if message.is_system else message.tokens))
+            fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
+        lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
+        whole = sum(m.tokens for m in messages)
+        for before_end, steps_end in pairs:
+            kept = whole + fixed
+            for a, b in ((lead, before_end), (after, steps_end)):
+                if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
+                    kept -= folds[b] - folds[a] - frame
+            if kept <= budget:
+                return before_end, steps_end
+        return pairs[-1]
 
     def _steps_start(
         self, conversation: Conversation, groups: list[list[int]], turn: list[int]
@@ -251,6 +312,11 @@ class Summary:
                     break
                 start = earlier[-1]
         return start
+
+
+def _add(events: dict[str, int], name: str, count: int) -> None:
+    if count:
+        events[name] = events.get(name, 0) + count
 
 
 def _reserve(summary_max: int, budget: int) -> int:
