@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxcli.summarizers.extractive import (
+    REQUEST_CHARS,
     Extractive,
     facts,
     language,
@@ -122,3 +127,132 @@ def test_summaries_are_deterministic() -> None:
         for _ in range(3)
     }
     assert len(runs) == 1
+
+
+# --- lists: items on their own lines or numbered in one line ------------------------
+
+AIRLINE_ANSWERS = (  # a user's reply in tau-bench airline, task 0
+    "1. One-way\n2. Economy\n3. It's just me traveling.\n4. I want to use my certificates "
+    "first, and if there's any balance, I'll use my 7447 card.\n5. No, I do not want travel "
+    "insurance."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "Answers:\n1. One-way\n2) Economy\n- just me\n* no insurance\n• card 7447",
+            ["Answers:", "One-way", "Economy", "just me", "no insurance", "card 7447"],
+            id="markers-en",
+        ),
+        pytest.param(
+            "我的回答：\n1、单程\n2、经济舱\n（3）就我一个人\n④先用代金券",
+            ["我的回答：", "单程", "经济舱", "就我一个人", "先用代金券"],
+            id="markers-zh",
+        ),
+        pytest.param(
+            "Answers: 1. One-way 2. Economy 3. Just me.",
+            ["Answers:", "One-way", "Economy", "Just me."],
+            id="numbered-in-a-line",
+        ),
+        pytest.param(
+            "我的回答：1、单程 2、经济舱", ["我的回答：", "单程", "经济舱"], id="zh-in-a-line"
+        ),
+        pytest.param(
+            "Upgrade to version 2. Then restart it.",
+            ["Upgrade to version 2.", "Then restart it."],
+            id="a-number-ending-a-sentence",
+        ),
+        pytest.param("1.5 kg of flour", ["1.5 kg of flour"], id="a-decimal-is-no-marker"),
+        pytest.param("我买了2、3个", ["我买了2、3个"], id="zh-2-or-3-is-no-list"),
+    ],
+)
+def test_list_items_are_sentences_without_their_markers(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            AIRLINE_ANSWERS,
+            "One-way; Economy; It's just me traveling; I want to use my certificates first, "
+            "and if there's any balance, I'll use my 7447…; No, I do not want travel insurance",
+            id="tau-bench-answers",
+        ),
+        pytest.param(
+            "1、单程\n2、经济舱\n3、就我一个人\n4、先用我的代金券，余额用尾号7447的卡支付",
+            "单程；经济舱；就我一个人；先用我的代金券，余额用尾号7447的卡支付",
+            id="zh-lines",
+        ),
+        pytest.param(
+            "我的回答：1、单程 2、经济舱 3、就我一个人",
+            "我的回答：单程；经济舱；就我一个人",
+            id="zh-in-a-line",
+        ),
+        pytest.param(
+            "Sure, here are my answers\n- one-way\n- economy.\nThanks!",
+            "Sure, here are my answers: one-way; economy. Thanks!",
+            id="bullets-between-prose",
+        ),
+        pytest.param(
+            "1. Economy\n   the cheapest fare\n2. One passenger",
+            "Economy the cheapest fare; One passenger",
+            id="an-item-over-two-lines",
+        ),
+        pytest.param(
+            "Please upgrade to version 2. Then restart the server and tell me whether it "
+            "works, because last time it failed and I lost the work of a whole morning, "
+            "which I would rather not do again.",
+            "Please upgrade to version 2.",
+            id="no-list",
+        ),
+    ],
+)
+def test_a_request_holding_a_list_keeps_every_item(text: str, expected: str) -> None:
+    assert short_request(text) == expected
+    assert len(short_request(text)) <= REQUEST_CHARS
+
+
+def test_a_long_list_keeps_a_fair_share_of_each_item_and_ends_in_an_ellipsis() -> None:
+    details = "Here are the details:\n" + "\n".join(
+        f"{i}. Passenger {i}: first name Emily, last name Smith, born 1988-04-1{i}"
+        for i in range(1, 4)
+    )
+    short = short_request(details)
+    assert len(short) <= REQUEST_CHARS
+    assert short.startswith("Here are the details: Passenger 1: ")
+    assert short.count("; ") == 2 and "Passenger 3" in short
+    many = "\n".join(f"{i}. item number {i} with a few words" for i in range(1, 31))
+    short = short_request(many)
+    assert len(short) <= REQUEST_CHARS and short.startswith("item number 1 ")
+    assert short.endswith("; …") and "item number 30" not in short
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lead=st.text(max_size=80),
+    items=st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=25),
+    marker=st.sampled_from(["{}. ", "{}) ", "{}、", "- ", "* ", "• "]),
+    limit=st.integers(min_value=20, max_value=300),
+)
+def test_a_short_request_never_passes_its_limit(
+    lead: str, items: list[str], marker: str, limit: int
+) -> None:
+    lines = [marker.format(i) + item for i, item in enumerate(items, 1)]
+    text = "\n".join([lead, *lines])
+    short = short_request(text, limit)
+    assert len(short) <= limit
+    assert text.strip() == "" or short  # something is always said
+
+
+def test_the_tau_bench_answers_reach_the_summary_whole() -> None:
+    messages = [
+        {"role": "user", "content": "Hi! I want to book a flight from New York to Seattle."},
+        {"role": "assistant", "content": "Trip type, cabin, passengers, payment, insurance?"},
+        {"role": "user", "content": AIRLINE_ANSWERS},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
+    assert "- One-way; Economy; It's just me traveling; I want to use my certificates" in body
+    assert "- One-way 2." not in body
