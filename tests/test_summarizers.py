@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -256,3 +259,108 @@ def test_the_tau_bench_answers_reach_the_summary_whole() -> None:
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
     assert "- One-way; Economy; It's just me traveling; I want to use my certificates" in body
     assert "- One-way 2." not in body
+
+
+# --- a cut tools line says what it leaves out ----------------------------------------
+
+TOOL_NAMES = (  # 6 tools, 8 calls: the folded run of tau-bench airline task 0
+    "get_user_details",
+    "search_direct_flight",
+    "search_onestop_flight",
+    "calculate",
+    "calculate",
+    "book_reservation",
+    "think",
+    "book_reservation",
+)
+
+
+REQUESTS = {
+    "en": "Book me a flight from New York to Seattle on May 20, user mia_li_3668.",
+    "zh": "帮我订一张5月20日从纽约到西雅图的机票，用户名是mia_li_3668。",
+}
+TOOLS_LABELS = {"en": "Tools used:", "zh": "使用的工具："}
+
+
+def _agent_run(lang: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": REQUESTS[lang]}]
+    for i, name in enumerate(TOOL_NAMES):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        if lang == "en":
+            result = f'{{"status": "ok", "reservation_id": "HAT{i:03d}", "price": {100 + i}}}'
+        else:
+            result = f"已查询，订单号HAT{i:03d}，价格{100 + i}元。"
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return messages
+
+
+def _tools_line(body: str, label: str) -> tuple[list[str], int] | None:
+    """The tools shown and the calls said to be left out, or ``None`` without a line."""
+    line = next((line for line in body.splitlines() if line.startswith(label)), None)
+    if line is None:
+        return None
+    shown = line[len(label) :].strip().split("; ")
+    more = re.fullmatch(r"(?:… and (\d+) more calls?|……另有 (\d+) 次调用)", shown[-1])
+    if not more:
+        return shown, 0
+    return shown[:-1], int(more.group(1) or more.group(2))
+
+
+def _calls(shown: list[str]) -> int:
+    return sum(int(t.rpartition(" ×")[2]) if " ×" in t else 1 for t in shown)
+
+
+@pytest.mark.parametrize(
+    ("lang", "more"),
+    [
+        pytest.param("en", "… and {} more calls", id="en"),
+        pytest.param("zh", "……另有 {} 次调用", id="zh"),
+    ],
+)
+def test_a_cut_tools_line_says_how_many_calls_it_leaves_out(lang: str, more: str) -> None:
+    messages, label = _agent_run(lang), TOOLS_LABELS[lang]
+    whole = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    assert whole.splitlines()[-1] == (
+        f"{label} get_user_details; search_direct_flight; search_onestop_flight; "
+        "calculate ×2; book_reservation ×2; think"
+    )
+    cut = SUMMARIZER.summarize(messages, previous=None, max_tokens=80, counter=COUNTER)
+    assert COUNTER.text(cut) <= 80
+    line = _tools_line(cut, label)
+    assert line is not None and line[0][0] == "get_user_details"
+    left_out = len(TOOL_NAMES) - _calls(line[0])
+    assert left_out >= 5 and cut.splitlines()[-1].endswith("; " + more.format(left_out))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_bound_holds_and_a_cut_tools_line_counts_what_it_leaves_out(lang: str) -> None:
+    messages = _agent_run(lang)
+    cut = 0
+    for bound in range(1, 160):
+        body = SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+        assert COUNTER.text(body) <= bound, bound
+        line = _tools_line(body, TOOLS_LABELS[lang])
+        if line is None:
+            continue
+        shown, more = line
+        assert _calls(shown) + more == len(TOOL_NAMES), (bound, body)
+        cut += more > 0
+    assert cut  # some bounds cut the line, and it said so
+
+
+def test_calls_left_out_by_a_previous_summary_are_still_counted() -> None:
+    first = SUMMARIZER.summarize(_agent_run("en"), previous=None, max_tokens=80, counter=COUNTER)
+    line = _tools_line(first, "Tools used:")
+    assert line is not None and line[1] > 0
+    shown, more = line
+    think = {"id": "d", "type": "function", "function": {"name": "think", "arguments": "{}"}}
+    later: list[dict[str, Any]] = [
+        {"role": "assistant", "content": None, "tool_calls": [think]},
+        {"role": "tool", "tool_call_id": "d", "content": "ok"},
+    ]
+    second = SUMMARIZER.summarize(later, previous=first, max_tokens=400, counter=COUNTER)
+    expected = [name if name != "think" else "think ×2" for name in shown]
+    if "think" not in shown:
+        expected.append("think")
+    assert _tools_line(second, "Tools used:") == (expected, more)

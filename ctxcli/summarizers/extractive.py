@@ -10,7 +10,8 @@ It keeps, in this order of precedence while the bound allows:
 3. error lines of tool results (tracebacks, failed tests: what the agent learned);
 4. assistant sentences that state a fact (those holding a digit: a number, id, date,
    amount);
-5. the tools that were called, with counts.
+5. the tools that were called, with counts (they come before the last of the facts
+   and the notes, see :data:`_PASSES`).
 
 Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
 (no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
@@ -19,6 +20,11 @@ within a line ("1. One-way 2. Economy", counted up from 1), is read item by item
 its markers are no sentence ends, so "2." alone is never taken for one. Section
 labels follow the conversation's language: Chinese when CJK characters make up a
 third of its letters.
+
+When the bound cuts the tools line, it says how many calls it leaves out
+(``… and 7 more calls``), so a partial list does not read as all that was done.
+The other sections say nothing: facts, errors and notes are picks by nature, and
+in a tight bound a short request is worth more than a line saying one is missing.
 """
 
 from __future__ import annotations
@@ -53,6 +59,15 @@ LABELS = {
 }
 _LABEL_TO_SECTION = {label: key for labels in LABELS.values() for key, label in labels.items()}
 _INLINE = {"facts", "tools"}  # sections written on one line, items joined by "; "
+#: What a cut tools line says it leaves out, by language: (one, many). It counts
+#: calls, so the counts of merged summaries add up exactly.
+MORE = {
+    "en": {"tools": ("… and {} more call", "… and {} more calls")},
+    "zh": {"tools": ("……另有 {} 次调用", "……另有 {} 次调用")},
+}
+#: Any of :data:`MORE`, read back from a previous summary.
+_MORE_ITEM = re.compile(r"^(?:… and (\d+) more calls?|……另有 (\d+) 次调用)$")
+
 REQUEST_CHARS = 160
 NOTE_CHARS = 200
 FACT_CHARS = 60
@@ -557,6 +572,13 @@ class Extractive:
         """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
         tokens (as counted by ``counter``). Never raises for odd content."""
         items = parse_summary(previous) if previous else {key: [] for key in SECTIONS}
+        hidden: Counter[str] = Counter()  # what a previous summary said it left out
+        for key in MORE["en"]:
+            for item in list(items[key]):
+                match = _MORE_ITEM.match(item)
+                if match:
+                    items[key].remove(item)
+                    hidden[key] += int(match.group(1) or match.group(2))
         tools: Counter[str] = Counter()
         for item in items["tools"]:
             name, _, times = item.rpartition(" ×")
@@ -574,20 +596,23 @@ class Extractive:
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
         lang = language(items["requests"] + texts)
-        return _render(items, LABELS[lang], max_tokens, counter)
+        return _render(items, LABELS[lang], max_tokens, counter, more=MORE[lang], hidden=hidden)
 
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the
 #: first 60% (the task and the latest first, see :func:`_order`), so the facts are not
-#: crowded out; then the rest, by precedence.
+#: crowded out; then the rest, by precedence, save that the tools line comes before
+#: the last of the facts and the notes: it is short and the only word on what was
+#: done, and last it was left a token or two (one tool of six shown), or none once it
+#: has to say what it leaves out.
 _PASSES = (
     ("requests", 0.6),
     ("facts", 0.9),
     ("errors", 1.0),
     ("requests", 1.0),
+    ("tools", 1.0),
     ("facts", 1.0),
     ("notes", 1.0),
-    ("tools", 1.0),
 )
 
 
@@ -596,42 +621,63 @@ def _render(
     labels: Mapping[str, str],
     max_tokens: int,
     counter: TokenCounter,
+    *,
+    more: Mapping[str, tuple[str, str]] | None = None,
+    hidden: Mapping[str, int] | None = None,
 ) -> str:
     """Greedily fit items within ``max_tokens`` tokens, pass by pass (:data:`_PASSES`);
-    each section keeps its items in their original order."""
+    each section keeps its items in their original order. A section in ``more`` that
+    shows some items but not all says how many it leaves out (plus ``hidden[key]``,
+    left out by a previous summary): its cost is held as soon as the section is known
+    to be cut, and the exact checks at the end measure it with the rest."""
+    more = more or {}
+    hidden = hidden or {}
     picked: dict[str, set[int]] = {key: set() for key in SECTIONS}
     seen: set[str] = set()
     written = ""  # what was picked so far, to skip facts already said
     used = 0
     costs: dict[tuple[str, int], int] = {}  # an item's cost with its separator, once
+    # The cost of saying what a section leaves out, held while it is cut.
+    reserve = {
+        key: counter.text(("; " if key in _INLINE else "\n- ") + forms[1].format(9999))
+        for key, forms in more.items()
+    }
+    held: dict[str, int] = {}
     for key, share in _PASSES:
         section = items[key]
         if len(picked[key]) == len(section):
             continue  # every item of this section is in
         limit = max_tokens * share
         separator = "; " if key in _INLINE else "\n- "
-        for i in _order(key, len(section)):
+        order = [i for i in _order(key, len(section)) if i not in picked[key]]
+        for i in order:
+            if (key, i) not in costs:
+                costs[key, i] = counter.text(separator + section[i])
+        left = sum(costs[key, i] for i in order)  # what the rest of this section costs
+        for i in order:
             item = section[i]
-            if i in picked[key] or item in seen:
-                continue
-            if key == "facts" and item in written:
-                continue  # already said, in a request or a note
-            cost = costs.get((key, i))
-            if cost is None:
-                cost = costs[key, i] = counter.text(separator + item)
+            if item in seen or (key == "facts" and item in written):
+                left -= costs[key, i]
+                continue  # already said, in this or another section
+            cost = costs[key, i]
             if not picked[key]:
                 cost += counter.text(labels[key]) + 1
-            if used + cost > limit:
+            others = sum(held.values()) - held.get(key, 0)
+            hold = held.get(key, 0)
+            if key in reserve and not hold and (hidden.get(key) or used + others + left > limit):
+                hold = reserve[key]  # not all of it fits: saying so is paid for once
+            if used + others + cost + hold > limit:
                 continue
             picked[key].add(i)
             seen.add(item)
             written += "\n" + item
             used += cost
+            left -= costs[key, i]
+            held[key] = hold if left or hidden.get(key) else 0
     # The estimate above sums parts, which overcounts their join a little: offer what
     # was left out once more, measuring the joined text exactly (a few tries at most).
     tries = 0
-    chosen = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
-    room = max_tokens - counter.text(_join(chosen, labels))
+    room = max_tokens - counter.text(_text(items, picked, labels, more, hidden))
     for key, _ in _PASSES:
         for i in _order(key, len(items[key])):
             if i in picked[key] or items[key][i] in seen or tries >= FILL_TRIES:
@@ -640,21 +686,47 @@ def _render(
                 continue  # cannot fit, whatever the join saves
             tries += 1
             picked[key].add(i)
-            trial = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
-            size = counter.text(_join(trial, labels))
+            size = counter.text(_text(items, picked, labels, more, hidden))
             if size <= max_tokens:
                 seen.add(items[key][i])
                 room = max_tokens - size
             else:
                 picked[key].discard(i)
-    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
-    text = _join(chosen, labels)
+    text = _text(items, picked, labels, more, hidden)
     while text and counter.text(text) > max_tokens:
         # Counts of parts can undercount their join by a token here and there.
-        key = next(k for k in reversed(SECTIONS) if chosen[k])
-        chosen[key].pop()
-        text = _join(chosen, labels)
+        key = next(k for k in reversed(SECTIONS) if picked[k])
+        picked[key].discard(max(picked[key]))
+        text = _text(items, picked, labels, more, hidden)
     return text
+
+
+def _text(
+    items: Mapping[str, list[str]],
+    picked: Mapping[str, set[int]],
+    labels: Mapping[str, str],
+    more: Mapping[str, tuple[str, str]],
+    hidden: Mapping[str, int],
+) -> str:
+    """The body showing the ``picked`` items; a section in ``more`` that shows some
+    but not all of its items ends by saying how many calls it leaves out."""
+    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
+    for key, forms in more.items():
+        if not chosen[key]:
+            continue  # no line, so no claim to be the whole
+        count = hidden.get(key, 0)
+        count += sum(
+            _weight(key, items[key][i]) for i in range(len(items[key])) if i not in picked[key]
+        )
+        if count:
+            chosen[key].append(forms[count > 1].format(count))
+    return _join(chosen, labels)
+
+
+def _weight(key: str, item: str) -> int:
+    """How many calls an item stands for: ``n`` for a tool ``name ×n``, else 1."""
+    times = item.rpartition(" ×")[2] if key == "tools" else ""
+    return int(times) if times.isdigit() else 1
 
 
 def _order(key: str, count: int) -> list[int]:
