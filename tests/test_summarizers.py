@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxcli.summarizers.extractive import (
+    REQUEST_CHARS,
     Extractive,
     facts,
     language,
@@ -122,3 +130,237 @@ def test_summaries_are_deterministic() -> None:
         for _ in range(3)
     }
     assert len(runs) == 1
+
+
+# --- lists: items on their own lines or numbered in one line ------------------------
+
+AIRLINE_ANSWERS = (  # a user's reply in tau-bench airline, task 0
+    "1. One-way\n2. Economy\n3. It's just me traveling.\n4. I want to use my certificates "
+    "first, and if there's any balance, I'll use my 7447 card.\n5. No, I do not want travel "
+    "insurance."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "Answers:\n1. One-way\n2) Economy\n- just me\n* no insurance\n• card 7447",
+            ["Answers:", "One-way", "Economy", "just me", "no insurance", "card 7447"],
+            id="markers-en",
+        ),
+        pytest.param(
+            "我的回答：\n1、单程\n2、经济舱\n（3）就我一个人\n④先用代金券",
+            ["我的回答：", "单程", "经济舱", "就我一个人", "先用代金券"],
+            id="markers-zh",
+        ),
+        pytest.param(
+            "Answers: 1. One-way 2. Economy 3. Just me.",
+            ["Answers:", "One-way", "Economy", "Just me."],
+            id="numbered-in-a-line",
+        ),
+        pytest.param(
+            "我的回答：1、单程 2、经济舱", ["我的回答：", "单程", "经济舱"], id="zh-in-a-line"
+        ),
+        pytest.param(
+            "Upgrade to version 2. Then restart it.",
+            ["Upgrade to version 2.", "Then restart it."],
+            id="a-number-ending-a-sentence",
+        ),
+        pytest.param("1.5 kg of flour", ["1.5 kg of flour"], id="a-decimal-is-no-marker"),
+        pytest.param("我买了2、3个", ["我买了2、3个"], id="zh-2-or-3-is-no-list"),
+    ],
+)
+def test_list_items_are_sentences_without_their_markers(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            AIRLINE_ANSWERS,
+            "One-way; Economy; It's just me traveling; I want to use my certificates first, "
+            "and if there's any balance, I'll use my 7447…; No, I do not want travel insurance",
+            id="tau-bench-answers",
+        ),
+        pytest.param(
+            "1、单程\n2、经济舱\n3、就我一个人\n4、先用我的代金券，余额用尾号7447的卡支付",
+            "单程；经济舱；就我一个人；先用我的代金券，余额用尾号7447的卡支付",
+            id="zh-lines",
+        ),
+        pytest.param(
+            "我的回答：1、单程 2、经济舱 3、就我一个人",
+            "我的回答：单程；经济舱；就我一个人",
+            id="zh-in-a-line",
+        ),
+        pytest.param(
+            "Sure, here are my answers\n- one-way\n- economy.\nThanks!",
+            "Sure, here are my answers: one-way; economy. Thanks!",
+            id="bullets-between-prose",
+        ),
+        pytest.param(
+            "1. Economy\n   the cheapest fare\n2. One passenger",
+            "Economy the cheapest fare; One passenger",
+            id="an-item-over-two-lines",
+        ),
+        pytest.param(
+            "Please upgrade to version 2. Then restart the server and tell me whether it "
+            "works, because last time it failed and I lost the work of a whole morning, "
+            "which I would rather not do again.",
+            "Please upgrade to version 2.",
+            id="no-list",
+        ),
+    ],
+)
+def test_a_request_holding_a_list_keeps_every_item(text: str, expected: str) -> None:
+    assert short_request(text) == expected
+    assert len(short_request(text)) <= REQUEST_CHARS
+
+
+def test_a_long_list_keeps_a_fair_share_of_each_item_and_ends_in_an_ellipsis() -> None:
+    details = "Here are the details:\n" + "\n".join(
+        f"{i}. Passenger {i}: first name Emily, last name Smith, born 1988-04-1{i}"
+        for i in range(1, 4)
+    )
+    short = short_request(details)
+    assert len(short) <= REQUEST_CHARS
+    assert short.startswith("Here are the details: Passenger 1: ")
+    assert short.count("; ") == 2 and "Passenger 3" in short
+    many = "\n".join(f"{i}. item number {i} with a few words" for i in range(1, 31))
+    short = short_request(many)
+    assert len(short) <= REQUEST_CHARS and short.startswith("item number 1 ")
+    assert short.endswith("; …") and "item number 30" not in short
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lead=st.text(max_size=80),
+    items=st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=25),
+    marker=st.sampled_from(["{}. ", "{}) ", "{}、", "- ", "* ", "• "]),
+    limit=st.integers(min_value=20, max_value=300),
+)
+def test_a_short_request_never_passes_its_limit(
+    lead: str, items: list[str], marker: str, limit: int
+) -> None:
+    lines = [marker.format(i) + item for i, item in enumerate(items, 1)]
+    text = "\n".join([lead, *lines])
+    short = short_request(text, limit)
+    assert len(short) <= limit
+    assert text.strip() == "" or short  # something is always said
+
+
+def test_the_tau_bench_answers_reach_the_summary_whole() -> None:
+    messages = [
+        {"role": "user", "content": "Hi! I want to book a flight from New York to Seattle."},
+        {"role": "assistant", "content": "Trip type, cabin, passengers, payment, insurance?"},
+        {"role": "user", "content": AIRLINE_ANSWERS},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
+    assert "- One-way; Economy; It's just me traveling; I want to use my certificates" in body
+    assert "- One-way 2." not in body
+
+
+# --- a cut tools line says what it leaves out ----------------------------------------
+
+TOOL_NAMES = (  # 6 tools, 8 calls: the folded run of tau-bench airline task 0
+    "get_user_details",
+    "search_direct_flight",
+    "search_onestop_flight",
+    "calculate",
+    "calculate",
+    "book_reservation",
+    "think",
+    "book_reservation",
+)
+
+
+REQUESTS = {
+    "en": "Book me a flight from New York to Seattle on May 20, user mia_li_3668.",
+    "zh": "帮我订一张5月20日从纽约到西雅图的机票，用户名是mia_li_3668。",
+}
+TOOLS_LABELS = {"en": "Tools used:", "zh": "使用的工具："}
+
+
+def _agent_run(lang: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": REQUESTS[lang]}]
+    for i, name in enumerate(TOOL_NAMES):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        if lang == "en":
+            result = f'{{"status": "ok", "reservation_id": "HAT{i:03d}", "price": {100 + i}}}'
+        else:
+            result = f"已查询，订单号HAT{i:03d}，价格{100 + i}元。"
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return messages
+
+
+def _tools_line(body: str, label: str) -> tuple[list[str], int] | None:
+    """The tools shown and the calls said to be left out, or ``None`` without a line."""
+    line = next((line for line in body.splitlines() if line.startswith(label)), None)
+    if line is None:
+        return None
+    shown = line[len(label) :].strip().split("; ")
+    more = re.fullmatch(r"(?:… and (\d+) more calls?|……另有 (\d+) 次调用)", shown[-1])
+    if not more:
+        return shown, 0
+    return shown[:-1], int(more.group(1) or more.group(2))
+
+
+def _calls(shown: list[str]) -> int:
+    return sum(int(t.rpartition(" ×")[2]) if " ×" in t else 1 for t in shown)
+
+
+@pytest.mark.parametrize(
+    ("lang", "more"),
+    [
+        pytest.param("en", "… and {} more calls", id="en"),
+        pytest.param("zh", "……另有 {} 次调用", id="zh"),
+    ],
+)
+def test_a_cut_tools_line_says_how_many_calls_it_leaves_out(lang: str, more: str) -> None:
+    messages, label = _agent_run(lang), TOOLS_LABELS[lang]
+    whole = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    assert whole.splitlines()[-1] == (
+        f"{label} get_user_details; search_direct_flight; search_onestop_flight; "
+        "calculate ×2; book_reservation ×2; think"
+    )
+    cut = SUMMARIZER.summarize(messages, previous=None, max_tokens=80, counter=COUNTER)
+    assert COUNTER.text(cut) <= 80
+    line = _tools_line(cut, label)
+    assert line is not None and line[0][0] == "get_user_details"
+    left_out = len(TOOL_NAMES) - _calls(line[0])
+    assert left_out >= 5 and cut.splitlines()[-1].endswith("; " + more.format(left_out))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_bound_holds_and_a_cut_tools_line_counts_what_it_leaves_out(lang: str) -> None:
+    messages = _agent_run(lang)
+    cut = 0
+    for bound in range(1, 160):
+        body = SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+        assert COUNTER.text(body) <= bound, bound
+        line = _tools_line(body, TOOLS_LABELS[lang])
+        if line is None:
+            continue
+        shown, more = line
+        assert _calls(shown) + more == len(TOOL_NAMES), (bound, body)
+        cut += more > 0
+    assert cut  # some bounds cut the line, and it said so
+
+
+def test_calls_left_out_by_a_previous_summary_are_still_counted() -> None:
+    first = SUMMARIZER.summarize(_agent_run("en"), previous=None, max_tokens=80, counter=COUNTER)
+    line = _tools_line(first, "Tools used:")
+    assert line is not None and line[1] > 0
+    shown, more = line
+    think = {"id": "d", "type": "function", "function": {"name": "think", "arguments": "{}"}}
+    later: list[dict[str, Any]] = [
+        {"role": "assistant", "content": None, "tool_calls": [think]},
+        {"role": "tool", "tool_call_id": "d", "content": "ok"},
+    ]
+    second = SUMMARIZER.summarize(later, previous=first, max_tokens=400, counter=COUNTER)
+    expected = [name if name != "think" else "think ×2" for name in shown]
+    if "think" not in shown:
+        expected.append("think")
+    assert _tools_line(second, "Tools used:") == (expected, more)

@@ -10,11 +10,21 @@ It keeps, in this order of precedence while the bound allows:
 3. error lines of tool results (tracebacks, failed tests: what the agent learned);
 4. assistant sentences that state a fact (those holding a digit: a number, id, date,
    amount);
-5. the tools that were called, with counts.
+5. the tools that were called, with counts (they come before the last of the facts
+   and the notes, see :data:`_PASSES`).
 
 Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
-(no space follows them in Chinese). Section labels follow the conversation's
-language: Chinese when CJK characters make up a third of its letters.
+(no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
+"(4)", "①", "一、", "a)", or a bullet "-", "*", "•", "·", "–", "+") or numbered
+within a line ("1. One-way 2. Economy", counted up from 1), is read item by item:
+its markers are no sentence ends, so "2." alone is never taken for one. Section
+labels follow the conversation's language: Chinese when CJK characters make up a
+third of its letters.
+
+When the bound cuts the tools line, it says how many calls it leaves out
+(``… and 7 more calls``), so a partial list does not read as all that was done.
+The other sections say nothing: facts, errors and notes are picks by nature, and
+in a tight bound a short request is worth more than a line saying one is missing.
 """
 
 from __future__ import annotations
@@ -49,6 +59,14 @@ LABELS = {
 }
 _LABEL_TO_SECTION = {label: key for labels in LABELS.values() for key, label in labels.items()}
 _INLINE = {"facts", "tools"}  # sections written on one line, items joined by "; "
+#: What a cut tools line says it leaves out, by language: (one, many). It counts
+#: calls, so the counts of merged summaries add up exactly.
+MORE = {
+    "en": {"tools": ("… and {} more call", "… and {} more calls")},
+    "zh": {"tools": ("……另有 {} 次调用", "……另有 {} 次调用")},
+}
+#: Any of :data:`MORE`, read back from a previous summary.
+_MORE_ITEM = re.compile(r"^(?:… and (\d+) more calls?|……另有 (\d+) 次调用)$")
 
 REQUEST_CHARS = 160
 NOTE_CHARS = 200
@@ -58,7 +76,22 @@ _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LETTER = re.compile(r"[^\W\d_]")
 _SPACE = re.compile(r"\s+")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)、])\s+")
+#: A list marker opening a line: a bullet, or a number or letter with "." or ")"
+#: and a space after it ("1.5 kg" is no item), or a Chinese one ("3、", "（4）", "①",
+#: "一、") that needs no space; a Markdown check box after it goes too.
+_LIST_MARKER = re.compile(
+    r"^\s*(?:[-*•·–+](?=\s)|\d{1,3}[.)）](?=\s|$)|[a-zA-Z][)）](?=\s)|\d{1,3}、"
+    r"|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*(?:\[[ xX]\]\s+)?"
+)
+#: A number that may mark an item within a line: "2. ", "2) ", "2、", not glued to a
+#: word or number before it ("v2. ", "1,2. ").
+_INLINE_MARKER = re.compile(r"(?<![A-Za-z0-9_.,])(\d{1,2})(?:[.)）](?=\s)|、)\s*")
+#: What may come right before the "1" that opens a list within a line.
+_LIST_OPENERS = (":", "：", ".", "!", "?", "。", "！", "？", ";", "；")
+#: Trailing punctuation an item loses when items are joined.
+_ITEM_END = ".;,。；，、 "
+#: An item cut shorter than this says too little: fewer items are kept instead.
+ITEM_MIN_CHARS = 16
 NOTE_MIN_CHARS = 20
 FILL_TRIES = 8
 
@@ -173,13 +206,71 @@ def language(texts: Iterable[str], sample: int = 1000) -> str:
     return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
 
 
+def _enumeration(line: str) -> tuple[str, list[str]] | None:
+    """``(lead, items)`` of a line that numbers two or more items in it, counting up
+    from 1 ("Answers: 1. One-way 2. Economy"), else ``None``. The "1" opens the line
+    or follows a colon or a sentence end, so "version 2. Then" is no list."""
+    if "1" not in line:
+        return None
+    cuts: list[re.Match[str]] = []
+    for match in _INLINE_MARKER.finditer(line):
+        number = int(match.group(1))
+        if number == len(cuts) + 1:
+            if number == 1:
+                before = line[: match.start()].rstrip()
+                if before and not before.endswith(_LIST_OPENERS):
+                    continue
+            cuts.append(match)
+    if len(cuts) < 2:
+        return None
+    ends = [m.start() for m in cuts[1:]] + [len(line)]
+    items = [line[m.end() : end].strip() for m, end in zip(cuts, ends)]
+    return line[: cuts[0].start()].strip(), [item for item in items if item]
+
+
+def _line_items(line: str) -> tuple[str, list[str]]:
+    """``(prose, items)`` of one line: a line opened by a list marker is one item
+    (or several, numbered within it); else its prose and the items numbered in it."""
+    found = _enumeration(line)
+    if found:
+        return found
+    marker = _LIST_MARKER.match(line)
+    if marker:
+        item = line[marker.end() :].strip()
+        return "", [item] if item else []
+    return line.strip(), []
+
+
+def _blocks(text: str) -> list[tuple[bool, str]]:
+    """``text`` as ``(is_item, text)`` blocks, whitespace collapsed: each list item
+    (with the indented lines under it), and the prose between lists, its lines
+    joined by a space."""
+    blocks: list[tuple[bool, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        prose, items = _line_items(line)
+        if prose and blocks and blocks[-1][0] and not items and line[:1].isspace():
+            blocks[-1] = (True, f"{blocks[-1][1]} {prose}")  # an item's next line
+            continue
+        if prose:
+            if blocks and not blocks[-1][0]:
+                blocks[-1] = (False, f"{blocks[-1][1]} {prose}")
+            else:
+                blocks.append((False, prose))
+        blocks += [(True, item) for item in items]
+    return [(is_item, _SPACE.sub(" ", part).strip()) for is_item, part in blocks]
+
+
 def sentences(text: str) -> list[str]:
     """Split ``text`` into sentences (Latin ``.!?`` + space, CJK ``。！？``, line
-    breaks), without list markers such as ``1.`` or ``-``."""
+    breaks), list items apart and without their markers (``1.``, ``-``, ``3、``; see
+    the module docstring)."""
     out = []
     for line in text.splitlines():
-        line = _LIST_MARKER.sub("", line)
-        out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", line)) if s and s.strip()]
+        prose, items = _line_items(line)
+        for part in (prose, *items):
+            out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", part)) if s.strip()]
     return out
 
 
@@ -189,18 +280,91 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its leading whole sentences if any fit,
+    else cut, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for sentence in sentences(text):
+        longer = f"{kept} {sentence}" if kept else sentence
+        if len(longer) > limit:
+            break
+        kept = longer
+    return kept.rstrip(_ITEM_END) or shorten(text, limit)
+
+
+def _join_items(lead: str, items: Sequence[str], tail: str, *, cjk: bool) -> str:
+    """``lead: item; item. tail`` (in Chinese ``lead：item；item。tail``)."""
+    text = ("；" if cjk else "; ").join(items)
+    if lead:
+        colon = "" if lead.endswith(_LIST_OPENERS + (",", "，")) else "：" if cjk else ":"
+        text = lead + colon + ("" if cjk else " ") + text
+    if tail:
+        end = "" if text.endswith(("!", "?", "！", "？", "…")) else "。" if cjk else "."
+        text += end + ("" if cjk else " ") + tail
+    return text
+
+
+def _fair_cuts(pieces: Sequence[str], budget: int) -> list[str]:
+    """``pieces`` within ``budget`` characters in all, each cut by :func:`_cut` to a
+    fair share: the short ones whole, what they leave split evenly among the rest."""
+    out = list(pieces)
+    left = budget
+    by_length = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    for done, i in enumerate(by_length):
+        share = left // (len(pieces) - done)
+        if len(pieces[i]) > share:
+            out[i] = _cut(pieces[i], share)
+        left -= len(out[i])
+    return out
+
+
 def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
-    """A user message in short form: whole if short, else its first sentence plus its
-    first question, within ``limit`` characters."""
+    """A user message in short form, within ``limit`` characters: whole if short,
+    else its first sentence plus its first question.
+
+    A message holding a list (see the module docstring) within its first ``limit``
+    characters gives the text before the list, then the items joined by "; "
+    (Chinese "；"), then what follows. When that is too long, each keeps a fair share
+    of the characters (its leading whole sentences if they fit, else a cut ending in
+    "…"), only the first question of what follows is kept, and when the items are too
+    many for :data:`ITEM_MIN_CHARS` each, the last ones give way to "…".
+    """
     flat = _SPACE.sub(" ", text).strip()
-    if len(flat) <= limit:
-        return flat
-    parts = sentences(flat)
-    picked = parts[:1]
-    question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
-    if question:
-        picked.append(question)
-    return shorten(" ".join(picked), limit)
+    blocks = _blocks(text)
+    first_item = next((i for i, (is_item, _) in enumerate(blocks) if is_item), None)
+    if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
+        if len(flat) <= limit:
+            return flat
+        parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
+        picked = parts[:1]
+        question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
+        if question:
+            picked.append(question)
+        return shorten(" ".join(picked), limit)
+    cjk = language([flat]) == "zh"
+    lead = " ".join(part for _, part in blocks[:first_item])
+    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
+    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
+    whole = _join_items(lead, items, tail, cjk=cjk)
+    if len(whole) <= limit:
+        return whole
+    tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
+    count = len(items)
+    while True:
+        shown = items if count == len(items) else [*items[:count], "…"]
+        pieces = [piece for piece in (lead, *shown, tail) if piece]
+        frame = _join_items(lead and "x", ["x"] * len(shown), tail and "x", cjk=cjk)
+        budget = limit - (len(frame) - len(pieces))  # what the pieces may take
+        if count <= 1 or budget // len(pieces) >= ITEM_MIN_CHARS:
+            break
+        count -= 1
+    cuts = iter(_fair_cuts(pieces, budget))
+    lead = next(cuts) if lead else ""
+    shown = [next(cuts) for _ in shown]
+    tail = next(cuts) if tail else ""
+    return shorten(_join_items(lead, shown, tail, cjk=cjk), limit)
 
 
 def facts(text: str, *, strict: bool = False) -> list[str]:
@@ -408,6 +572,13 @@ class Extractive:
         """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
         tokens (as counted by ``counter``). Never raises for odd content."""
         items = parse_summary(previous) if previous else {key: [] for key in SECTIONS}
+        hidden: Counter[str] = Counter()  # what a previous summary said it left out
+        for key in MORE["en"]:
+            for item in list(items[key]):
+                match = _MORE_ITEM.match(item)
+                if match:
+                    items[key].remove(item)
+                    hidden[key] += int(match.group(1) or match.group(2))
         tools: Counter[str] = Counter()
         for item in items["tools"]:
             name, _, times = item.rpartition(" ×")
@@ -425,20 +596,23 @@ class Extractive:
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
         lang = language(items["requests"] + texts)
-        return _render(items, LABELS[lang], max_tokens, counter)
+        return _render(items, LABELS[lang], max_tokens, counter, more=MORE[lang], hidden=hidden)
 
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the
 #: first 60% (the task and the latest first, see :func:`_order`), so the facts are not
-#: crowded out; then the rest, by precedence.
+#: crowded out; then the rest, by precedence, save that the tools line comes before
+#: the last of the facts and the notes: it is short and the only word on what was
+#: done, and last it was left a token or two (one tool of six shown), or none once it
+#: has to say what it leaves out.
 _PASSES = (
     ("requests", 0.6),
     ("facts", 0.9),
     ("errors", 1.0),
     ("requests", 1.0),
+    ("tools", 1.0),
     ("facts", 1.0),
     ("notes", 1.0),
-    ("tools", 1.0),
 )
 
 
@@ -447,42 +621,63 @@ def _render(
     labels: Mapping[str, str],
     max_tokens: int,
     counter: TokenCounter,
+    *,
+    more: Mapping[str, tuple[str, str]] | None = None,
+    hidden: Mapping[str, int] | None = None,
 ) -> str:
     """Greedily fit items within ``max_tokens`` tokens, pass by pass (:data:`_PASSES`);
-    each section keeps its items in their original order."""
+    each section keeps its items in their original order. A section in ``more`` that
+    shows some items but not all says how many it leaves out (plus ``hidden[key]``,
+    left out by a previous summary): its cost is held as soon as the section is known
+    to be cut, and the exact checks at the end measure it with the rest."""
+    more = more or {}
+    hidden = hidden or {}
     picked: dict[str, set[int]] = {key: set() for key in SECTIONS}
     seen: set[str] = set()
     written = ""  # what was picked so far, to skip facts already said
     used = 0
     costs: dict[tuple[str, int], int] = {}  # an item's cost with its separator, once
+    # The cost of saying what a section leaves out, held while it is cut.
+    reserve = {
+        key: counter.text(("; " if key in _INLINE else "\n- ") + forms[1].format(9999))
+        for key, forms in more.items()
+    }
+    held: dict[str, int] = {}
     for key, share in _PASSES:
         section = items[key]
         if len(picked[key]) == len(section):
             continue  # every item of this section is in
         limit = max_tokens * share
         separator = "; " if key in _INLINE else "\n- "
-        for i in _order(key, len(section)):
+        order = [i for i in _order(key, len(section)) if i not in picked[key]]
+        for i in order:
+            if (key, i) not in costs:
+                costs[key, i] = counter.text(separator + section[i])
+        left = sum(costs[key, i] for i in order)  # what the rest of this section costs
+        for i in order:
             item = section[i]
-            if i in picked[key] or item in seen:
-                continue
-            if key == "facts" and item in written:
-                continue  # already said, in a request or a note
-            cost = costs.get((key, i))
-            if cost is None:
-                cost = costs[key, i] = counter.text(separator + item)
+            if item in seen or (key == "facts" and item in written):
+                left -= costs[key, i]
+                continue  # already said, in this or another section
+            cost = costs[key, i]
             if not picked[key]:
                 cost += counter.text(labels[key]) + 1
-            if used + cost > limit:
+            others = sum(held.values()) - held.get(key, 0)
+            hold = held.get(key, 0)
+            if key in reserve and not hold and (hidden.get(key) or used + others + left > limit):
+                hold = reserve[key]  # not all of it fits: saying so is paid for once
+            if used + others + cost + hold > limit:
                 continue
             picked[key].add(i)
             seen.add(item)
             written += "\n" + item
             used += cost
+            left -= costs[key, i]
+            held[key] = hold if left or hidden.get(key) else 0
     # The estimate above sums parts, which overcounts their join a little: offer what
     # was left out once more, measuring the joined text exactly (a few tries at most).
     tries = 0
-    chosen = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
-    room = max_tokens - counter.text(_join(chosen, labels))
+    room = max_tokens - counter.text(_text(items, picked, labels, more, hidden))
     for key, _ in _PASSES:
         for i in _order(key, len(items[key])):
             if i in picked[key] or items[key][i] in seen or tries >= FILL_TRIES:
@@ -491,21 +686,47 @@ def _render(
                 continue  # cannot fit, whatever the join saves
             tries += 1
             picked[key].add(i)
-            trial = {k: [items[k][j] for j in sorted(picked[k])] for k in SECTIONS}
-            size = counter.text(_join(trial, labels))
+            size = counter.text(_text(items, picked, labels, more, hidden))
             if size <= max_tokens:
                 seen.add(items[key][i])
                 room = max_tokens - size
             else:
                 picked[key].discard(i)
-    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
-    text = _join(chosen, labels)
+    text = _text(items, picked, labels, more, hidden)
     while text and counter.text(text) > max_tokens:
         # Counts of parts can undercount their join by a token here and there.
-        key = next(k for k in reversed(SECTIONS) if chosen[k])
-        chosen[key].pop()
-        text = _join(chosen, labels)
+        key = next(k for k in reversed(SECTIONS) if picked[k])
+        picked[key].discard(max(picked[key]))
+        text = _text(items, picked, labels, more, hidden)
     return text
+
+
+def _text(
+    items: Mapping[str, list[str]],
+    picked: Mapping[str, set[int]],
+    labels: Mapping[str, str],
+    more: Mapping[str, tuple[str, str]],
+    hidden: Mapping[str, int],
+) -> str:
+    """The body showing the ``picked`` items; a section in ``more`` that shows some
+    but not all of its items ends by saying how many calls it leaves out."""
+    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
+    for key, forms in more.items():
+        if not chosen[key]:
+            continue  # no line, so no claim to be the whole
+        count = hidden.get(key, 0)
+        count += sum(
+            _weight(key, items[key][i]) for i in range(len(items[key])) if i not in picked[key]
+        )
+        if count:
+            chosen[key].append(forms[count > 1].format(count))
+    return _join(chosen, labels)
+
+
+def _weight(key: str, item: str) -> int:
+    """How many calls an item stands for: ``n`` for a tool ``name ×n``, else 1."""
+    times = item.rpartition(" ×")[2] if key == "tools" else ""
+    return int(times) if times.isdigit() else 1
 
 
 def _order(key: str, count: int) -> list[int]:
