@@ -650,16 +650,20 @@ def _render(
         limit = max_tokens * share
         separator = "; " if key in _INLINE else "\n- "
         order = [i for i in _order(key, len(section)) if i not in picked[key]]
-        for i in order:
-            if (key, i) not in costs:
-                costs[key, i] = counter.text(separator + section[i])
-        left = sum(costs[key, i] for i in order)  # what the rest of this section costs
+        left = 0  # what the rest of this section costs: needed only to hold a "more"
+        if key in reserve:
+            for i in order:
+                if (key, i) not in costs:
+                    costs[key, i] = counter.text(separator + section[i])
+            left = sum(costs[key, i] for i in order)
         for i in order:
             item = section[i]
             if item in seen or (key == "facts" and item in written):
-                left -= costs[key, i]
+                left -= costs.get((key, i), 0)
                 continue  # already said, in this or another section
-            cost = costs[key, i]
+            cost = costs.get((key, i))
+            if cost is None:
+                cost = costs[key, i] = counter.text(separator + item)
             if not picked[key]:
                 cost += counter.text(labels[key]) + 1
             others = sum(held.values()) - held.get(key, 0)
@@ -673,7 +677,7 @@ def _render(
             written += "\n" + item
             used += cost
             left -= costs[key, i]
-            held[key] = hold if left or hidden.get(key) else 0
+            held[key] = hold if left > 0 or hidden.get(key) else 0
     # The estimate above sums parts, which overcounts their join a little: offer what
     # was left out once more, measuring the joined text exactly (a few tries at most).
     tries = 0
