@@ -251,7 +251,7 @@ def plan(
 
     Defaults: ``<stem>.compressed<ext>`` beside each input (or in ``out_dir``), stats
     beside the output (none when the output is stdout or a device), the store beside
-    the output when ``restorable``. Raises :class:`ConfigError` when ``output``,
+    the output when ``restorable`` (``/dev/null`` when the output is). Raises :class:`ConfigError` when ``output``,
     ``stats`` or ``store`` is given with several inputs, when ``stats`` or ``store``
     is ``-``, when an output is a folder, when two files the run writes, or one and an
     input, are the same file, or when the output is stdout and the default store
@@ -270,7 +270,9 @@ def plan(
             raise ConfigError(f"{target}: is a folder; -o names the output file")
         streamed = jsonio.is_stream(target)
         kept = store or (default_store("-" if streamed else target, path) if restorable else None)
-        if streamed and not store and kept and Path(kept).exists():
+        if kept and not store and target == os.devnull:
+            kept = os.devnull  # the output is thrown away: so are the originals
+        if streamed and not store and kept and not jsonio.is_stream(kept) and Path(kept).exists():
             # Named after the input, it may be the store of the run that wrote the
             # input: replacing it would lose that run's originals for good.
             raise ConfigError(
@@ -632,7 +634,12 @@ class Compressor:
                 and jsonio.same_file(input_path, target)
             ):
                 raise ConfigError(f"{target}: the output would overwrite the input")
-        if store_path and output_path != "-" and jsonio.same_file(output_path, store_path):
+        if (
+            store_path
+            and output_path != "-"
+            and not jsonio.is_stream(store_path)
+            and jsonio.same_file(output_path, store_path)
+        ):
             raise ConfigError(f"{store_path}: the store would overwrite the output")
         started = time.perf_counter()
         stats = FileStats(

@@ -752,3 +752,27 @@ def test_a_json_array_cut_short_is_reported_as_such(tmp_path: Path) -> None:
         result.stderr
     )
     assert result.stdout == ""
+
+
+def test_output_to_dev_null_keeps_no_store(tmp_path: Path) -> None:
+    """A run whose output is thrown away (a timing run, say) throws its originals away
+    too, and can be run again."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    messages += [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    messages += [{"role": "tool", "tool_call_id": "c1", "content": "file.txt\n" * 300}]
+    messages += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "ok"}]
+    source = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": messages}])
+    args = [
+        "--stages",
+        "placeholder",
+        "--placeholder-threshold",
+        "50",
+        "--placeholder-keep-recent",
+        "0",
+    ]
+    for _ in range(2):
+        result = invoke("compress", str(source), "-o", os.devnull, *args)
+        assert result.exit_code == 0, result.output
+        assert "1 placeholder" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
