@@ -251,11 +251,12 @@ def plan(
 
     Defaults: ``<stem>.compressed<ext>`` beside each input (or in ``out_dir``), stats
     beside the output (none when the output is stdout or a device), the store beside
-    the output when ``restorable`` (``/dev/null`` when the output is). Raises :class:`ConfigError` when ``output``,
-    ``stats`` or ``store`` is given with several inputs, when ``stats`` or ``store``
-    is ``-``, when an output is a folder, when two files the run writes, or one and an
-    input, are the same file, or when the output is stdout and the default store
-    beside the input already exists (it may hold an earlier run's originals).
+    the output when ``restorable`` (``/dev/null`` when the output is). Raises
+    :class:`ConfigError` when ``output``, ``stats`` or ``store`` is given with several
+    inputs, when ``stats`` or ``store`` is ``-``, when an output is a folder, when two
+    files the run writes, or one and an input, are the same file, or when the output
+    is stdout and the default store beside the input already exists (it may hold an
+    earlier run's originals).
     """
     paths = expand_inputs(inputs)
     if len(paths) > 1 and (output or stats or store):
