@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcli.cli import cli
+from ctxcli.config import resolve
 from ctxcli.model import SUMMARY_MARKER, make_conversation
 from ctxcli.pipeline import Context, build_stage, run
 from ctxcli.summarizers.extractive import Extractive
@@ -573,3 +574,31 @@ def test_folding_steps_keeps_every_invariant(
     again = run(make_conversation(out, COUNTER), pipeline, Context(budget, COUNTER))
     before, after = summaries([m.data for m in again.after.messages])
     assert len(before) <= 1 and len(after) <= 1
+
+
+def test_a_summary_reads_the_originals_of_results_the_placeholder_stage_replaced() -> None:
+    """With the default stages the placeholder stage runs first: the summary folds
+    what it replaced, and reads the tool's own output, not the placeholder's head and
+    tail (an order number in the middle of a long result stays known)."""
+    lines = [f"row {i}: nothing to see" for i in range(200)]
+    lines[100] = "row 100: refund issued for order #W4471 on 2024-06-02"
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Find the refunded order in the log."},
+    ]
+    for n in range(8):
+        call = {
+            "id": f"c{n}",
+            "type": "function",
+            "function": {"name": "read_log", "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        content = "\n".join(lines) if n == 0 else f"page {n}: " + "empty " * 40
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": content})
+    messages.append({"role": "assistant", "content": "Still looking."})
+    settings_ = resolve(max_tokens=300)  # the default stages: placeholder, summary, priority
+    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(300, COUNTER))
+    (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
+    assert "#W4471" in summary and "2024-06-02" in summary
+    assert result.events["placeholder"]["placeholders_written"] >= 1
+    assert not result.stored  # the folded placeholder needs no original in the store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ctxcli.errors import SummaryError
 from ctxcli.model import (
@@ -15,6 +15,7 @@ from ctxcli.model import (
     latest_turn,
     units,
 )
+from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import Extractive, language, message_text
 from ctxcli.tokens import REPLY_PRIMING
 
@@ -168,7 +169,7 @@ class Summary:
         stood in (a warning says so). Raises :class:`SummaryError` when the extractive
         summarizer fails."""
         earlier = [m for m in folded if m.is_summary]
-        fresh = [m.data for m in folded if not m.is_summary]
+        fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in earlier) or None
         count = len(fresh) + sum(_folded_count(m) for m in earlier)
         counter = context.counter
@@ -350,3 +351,13 @@ def _header(count: int, lang: str) -> str:
     if lang == "zh":
         return f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
     return f"{SUMMARY_MARKER} {count} earlier message{'' if count == 1 else 's'} folded."
+
+
+def _original(data: Mapping[str, Any], stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool result the placeholder stage replaced earlier in this run, with its
+    original content back (from ``stored``), so that the summary reads what the tool
+    said, not the placeholder's head and tail; any other message as it is."""
+    match = parse_placeholder(data.get("content"))
+    if match is None or match.group("id") not in stored:
+        return data
+    return {**data, "content": stored[match.group("id")]}
