@@ -15,6 +15,7 @@ import hashlib
 import json
 import marshal
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -101,8 +102,8 @@ def load_encoding(name: str, cache_dir: str | Path | None = None) -> tiktoken.En
     pattern, the special tokens and the mergeable ranks, which it parses from the
     base64 BPE file on every start (about 0.2 s of a short run for ``o200k_base``).
     With ``cache_dir``, that output is kept there with :mod:`marshal` (one file per
-    tiktoken version and encoding, about 3.4 MB for ``o200k_base``, checked by
-    SHA-256) and read back in about 0.04 s; the :class:`tiktoken.Encoding` built from
+    tiktoken version, encoding and Python, about 3.4 MB for ``o200k_base``, checked by
+    SHA-256) and read back in about 0.06 s; the :class:`tiktoken.Encoding` built from
     it is the same. The folder is an optimisation: when it cannot be read or written,
     the encoding is built as tiktoken does. Like ``tiktoken.get_encoding``, it builds
     one encoding per name and process. Only ``cache_dir`` is read and written; the
@@ -120,7 +121,9 @@ def load_encoding(name: str, cache_dir: str | Path | None = None) -> tiktoken.En
     with _LOCK:
         if name in _LOADED:
             return _LOADED[name]
-        path = Path(cache_dir) / f"tiktoken-{tiktoken.__version__}-{name}.marshal"
+        # marshal's format belongs to one Python: the file is named for it too.
+        tag = sys.implementation.cache_tag or "python"
+        path = Path(cache_dir) / f"tiktoken-{tiktoken.__version__}-{name}-{tag}.marshal"
         kwargs = _read_encoding(path, name)
         if kwargs is None:
             if name not in tiktoken.registry.list_encoding_names():  # finds the constructors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def test_the_cached_encoding_counts_as_tiktoken_does(tmp_path: Path) -> None:
     reference = tiktoken.get_encoding("cl100k_base")
     first = load_encoding("cl100k_base", tmp_path)  # parses the BPE file, keeps the result
     (kept,) = tmp_path.iterdir()
-    assert kept.name == f"tiktoken-{tiktoken.__version__}-cl100k_base.marshal"
+    tag = sys.implementation.cache_tag
+    assert kept.name == f"tiktoken-{tiktoken.__version__}-cl100k_base-{tag}.marshal"
     assert load_encoding("cl100k_base", tmp_path / "elsewhere") is first  # one per process
     tokens._LOADED.clear()
     again = load_encoding("cl100k_base", tmp_path)  # read back from the cache file
