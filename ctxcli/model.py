@@ -31,6 +31,17 @@ _SUMMARY_RE = re.compile(
 )
 
 
+def _leading_text(content: Any) -> str:
+    """The text a message opens with: its string content, or the text of its first
+    part when that is a text part (how Anthropic records hold a summary ctxcli wrote)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and isinstance(content[0], Mapping):
+        text = content[0].get("text") if content[0].get("type") == "text" else None
+        return text if isinstance(text, str) else ""
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One chat message.
@@ -59,8 +70,7 @@ class Message:
     def __post_init__(self) -> None:
         # Stages ask these of every message many times: worked out once, here.
         role = str(self.data.get("role", ""))
-        content = self.data.get("content")
-        summary = isinstance(content, str) and bool(_SUMMARY_RE.match(content))
+        summary = bool(_SUMMARY_RE.match(_leading_text(self.data.get("content"))))
         object.__setattr__(self, "role", role)
         object.__setattr__(self, "is_summary", summary)
         object.__setattr__(self, "is_system", role in SYSTEM_ROLES and not summary)

@@ -602,3 +602,28 @@ def test_a_summary_reads_the_originals_of_results_the_placeholder_stage_replaced
     assert "#W4471" in summary and "2024-06-02" in summary
     assert result.events["placeholder"]["placeholders_written"] >= 1
     assert not result.stored  # the folded placeholder needs no original in the store
+
+
+@pytest.mark.parametrize("budgets", [(1200, 450), (1200, 450, 330)])
+def test_anthropic_summaries_merge_when_compressed_again(
+    tmp_path: Path, budgets: tuple[int, ...]
+) -> None:
+    """ctxcli writes an Anthropic summary as a text block: a later run must know it for
+    a summary (merge it, never stack it) and keep the task as the latest user turn."""
+    record = anthropic_run()
+    record["messages"][0:0] = [
+        {"role": "user", "content": "Invoice INV-77 is wrong."},
+        {"role": "assistant", "content": [{"type": "text", "text": "It is in the EU. " * 20}]},
+    ]
+    source = write_jsonl(tmp_path / "run0.jsonl", [record])
+    for n, budget in enumerate(budgets, start=1):
+        out = tmp_path / f"run{n}.jsonl"
+        stats = compress_file(source, out, f"--stages summary,priority --max-tokens {budget}")
+        after = read_jsonl(out)[0]["messages"]
+        summaries = [m for m in after if is_summary(m)]
+        assert len(summaries) <= 2, [m["content"] for m in after]
+        assert {"role": "user", "content": TASK} in after  # the task: the latest user turn
+        if n > 1:  # over budget again: the earlier summaries merge into the new ones
+            assert stats["tokens"]["before"] > budget
+            assert stats["stage_events"]["summary"].get("summaries_merged", 0) >= 1
+        source = out

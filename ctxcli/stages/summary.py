@@ -334,12 +334,15 @@ def _opens_tail(message: Message) -> bool:
 
 
 def _body(message: Message) -> str:
-    content = str(message.data.get("content") or "")
+    """An earlier summary's text after its header line (string or text parts)."""
+    content = message_text(message.data)
     return content.split("\n", 1)[1] if "\n" in content else ""
 
 
 def _folded_count(message: Message) -> int:
-    match = _FOLDED.search(str(message.data.get("content") or ""))
+    """How many messages an earlier summary's header says it folded (1 if it says
+    none: then it is taken for one message)."""
+    match = _FOLDED.search(message_text(message.data).split("\n", 1)[0])
     if not match:
         return 1
     return int(match.group(1) or match.group(2))
