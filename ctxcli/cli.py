@@ -137,7 +137,11 @@ def summarizer_options(func: F) -> F:
 @budget_options
 @click.option("--keep-last", type=click.IntRange(min=0), help="Messages window and summary keep.")
 @click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
-@click.option("--summary-max-tokens", type=click.IntRange(min=1), help="Bound on a summary.")
+@click.option(
+    "--summary-max-tokens",
+    type=click.IntRange(min=1),
+    help="Bound on the summaries of a conversation in tokens, headers included (400).",
+)
 @click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
 @format_options
 @click.option(

@@ -627,3 +627,17 @@ def test_anthropic_summaries_merge_when_compressed_again(
             assert stats["tokens"]["before"] > budget
             assert stats["stage_events"]["summary"].get("summaries_merged", 0) >= 1
         source = out
+
+
+@pytest.mark.parametrize("bound", [12, 24, 60])
+def test_summary_max_tokens_is_not_lifted_by_the_floor(bound: int) -> None:
+    """The few tokens a summary is given when the budget is all but spent never exceed
+    what ``--summary-max-tokens`` grants (a header line may still come whole)."""
+    conversation = make_conversation(agent_run(), COUNTER)
+    stage = build_stage("summary", {"max_tokens": bound, "keep_last": 2})
+    after, _ = stage.apply(conversation, Context(1500, COUNTER))
+    for message in after.messages:
+        if message.is_summary:
+            text = message.data["content"]
+            header, _, body = text.partition("\n")
+            assert COUNTER.text(text) <= max(bound, COUNTER.text(header) + 2), text

@@ -52,11 +52,13 @@ class Summary:
     merged into that side's new summary, never stacked; a side with nothing new to
     fold is left as it is, its summary included.
 
-    ``max_tokens`` bounds the summary bodies together (tokens), and so does what is
-    left of the budget after the kept messages and a frame per summary; each summary
-    gets a share in proportion to the tokens it folds, but at least a quarter and at
-    least :data:`MIN_SUMMARY_TOKENS`, and what the first leaves goes to the second. A summary
-    whose body comes out empty is not written and its messages stay.
+    ``max_tokens`` bounds the summaries together (tokens, header lines included; a
+    header, about 10 tokens, comes whole even past a smaller bound), and so does what
+    is left of the budget after the kept messages and a frame per summary; each
+    summary gets a share in proportion to the tokens it folds, but at least a quarter
+    and at least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when
+    that is less), and what the first leaves goes to the second. A summary whose body
+    comes out empty is not written and its messages stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
     the first. With ``user``, a chat's summary comes with a kept tail that does not
@@ -127,15 +129,16 @@ class Summary:
         weights = [sum(messages[i].tokens for i in part) for part in parts]
         events: dict[str, int] = {}
         written: dict[int, Message] = {}
+        # Even with the budget all but spent a summary gets a few tokens (priority may
+        # drop it then), but never more than ``max_tokens`` grants.
+        floor = min(MIN_SUMMARY_TOKENS, max(1, self.max_tokens // len(parts)))
         for k, part in enumerate(parts):
             share = total
             if k < len(parts) - 1:
                 share = total * weights[k] // sum(weights)
                 share = min(max(share, total // 4), total - total // 4)
             folded = [messages[i] for i in part]
-            summary, fell_back = self._summarize(
-                conversation, folded, max(MIN_SUMMARY_TOKENS, share), context
-            )
+            summary, fell_back = self._summarize(conversation, folded, max(floor, share), context)
             _add(events, "fallbacks", int(fell_back))
             if summary is None:
                 # Nothing worth keeping fits: a summary would only hide what was dropped.
