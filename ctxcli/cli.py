@@ -408,7 +408,11 @@ def _table(results: list[Any]) -> str:
     for s in results:
         if s.output != "-":
             lines.append(f"wrote {s.output}")
-        if s.store:
+        if s.store and s.store == os.devnull:
+            lines.append(
+                f"threw away {_count(s.store_entries, 'original')} (the store is {s.store})"
+            )
+        elif s.store:
             lines.append(
                 f"wrote {s.store} ({s.store_entries:,} originals, {s.store_bytes:,} bytes)"
             )
@@ -440,6 +444,10 @@ def restore(compressed: str, store_path: str, output: str) -> None:
         f"in {stats.changed:,} of {_count(stats.records, 'record')} from {store_path}",
         err=True,
     )
+    if stats.store_missing:
+        click.echo(
+            f"note: {store_path} does not exist; nothing in {compressed} needed it", err=True
+        )
     if stats.earlier:
         click.echo(
             f"note: {_count(len(stats.earlier), 'placeholder')} of an earlier run "

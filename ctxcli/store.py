@@ -116,8 +116,9 @@ def load_store(path: str) -> dict[str, Any]:
 class RestoreStats:
     """What :func:`restore_file` did: records read and changed, placeholders restored
     and the characters they brought back (strings: their length; lists: their JSON's),
-    and ``earlier``: placeholders of an earlier run that stay (they were in the
-    compressed run's input; that run's store restores them)."""
+    ``earlier``: placeholders of an earlier run that stay (they were in the compressed
+    run's input; that run's store restores them), and whether the store file was
+    missing (``store_missing``: read as an empty store)."""
 
     input: str
     output: str
@@ -128,6 +129,7 @@ class RestoreStats:
     chars: int = 0
     missing: list[str] = field(default_factory=list)
     earlier: list[str] = field(default_factory=list)
+    store_missing: bool = False
 
 
 def restore_record(
@@ -305,7 +307,9 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     # placeholders restores as it is; one with placeholders names the missing file.
     absent = store_path != "-" and not Path(store_path).exists()
     store = {} if absent else load_store(store_path)
-    stats = RestoreStats(input=input_path, output=output_path, store=store_path)
+    stats = RestoreStats(
+        input=input_path, output=output_path, store=store_path, store_missing=absent
+    )
     shape, items, original = jsonio.read_records(input_path)
     results = _restored(items, input_path, store, stats)
     if output_path == "-" or shape != "jsonl":

@@ -208,8 +208,11 @@ class TokenCounter:
         self.tool_call_overhead = tool_call_overhead
         try:
             self._encode = load_encoding(encoding, cache_dir).encode_ordinary
-        except ValueError as exc:
-            raise TokenizerError(f"unknown encoding {encoding!r}: {exc}") from None
+        except ValueError:
+            import tiktoken.registry
+
+            known = ", ".join(sorted(tiktoken.registry.list_encoding_names()))
+            raise TokenizerError(f"unknown encoding {encoding!r} (known: {known})") from None
         except Exception as exc:  # network or file errors from tiktoken's download
             cache = os.environ.get("TIKTOKEN_CACHE_DIR", "not set")
             raise TokenizerError(

@@ -775,4 +775,5 @@ def test_output_to_dev_null_keeps_no_store(tmp_path: Path) -> None:
         result = invoke("compress", str(source), "-o", os.devnull, *args)
         assert result.exit_code == 0, result.output
         assert "1 placeholder" in result.stderr
+        assert f"threw away 1 original (the store is {os.devnull})" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]

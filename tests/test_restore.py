@@ -396,6 +396,7 @@ def test_a_missing_store_is_empty_and_named_when_placeholders_need_it(tmp_path: 
     result = CliRunner().invoke(cli, ["restore", str(plain), "--store", missing, "-o", "-"])
     assert result.exit_code == 0, result.output
     assert result.stdout == plain.read_text()
+    assert f"note: {missing} does not exist; nothing in {plain} needed it" in result.stderr
     placeholder = tmp_path / "ph.jsonl"
     calls = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
     messages = [{"role": "user", "content": "ls"}, {"role": "assistant", "tool_calls": calls}]

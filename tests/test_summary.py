@@ -641,3 +641,28 @@ def test_summary_max_tokens_is_not_lifted_by_the_floor(bound: int) -> None:
             text = message.data["content"]
             header, _, body = text.partition("\n")
             assert COUNTER.text(text) <= max(bound, COUNTER.text(header) + 2), text
+
+
+def test_a_chinese_run_quoting_english_tool_names_gets_a_chinese_header() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "你是客服助手。"},
+        {"role": "user", "content": "请帮我查一下5月20日从北京到上海的航班。"},
+    ]
+    for n in range(10):
+        name = f"search_flights_with_a_long_english_name_{n}"
+        call = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        messages.append(
+            {"role": "assistant", "content": f"正在查询第{n}步。", "tool_calls": [call]}
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{n}",
+                "content": f"航班 CA15{n:02d} 票价 8{n:02d} 元，状态：可订。" * 3,
+            }
+        )
+    messages.append({"role": "assistant", "content": "已为您找到航班。"})
+    conversation = make_conversation(messages, COUNTER)
+    after, _ = build_stage("summary", {"keep_last": 2}).apply(conversation, Context(250, COUNTER))
+    (summary,) = [m.data["content"] for m in after.messages if m.is_summary]
+    assert summary.startswith(f"{SUMMARY_MARKER} 已折叠较早的 ")

@@ -176,9 +176,12 @@ class Summary:
         previous = "\n".join(_body(m) for m in earlier) or None
         count = len(fresh) + sum(_folded_count(m) for m in earlier)
         counter = context.counter
-        # The header is in the body's language, foreseen from the folded text (the
-        # extractive summarizer writes in it); its cost is reserved before the body.
-        foreseen = language([previous or "", *(message_text(m) for m in fresh)])
+        # The header is in the body's language, foreseen from the folded text as the
+        # extractive summarizer picks it (previous summary, then requests, then the
+        # rest); its cost is reserved before the body.
+        texts = [message_text(m) for m in fresh]
+        asked = [t for m, t in zip(fresh, texts) if m.get("role") == "user"]
+        foreseen = language([previous or "", *asked, *texts])
         header_cost = counter.text(_header(count, foreseen)) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
@@ -200,7 +203,10 @@ class Summary:
             )
         if not body.strip():
             return None, fell_back
-        header = _header(count, language([body]))
+        # The extractive body is in the foreseen language (its labels say so, whatever
+        # tool names it quotes); a model's body is in whatever language it wrote.
+        extractive = summarizer is _EXTRACTIVE or fell_back
+        header = _header(count, foreseen if extractive else language([body]))
         if counter.text(header) + 1 > header_cost:  # a model wrote in another language
             header = _header(count, foreseen)
         data = {"role": self.role, "content": f"{header}\n{body}"}
