@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ctxcli.summarizers.extractive import (
     REQUEST_CHARS,
     Extractive,
+    error_lines,
     facts,
     language,
     parse_summary,
@@ -364,3 +365,46 @@ def test_calls_left_out_by_a_previous_summary_are_still_counted() -> None:
     if "think" not in shown:
         expected.append("think")
     assert _tools_line(second, "Tools used:") == (expected, more)
+
+
+@pytest.mark.parametrize(
+    ("text", "found", "not_found"),
+    [
+        (
+            "Installed pytest-8.3.2 and pluggy-1.5.0.",
+            ["pytest-8.3.2", "pluggy-1.5.0"],
+            ["pytest-8"],
+        ),
+        (
+            "I have 2 eggs and 1 with milk; card 0199 please.",
+            ["2 eggs", "0199"],
+            ["1 with", "0199 please"],
+        ),
+        ("It cost $30, then $1,250.50 in all.", ["$30", "$1,250.50"], ["$30,"]),
+    ],
+)
+def test_facts_keep_versions_whole_and_skip_a_number_before_a_filler_word(
+    text: str, found: list[str], not_found: list[str]
+) -> None:
+    got = facts(text)
+    assert all(f in got for f in found), got
+    assert not any(f in got for f in not_found), got
+
+
+def test_error_lines_skip_code_that_only_names_an_error() -> None:
+    view = (
+        "36:        raise RuntimeError(msg)\n"
+        "37:    except ValueError:\n"
+        "src/app.py:12:class ParseError(Exception):\n"
+        "+    raise KeyError(k)\n"
+        "25:    Raises RuntimeError if not found.\n"
+        "Traceback (most recent call last):\n"
+        "ValueError: invalid literal for int()\n"
+    )
+    assert error_lines(view) == [
+        "Traceback (most recent call last):",
+        "ValueError: invalid literal for int()",
+    ]
+    assert error_lines("src/app.py:12: error: Incompatible types") == [
+        "src/app.py:12: error: Incompatible types"
+    ]

@@ -110,6 +110,13 @@ _STOP = frozenset(
     "a an and or of to the in on at for by with from is are was were be it its this that "
     "than then as but not no so if".split()
 )
+#: Words that make no quantity after a number ("1 with", "0199 please"), unlike
+#: "2 eggs" or "4 people".
+_NOT_COUNTED = _STOP | frozenset(
+    "please thanks thank now also just here there what which when where who will would "
+    "can could should have has had do does did you your my our their".split()
+)
+_NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
 
 _PATH_START = r"(?<![\w.@/-])"
 _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
@@ -136,7 +143,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
     ),  # 6月18日
     (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
     (
-        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d[\d,]*(?:\.\d+)?"),
+        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
         ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
     ),  # $1.50
     (
@@ -146,9 +153,11 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
         ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
-        re.compile(rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"),
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+        ),
         None,
-    ),  # ids
+    ),  # ids, versions (pytest-8.3.2)
     (
         re.compile(
             rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
@@ -177,6 +186,15 @@ _ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "error:", "fatal:",
 _ERROR_LINE = re.compile(
     r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):).*$",
     re.MULTILINE,
+)
+#: A line of source code shown by a tool that names an error type without reporting
+#: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
+#: ValueError if ...``), or code in a diff or a grep hit (``+ raise KeyError(k)``).
+_CODE_LINE = re.compile(
+    r"^\s*\d+[:|]"
+    r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
+    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
+    re.IGNORECASE,
 )
 #: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
 #: one after a word that introduces a place or person ("from Austin", "to Oslo") -
@@ -393,6 +411,9 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     for start, fact in found:
         if start < end or fact.lower() in _STOP:
             continue  # inside a longer fact found at an earlier position
+        counted = _NUMBER_WORD.fullmatch(fact)
+        if counted and counted.group(1) in _NOT_COUNTED:
+            continue  # a number and the next word, not a quantity
         result.append(shorten(fact, FACT_CHARS))
         end = start + len(fact)
     return result
@@ -480,6 +501,8 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
         return []
     found: list[str] = []
     for match in _ERROR_LINE.finditer(text):
+        if _CODE_LINE.match(match.group()):
+            continue  # code that names an error, not an error that happened
         line = shorten(match.group().strip(), NOTE_CHARS)
         if line not in found:
             found.append(line)
