@@ -125,8 +125,9 @@ class FileStats:
     store_bytes: int = 0
     llm: dict[str, float] = field(default_factory=dict)
 
-    def add(self, result: Result | Tally) -> None:
-        """Count one compressed conversation."""
+    def add(self, result: Result | Tally, place: Mapping[str, int] | None = None) -> None:
+        """Count one compressed conversation. ``place`` names it in the over-budget and
+        input-problem lists (default: its ``line``; a JSON array's record: ``record``)."""
         tally = result if isinstance(result, Tally) else Tally.of(result)
         self.conversations += 1
         self.changed += tally.changed
@@ -142,11 +143,12 @@ class FileStats:
             counts["tokens_after"] += ta
         for stage, events in tally.events.items():
             self.stage_events.setdefault(stage, Counter()).update(events)
+        at = dict(place) if place is not None else {"line": tally.line}
         if tally.over_budget:
-            self.over_budget.append({"id": tally.id, "line": tally.line, "tokens": tally.tokens[1]})
+            self.over_budget.append({"id": tally.id, **at, "tokens": tally.tokens[1]})
         if tally.input_problems:
             self.input_problems.append(
-                {"id": tally.id, "line": tally.line, "problems": list(tally.input_problems)}
+                {"id": tally.id, **at, "problems": list(tally.input_problems)}
             )
 
     @property
@@ -409,13 +411,8 @@ class Compressor:
                 continue
             for text in tally.warnings:
                 self.warn(text)
-            stats.add(tally)
+            stats.add(tally, _place(item))
             self._stash(tally.stored, store, where(path, item.line, item.index))
-            if item.index is not None:  # an array's record is named by index, not line
-                if tally.over_budget:
-                    stats.over_budget[-1] = _by_index(stats.over_budget[-1], item.index)
-                if tally.input_problems:
-                    stats.input_problems[-1] = _by_index(stats.input_problems[-1], item.index)
             if tally.over_budget:
                 named = f" {tally.id}" if tally.id is not None else ""
                 self.warn(
@@ -803,11 +800,6 @@ def _already_broken(
         f"{place}: conversation {conversation.label} already breaks the {module.NAME} rules "
         f"in the input ({shown}); compressed as it is, not repaired"
     )
-
-
-def _by_index(entry: dict[str, Any], index: int) -> dict[str, Any]:
-    """A stats entry of an array's record: named by ``record`` index, not ``line``."""
-    return {"record" if k == "line" else k: index if k == "line" else v for k, v in entry.items()}
 
 
 def _place(item: jsonio.Record) -> dict[str, int]:
