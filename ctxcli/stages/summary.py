@@ -176,12 +176,9 @@ class Summary:
         previous = "\n".join(_body(m) for m in earlier) or None
         count = len(fresh) + sum(_folded_count(m) for m in earlier)
         counter = context.counter
-        # The header is in the body's language, foreseen from the folded text as the
-        # extractive summarizer picks it (previous summary, then requests, then the
-        # rest); its cost is reserved before the body.
-        texts = [message_text(m) for m in fresh]
-        asked = [t for m, t in zip(fresh, texts) if m.get("role") == "user"]
-        foreseen = language([previous or "", *asked, *texts])
+        # The header is in the body's language, foreseen as the extractive summarizer
+        # picks it; its cost is reserved before the body.
+        foreseen = _EXTRACTIVE.language_of(fresh, previous=previous)
         header_cost = counter.text(_header(count, foreseen)) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE

@@ -584,6 +584,16 @@ def parse_summary(body: str) -> dict[str, list[str]]:
 class Extractive:
     """The default summarizer (see the module docstring). Stateless and thread-safe."""
 
+    def language_of(self, messages: Sequence[Mapping[str, Any]], *, previous: str | None) -> str:
+        """The language (``"en"`` or ``"zh"``) :meth:`summarize` writes its labels in
+        for the same arguments: that of the requests (the previous summary's, then the
+        messages'), then of the messages' text. Cheap: extraction is memoised."""
+        requests = parse_summary(previous)["requests"] if previous else []
+        texts = [message_text(message) for message in messages]
+        for message, text in zip(messages, texts):
+            requests += _extract(text, str(message.get("role")))[0]
+        return language(requests + texts)
+
     def summarize(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -618,7 +628,7 @@ class Extractive:
                 items["facts"] += _argument_facts(arguments)
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
-        lang = language(items["requests"] + texts)
+        lang = language(items["requests"] + texts)  # as :meth:`language_of` says
         return _render(items, LABELS[lang], max_tokens, counter, more=MORE[lang], hidden=hidden)
 
 
