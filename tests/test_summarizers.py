@@ -398,6 +398,7 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
         "src/app.py:12:class ParseError(Exception):\n"
         "+    raise KeyError(k)\n"
         "25:    Raises RuntimeError if not found.\n"
+        "    85→- `error`: Error messages\n"
         "Traceback (most recent call last):\n"
         "ValueError: invalid literal for int()\n"
     )

@@ -189,9 +189,10 @@ _ERROR_LINE = re.compile(
 )
 #: A line of source code shown by a tool that names an error type without reporting
 #: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
-#: ValueError if ...``), or code in a diff or a grep hit (``+ raise KeyError(k)``).
+#: ValueError if ...``, Claude Code's ``85→- error: Error messages``), or code in a
+#: diff or a grep hit (``+ raise KeyError(k)``).
 _CODE_LINE = re.compile(
-    r"^\s*\d+[:|]"
+    r"^\s*\d+[:|→]"
     r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
     r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
     re.IGNORECASE,
