@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +50,16 @@ WARNINGS_SHOWN = 20
 #: One input record after the pipeline, from any thread or process: its tally with its
 #: output bytes (``None`` when unchanged), or the error it gave.
 _Outcome = tuple["Tally | None", "bytes | None", "InputError | InvariantError | None"]
+#: What :meth:`Compressor._book` passes on, in order: a warning, or the originals that
+#: placeholders replaced with the place of their record.
+_Note = str | tuple[dict[str, Any], str]
 
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """What one compressed conversation adds to the stats, small enough to send back
-    from a worker process: the conversation's ``id`` and ``line``, message and token
-    counts before and after (tokens as :attr:`Conversation.tokens`), per role
+    """What one compressed conversation adds to the stats, without the conversation
+    itself: its ``id`` and ``line``, message and token counts before and after (tokens
+    as :attr:`Conversation.tokens`), per role
     ``[messages before, tokens before, messages after, tokens after]``, the stages'
     events, whether it stayed over budget, the originals its placeholders replaced, its
     warnings and the format rules its input already broke (``input_problems``)."""
@@ -151,6 +154,28 @@ class FileStats:
                 {"id": tally.id, **at, "problems": list(tally.input_problems)}
             )
 
+    def merge(self, other: FileStats) -> None:
+        """Add the counts and lists of ``other``, the stats of a later part of the same
+        file (a worker process's piece)."""
+        for name in (
+            "conversations",
+            "changed",
+            "messages_before",
+            "messages_after",
+            "tokens_before",
+            "tokens_after",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for mine, theirs in (
+            (self.by_role, other.by_role),
+            (self.stage_events, other.stage_events),
+        ):
+            for key, counts in theirs.items():
+                mine.setdefault(key, Counter()).update(counts)
+        self.over_budget += other.over_budget
+        self.errors += other.errors
+        self.input_problems += other.input_problems
+
     @property
     def ratio(self) -> float:
         """Tokens after / tokens before (1.0 for an empty file)."""
@@ -227,6 +252,20 @@ def default_store(output_path: str, input_path: str = "-") -> str | None:
     path = Path(base)
     stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     return str(path.with_name(f"{stem}.store.jsonl"))
+
+
+@dataclass
+class Piece:
+    """A run of JSON lines records after compression, as a worker process sends it
+    back: ``output``, their output lines joined by the input's line end (none after the
+    last); ``stats`` for them alone (see :meth:`FileStats.merge`); ``notes``, warnings
+    and originals to store, in order; and ``error``, the error that ended the run early,
+    to be raised once the notes are acted on."""
+
+    output: bytes
+    stats: FileStats
+    notes: list[_Note]
+    error: InputError | InvariantError | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +376,7 @@ class Compressor:
         self.jobs = 1
         self._shape: str = "jsonl"
         self._bar: Any = None
+        self._newline = b"\n"
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self._warn = warn or (lambda _: None)
         if settings.model and not settings.encoding and not knows_model(settings.model):
@@ -392,73 +432,115 @@ class Compressor:
         stats: FileStats,
         store: StoreWriter | None = None,
     ) -> Iterator[tuple[bytes, bool]]:
-        """``(output record, changed)`` for each input record, in input order, from
-        :meth:`_outcomes` (this process, threads or worker processes, memory bounded
-        either way). Originals replaced by placeholders go to ``store``.
+        """``(output record, changed)`` for each input record, in input order:
+        compressed here, on threads while a summarizer waits on a model, or by worker
+        processes (see :meth:`_pieces`; then one ``output`` holds a piece's lines,
+        joined by the input's line end), memory bounded either way. Originals replaced
+        by placeholders go to ``store``.
 
         Raises :class:`InputError` for a bad record (unless ``on_error`` is ``keep``)
         and :class:`ConfigError` when a placeholder is written and ``store`` is None.
         """
-        for item, (tally, out, error) in self._outcomes(items, path):
-            if error is not None or tally is None:
-                assert error is not None
-                if self.settings.on_error != "keep":
-                    raise error
-                reason = error.reason if isinstance(error, InputError) else str(error)
-                stats.errors.append({**_place(item), "reason": reason})
-                self.warn(f"{error} (copied unchanged)")
-                yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
-                continue
-            for text in tally.warnings:
-                self.warn(text)
-            stats.add(tally, _place(item))
-            self._stash(tally.stored, store, where(path, item.line, item.index))
-            if tally.over_budget:
-                named = f" {tally.id}" if tally.id is not None else ""
-                self.warn(
-                    f"{where(path, item.line, item.index)}: conversation{named} "
-                    f"is over budget: {tally.tokens[1]} tokens > {self.settings.max_tokens} "
-                    "with only what must be kept"
-                )
-            if out is not None:
-                yield out, True
-            else:
-                yield (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
-
-    def _outcomes(
-        self, items: Iterable[jsonio.Record], path: str
-    ) -> Iterator[tuple[jsonio.Record, _Outcome]]:
-        """Each record with its :meth:`_attempt`, in order: in worker processes when
-        :attr:`jobs` is above 1 (each reads its pieces of :data:`CHUNK_BYTES` of a JSON
-        lines file itself, and only results come back), on threads while a summarizer
-        waits on a model, else here."""
-        offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
-        if self.jobs > 1 and offline and path != "-" and self._shape == "jsonl":
-            # Workers read their piece of the file themselves; only outputs come back.
-            sent: deque[list[jsonio.Record]] = deque()
-
-            def tasks() -> Iterator[tuple[str, int, int, int]]:
-                for start, end, first_line, records in jsonio.chunks(path, CHUNK_BYTES):
-                    sent.append(records)
-                    if self._bar is not None:
-                        self._bar.update(end - start)
-                    yield path, start, end, first_line
-
-            done = ordered_map(
-                _attempt_chunk,
-                tasks(),
-                workers=self.jobs,
-                processes=True,
-                initializer=_start_worker,
-                initargs=(self,),
-            )
-            for outcomes in done:
-                yield from zip(sent.popleft(), outcomes)
+        if self._pooled(path):
+            for piece in self._pieces(path):
+                stats.merge(piece.stats)
+                for note in piece.notes:
+                    self._apply(note, store)
+                if piece.error is not None:
+                    raise piece.error
+                if piece.output:
+                    yield piece.output, True
             return
         attempts = ordered_map(
             lambda item: (item, self._attempt(item, path)), items, workers=self.workers
         )
-        yield from attempts
+        for item, outcome in attempts:
+            yield self._book(item, outcome, path, stats, lambda note: self._apply(note, store))
+
+    def _book(
+        self,
+        item: jsonio.Record,
+        outcome: _Outcome,
+        path: str,
+        stats: FileStats,
+        note: Callable[[_Note], None],
+    ) -> tuple[bytes, bool]:
+        """Count one record's :meth:`_attempt` in ``stats`` and give its output line
+        and whether it changed. Warnings and originals to store go to ``note``, in
+        order. Raises the record's error unless ``on_error`` is ``keep``."""
+        tally, out, error = outcome
+        if error is not None or tally is None:
+            assert error is not None
+            if self.settings.on_error != "keep":
+                raise error
+            reason = error.reason if isinstance(error, InputError) else str(error)
+            stats.errors.append({**_place(item), "reason": reason})
+            note(f"{error} (copied unchanged)")
+            return (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
+        for text in tally.warnings:
+            note(text)
+        stats.add(tally, _place(item))
+        if tally.stored:
+            note((tally.stored, where(path, item.line, item.index)))
+        if tally.over_budget:
+            named = f" {tally.id}" if tally.id is not None else ""
+            note(
+                f"{where(path, item.line, item.index)}: conversation{named} "
+                f"is over budget: {tally.tokens[1]} tokens > {self.settings.max_tokens} "
+                "with only what must be kept"
+            )
+        if out is not None:
+            return out, True
+        return (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
+
+    def _apply(self, note: _Note, store: StoreWriter | None) -> None:
+        """Act on one note of :meth:`_book`: show a warning, or store originals."""
+        if isinstance(note, str):
+            self.warn(note)
+        else:
+            self._stash(note[0], store, note[1])
+
+    def _pooled(self, path: str) -> bool:
+        """Whether ``path`` is compressed by worker processes (see :meth:`_pieces`)."""
+        offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
+        return self.jobs > 1 and offline and path != "-" and self._shape == "jsonl"
+
+    def _pieces(self, path: str) -> Iterator[Piece]:
+        """The JSON lines file ``path`` compressed by :attr:`jobs` worker processes, a
+        :class:`Piece` per :data:`CHUNK_BYTES` of input, in order. Each worker reads its
+        pieces of the file itself and sends back only their output and stats."""
+
+        def tasks() -> Iterator[tuple[str, int, int, int]]:
+            for start, end, first_line in jsonio.chunks(path, CHUNK_BYTES):
+                if self._bar is not None:
+                    self._bar.update(end - start)
+                yield path, start, end, first_line
+
+        yield from ordered_map(
+            _piece,
+            tasks(),
+            workers=self.jobs,
+            processes=True,
+            initializer=_start_worker,
+            initargs=(self,),
+        )
+
+    def piece(self, items: Iterable[jsonio.Record], path: str) -> Piece:
+        """Compress ``items``, a run of JSON lines records, into one :class:`Piece`
+        (what a worker process sends back). Stops at the first record whose error is
+        raised (see :meth:`_book`)."""
+        stats = FileStats(path, "", self.encoding, self.settings.max_tokens, [])
+        notes: list[_Note] = []
+        lines: list[bytes] = []
+        error = None
+        try:
+            for item in items:
+                out, _ = self._book(item, self._attempt(item, path), path, stats, notes.append)
+                lines.append(out)
+        except (InputError, InvariantError) as exc:
+            error = exc
+        output = self._newline.join(lines)
+        return Piece(output, stats, notes, error)
 
     def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
         """Parse, compress, write and check one record, on any thread or worker process
@@ -671,6 +753,7 @@ class Compressor:
                 stack.enter_context(jsonio.AtomicWriter(stats_path)) if stats_path else None
             )
             newline, bom = jsonio.line_style(input_path)
+            self._newline = newline
             sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
@@ -761,12 +844,11 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _attempt_chunk(task: tuple[str, int, int, int]) -> list[_Outcome]:
+def _piece(task: tuple[str, int, int, int]) -> Piece:
     """In a worker: read one piece of the input and compress its records."""
     path, start, end, first_line = task
     assert _WORKER is not None
-    records = jsonio.read_chunk(path, start, end, first_line)
-    return [_WORKER._attempt(item, path) for item in records]
+    return _WORKER.piece(jsonio.read_chunk(path, start, end, first_line), path)
 
 
 def _progress(path: str) -> Any:

@@ -142,11 +142,11 @@ def chunk_records(data: bytes, first_line: int, *, file_start: bool) -> list[Rec
     return records
 
 
-def chunks(path: str, size: int) -> Iterator[tuple[int, int, int, list[Record]]]:
+def chunks(path: str, size: int) -> Iterator[tuple[int, int, int]]:
     """Split a JSON lines file into pieces of about ``size`` bytes that end at line
-    ends: ``(start, end, first line, records)`` each, so that another process can read
-    ``[start, end)`` itself (see :func:`chunk_records`). Raises :class:`InputError`
-    when the file cannot be read."""
+    ends: ``(start, end, first line)`` each, so that another process can read
+    ``[start, end)`` itself with :func:`read_chunk`. Only line ends are looked at
+    here. Raises :class:`InputError` when the file cannot be read."""
     try:
         stream = open(path, "rb")  # noqa: SIM115
     except OSError as exc:
@@ -159,7 +159,7 @@ def chunks(path: str, size: int) -> Iterator[tuple[int, int, int, list[Record]]]
                 return
             data += stream.readline()  # up to the end of the line the piece cut into
             end = start + len(data)
-            yield start, end, line, chunk_records(data, line, file_start=start == 0)
+            yield start, end, line
             line += data.count(b"\n")
             start = end
 

@@ -417,6 +417,74 @@ def test_worker_processes_give_the_same_output_stats_and_errors(tmp_path: Path) 
     assert outputs["1"][1]["errors"] == [{"line": 98, "reason": "message 0 has no 'role'"}]
 
 
+def agent_run(n: int) -> dict[str, Any]:
+    """A chat whose middle holds a tool call with a large result (a placeholder's)."""
+    record = chat(n % 7 + 1)
+    call = {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": json.dumps({"n": n})},
+    }
+    record["messages"][2:2] = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{n}", "content": f"row {n} " * 400},
+    ]
+    return record
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_worker_pieces_join_into_the_serial_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline: str
+) -> None:
+    """Many small pieces across two workers give the bytes, store, stats and warnings
+    (in order) of one process: placeholders, over-budget records, blank lines, bad
+    lines kept, the input's line ends."""
+    from ctxcli import compress
+
+    monkeypatch.setattr(compress, "CHUNK_BYTES", 4000)
+    lines = [json.dumps(agent_run(n) if n % 3 else chat(n % 5 + 1)) for n in range(60)]
+    lines[17] = '{"messages": [{"content": "no role"}]}'
+    lines[41] = "{not json"
+    lines.insert(30, "")
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(newline.join(lines).encode() + newline.encode())
+    seen = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.jsonl"
+        result = invoke(
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            "--max-tokens",
+            "120",
+            "--jobs",
+            jobs,
+            "--stages",
+            "placeholder",
+            "--placeholder-keep-recent",
+            "0",
+            "--on-error",
+            "keep",
+        )
+        assert result.exit_code == 0, result.output
+        stats = json.loads((tmp_path / f"j{jobs}.stats.json").read_text())
+        for key in ("elapsed_seconds", "output", "store"):
+            stats.pop(key)
+        store = (tmp_path / f"j{jobs}.store.jsonl").read_bytes()
+        printed = result.output.replace(f"j{jobs}.", "jN.")
+        seen[jobs] = (out.read_bytes(), store, stats, printed)
+    output, store, stats, printed = seen["1"]
+    assert seen["2"] == seen["1"]
+    assert output.count(newline.encode()) == 60 and b"\n\n" not in output
+    assert stats["conversations"] == 58 and len(stats["errors"]) == 2
+    assert stats["errors"][1]["line"] == 43
+    assert stats["stage_events"]["placeholder"]["placeholders_written"] == 38
+    assert store.count(b"\n") == 38 and len(stats["over_budget"]) == 54
+    assert f"{source}:18: message 0 has no 'role' (copied unchanged)" in printed
+    assert f"{source}: 36 more warnings not shown" in printed
+
+
 def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}]}\n')
