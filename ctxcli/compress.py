@@ -7,9 +7,10 @@ is one conversation for the whole file. JSON lines are read, compressed and writ
 one record at a time, so memory does not grow with the file (stdin is read whole). A record no stage
 changed is written back as the very bytes that were read; a changed one is checked
 against its format's rules before it is written.
-With ``jobs`` above 1, worker processes compress pieces of a JSON lines file; with
-a summarizer that calls a model, threads wait on it; either way the output is written
-in input order (:func:`ctxcli.parallel.ordered_map`) and memory stays bounded.
+With ``jobs`` above 1, worker processes compress pieces of a JSON lines file
+(:func:`ctxcli.parallel.process_map`); with a summarizer that calls a model, threads
+wait on it (:func:`ctxcli.parallel.ordered_map`); either way the output is written in
+input order and memory stays bounded.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import contextlib
 import itertools
 import multiprocessing
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,14 +27,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ctxcli import formats, jsonio
+from ctxcli import formats, jsonio, memo
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError, where
 from ctxcli.formats import anthropic, claude_code
 from ctxcli.formats import openai as openai_format
 from ctxcli.formats._common import kind
 from ctxcli.model import Conversation, Message
-from ctxcli.parallel import ordered_map
+from ctxcli.parallel import ordered_map, process_map
 from ctxcli.pipeline import Context, Result, run
 from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
@@ -260,12 +260,14 @@ class Piece:
     back: ``output``, their output lines joined by the input's line end (none after the
     last); ``stats`` for them alone (see :meth:`FileStats.merge`); ``notes``, warnings
     and originals to store, in order; and ``error``, the error that ended the run early,
-    to be raised once the notes are acted on."""
+    to be raised once the notes are acted on; ``learned``, the worker's new memo
+    results (see :func:`ctxcli.memo.fresh`)."""
 
     output: bytes
     stats: FileStats
     notes: list[_Note]
     error: InputError | InvariantError | None = None
+    learned: dict[str, memo.Results] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -508,7 +510,11 @@ class Compressor:
     def _pieces(self, path: str) -> Iterator[Piece]:
         """The JSON lines file ``path`` compressed by :attr:`jobs` worker processes, a
         :class:`Piece` per :data:`CHUNK_BYTES` of input, in order. Each worker reads its
-        pieces of the file itself and sends back only their output and stats."""
+        pieces of the file itself and sends back only their output, stats and what its
+        memos learned, which the other workers take in before their next piece: a text
+        one worker read (a system prompt, a tool's schema or result, the earlier turns
+        of a conversation logged at every turn) is not read again by the others (see
+        :mod:`ctxcli.memo`)."""
 
         def tasks() -> Iterator[tuple[str, int, int, int]]:
             for start, end, first_line in jsonio.chunks(path, CHUNK_BYTES):
@@ -516,13 +522,14 @@ class Compressor:
                     self._bar.update(end - start)
                 yield path, start, end, first_line
 
-        yield from ordered_map(
+        yield from process_map(
             _piece,
             tasks(),
             workers=self.jobs,
-            processes=True,
             initializer=_start_worker,
             initargs=(self,),
+            news=_news,
+            learn=memo.learn,
         )
 
     def piece(self, items: Iterable[jsonio.Record], path: str) -> Piece:
@@ -540,7 +547,7 @@ class Compressor:
         except (InputError, InvariantError) as exc:
             error = exc
         output = self._newline.join(lines)
-        return Piece(output, stats, notes, error)
+        return Piece(output, stats, notes, error, memo.fresh())
 
     def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
         """Parse, compress, write and check one record, on any thread or worker process
@@ -824,24 +831,11 @@ _WORKER: Compressor | None = None
 
 
 def _start_worker(compressor: Compressor) -> None:
-    """Runs first in each worker process: the (forked) compressor it works with, and
-    a watch that ends the worker once the process that started it is gone."""
+    """Runs first in each worker process: the (forked) compressor it works with; its
+    memos start keeping what they learn for the other workers."""
     global _WORKER
     _WORKER = compressor
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-
-
-#: Seconds between a worker's checks that the process that started it still runs.
-PARENT_CHECK_SECONDS = 0.5
-
-
-def _exit_with_parent(parent: int) -> None:
-    """End this worker when its parent is gone (killed with SIGKILL, say): it would
-    otherwise wait forever on a result pipe that nobody reads. A dead parent's children
-    are given to another process, so the parent process id changes."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK_SECONDS)
-    os._exit(1)
+    memo.track()
 
 
 def _piece(task: tuple[str, int, int, int]) -> Piece:
@@ -849,6 +843,12 @@ def _piece(task: tuple[str, int, int, int]) -> Piece:
     path, start, end, first_line = task
     assert _WORKER is not None
     return _WORKER.piece(jsonio.read_chunk(path, start, end, first_line), path)
+
+
+def _news(piece: Piece) -> dict[str, memo.Results] | None:
+    """What a piece's worker learned, for the other workers (taken out of the piece)."""
+    learned, piece.learned = piece.learned, {}
+    return learned or None
 
 
 def _progress(path: str) -> Any:

@@ -60,3 +60,7 @@ class InvariantError(CtxcliError):
 
 class StoreError(CtxcliError):
     """A placeholder store is unreadable, inconsistent, or lacks a needed original."""
+
+
+class WorkerError(CtxcliError):
+    """A worker process died (killed, out of memory) or could not send its result."""

@@ -1,15 +1,25 @@
-"""Run a function over a stream on a pool of threads, in order, with bounded memory."""
+"""Run a function over a stream, in order and with bounded memory: on a pool of threads
+(:func:`ordered_map`) or of forked worker processes (:func:`process_map`)."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
+
+from ctxcli.errors import WorkerError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: Tasks each worker process holds at once: one at work, one waiting, so that a
+#: worker never waits for the parent between tasks.
+TASKS_IN_HAND = 2
 
 
 def ordered_map(
@@ -18,21 +28,13 @@ def ordered_map(
     *,
     workers: int,
     window: int | None = None,
-    processes: bool = False,
-    initializer: Callable[..., object] | None = None,
-    initargs: tuple[Any, ...] = (),
 ) -> Iterator[R]:
     """Yield ``func(item)`` for each item, in the order of ``items``.
 
-    At most ``workers`` calls run at once, and at most ``window`` items (default
-    ``2 * workers``) are taken from ``items`` ahead of the result last yielded, so
-    memory stays bounded however long the stream is. ``items`` is read on the calling
-    thread only. With ``workers`` 1 no thread is started.
-
-    With ``processes`` the calls run in forked worker processes (``func`` must be a
-    module-level function; items and results are pickled), each first running
-    ``initializer(*initargs)``; forking shares what this process already loaded, such
-    as a tokenizer, at no cost.
+    At most ``workers`` calls run at once, on threads, and at most ``window`` items
+    (default ``2 * workers``) are taken from ``items`` ahead of the result last yielded,
+    so memory stays bounded however long the stream is. ``items`` is read on the
+    calling thread only. With ``workers`` 1 no thread is started.
 
     An exception raised by ``func`` is raised here, at its item's position; items
     not yet started are then cancelled. Raises ``ValueError`` for ``workers`` or
@@ -45,13 +47,7 @@ def ordered_map(
         return
     window = max(window or 2 * workers, workers)
     pending: deque[Future[R]] = deque()
-    pool: Executor
-    if processes:
-        context = multiprocessing.get_context("fork")
-        pool = ProcessPoolExecutor(workers, context, initializer, initargs)
-    else:
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxcli")
-    with pool:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxcli") as pool:
         try:
             for item in items:
                 pending.append(pool.submit(func, item))
@@ -64,3 +60,174 @@ def ordered_map(
             # finish, the rest are dropped.
             for future in pending:
                 future.cancel()
+
+
+def process_map(
+    func: Callable[[T], R],
+    items: Iterable[T],
+    *,
+    workers: int,
+    initializer: Callable[..., object] | None = None,
+    initargs: tuple[Any, ...] = (),
+    news: Callable[[R], Any] | None = None,
+    learn: Callable[[Any], object] | None = None,
+    window: int | None = None,
+) -> Iterator[R]:
+    """Yield ``func(item)`` for each item, in the order of ``items``, computed by
+    ``workers`` forked worker processes.
+
+    Forking shares what this process already loaded (a tokenizer) at no cost; each
+    worker first runs ``initializer(*initargs)``. ``func`` must be a module-level
+    function, and items and results picklable. Each worker holds
+    :data:`TASKS_IN_HAND` items at a time and gets the next one as soon as it returns
+    a result; at most ``window`` items (default ``4 * workers``) are taken from
+    ``items`` ahead of the result last yielded, so memory stays bounded.
+
+    Workers may share what they learn: ``news(result)`` (here) takes it out of a
+    result (``None`` for nothing), and before its next item every other worker runs
+    ``learn(news)`` with it.
+
+    An exception raised by ``func`` is raised here at its item's position; the workers
+    are then stopped, as they are when the consumer stops early. Raises
+    :class:`WorkerError` when a worker process dies (killed, out of memory), and
+    ``ValueError`` for ``workers`` below 1. A worker ends by itself once this process
+    is gone.
+    """
+    if workers < 1:
+        raise ValueError("workers must be 1 or more")
+    context = multiprocessing.get_context("fork")
+    window = max(window or 4 * workers, workers * TASKS_IN_HAND)
+    ends: list[Connection] = []
+    processes = []
+    for _ in range(workers):
+        mine, theirs = context.Pipe()
+        process = context.Process(
+            target=_serve,
+            args=(theirs, [*ends, mine], func, initializer, initargs, learn),
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        ends.append(mine)
+        processes.append(process)
+    source = iter(items)
+    taken = 0  # items sent so far, the index of the next one
+    yielded = 0
+    exhausted = False
+    in_hand: list[deque[int]] = [deque() for _ in range(workers)]
+    done: dict[int, tuple[bool, Any]] = {}
+    # News not yet passed to every worker: (from worker, news); ``seen[w]`` is how much
+    # of it worker w has been given (counted from the start, ``dropped`` gone).
+    log: list[tuple[int, Any]] = []
+    seen = [0] * workers
+    dropped = 0
+
+    def send(w: int) -> bool:
+        nonlocal taken, exhausted
+        if exhausted or taken - yielded >= window:
+            return False
+        try:
+            item = next(source)
+        except StopIteration:
+            exhausted = True
+            return False
+        told = [found for source_w, found in log[seen[w] - dropped :] if source_w != w]
+        seen[w] = dropped + len(log)
+        ends[w].send((item, told))
+        in_hand[w].append(taken)
+        taken += 1
+        return True
+
+    try:
+        while True:
+            for depth in range(TASKS_IN_HAND):  # round by round: pieces end near in order
+                for w in range(workers):
+                    if len(in_hand[w]) <= depth:
+                        send(w)
+            busy = [ends[w] for w in range(workers) if in_hand[w]]
+            if not busy:
+                break
+            for ready in wait(busy):
+                w = ends.index(ready)  # type: ignore[arg-type]
+                end = ends[w]
+                try:
+                    ok, value = end.recv()
+                except EOFError:
+                    code = processes[w].exitcode
+                    processes[w].join(1)
+                    code = processes[w].exitcode if code is None else code
+                    raise WorkerError(_death(code)) from None
+                done[in_hand[w].popleft()] = (ok, value)
+                found = news(value) if ok and news is not None else None
+                if found is not None:
+                    log.append((w, found))
+            while yielded in done:
+                ok, value = done.pop(yielded)
+                yielded += 1
+                if not ok:
+                    raise value
+                yield value
+            oldest = min(seen)
+            if oldest > dropped:
+                del log[: oldest - dropped]
+                dropped = oldest
+    finally:
+        for w, end in enumerate(ends):
+            if in_hand[w]:
+                processes[w].terminate()  # stopped early: its work is not wanted
+            else:
+                with contextlib.suppress(OSError):
+                    end.send(None)
+            end.close()
+        for process in processes:
+            process.join()
+
+
+def _serve(
+    end: Connection,
+    others: list[Connection],
+    func: Callable[[Any], Any],
+    initializer: Callable[..., object] | None,
+    initargs: tuple[Any, ...],
+    learn: Callable[[Any], object] | None,
+) -> None:
+    """A worker process of :func:`process_map`: run tasks from ``end`` until told to
+    stop (``None``) or the parent is gone (its end of the pipe closes)."""
+    for other in others:
+        other.close()  # the parent's ends: only the parent may hold them, or no worker
+        # would see its pipe close when the parent is gone
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if initializer is not None:
+        initializer(*initargs)
+    while True:
+        try:
+            task = end.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        item, told = task
+        try:
+            if learn is not None:
+                for found in told:
+                    learn(found)
+            answer: tuple[bool, Any] = (True, func(item))
+        except Exception as exc:
+            answer = (False, exc)
+        try:
+            end.send(answer)
+        except (OSError, ValueError):
+            return
+        except Exception as exc:  # an exception or result that does not pickle
+            end.send((False, WorkerError(f"a worker's result cannot be sent back: {exc!r}")))
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"a worker process was killed by {name}{hint}"
+    return f"a worker process ended unexpectedly (exit code {code})"

@@ -219,7 +219,7 @@ class TokenCounter:
                 f"cannot load the {encoding} tokenizer ({type(exc).__name__}); offline, set "
                 f"TIKTOKEN_CACHE_DIR to a folder with its BPE file (now: {cache})"
             ) from None
-        self.text: TextMemo[int] = TextMemo(self._count_text)
+        self.text: TextMemo[int] = TextMemo(self._count_text, share_as=f"tokens {encoding}")
         self._roles: dict[str, int] = {}
 
     def _count_text(self, text: str) -> int:

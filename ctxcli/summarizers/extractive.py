@@ -490,7 +490,7 @@ def _argument_facts_of(arguments: str) -> list[str]:
 
 
 #: Facts of tool-call arguments, memoised like :data:`_extract`.
-_argument_facts = TextMemo(_argument_facts_of, size=1 << 15)
+_argument_facts = TextMemo(_argument_facts_of, size=1 << 15, share_as="argument facts")
 
 
 def error_lines(text: str, limit: int = 3) -> list[str]:
@@ -545,7 +545,7 @@ def _shape(fact: str) -> str:
 
 #: What one message gives each section, memoised: a text seen before in this process
 #: (a repeated prompt or tool result) is read once.
-_extract = TextMemo(_extract_one, size=1 << 15)
+_extract = TextMemo(_extract_one, size=1 << 15, share_as="extract")
 
 
 def _thin(found: list[str]) -> list[str]:

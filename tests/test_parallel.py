@@ -1,0 +1,150 @@
+"""``process_map``: forked workers, input order, bounded read-ahead, errors, news."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ctxcli import memo
+from ctxcli.errors import WorkerError
+from ctxcli.parallel import process_map
+
+_KNOWN: set[int] = set()
+
+
+def _square(item: int) -> int:
+    return item * item
+
+
+def _fail_at_five(item: int) -> int:
+    if item == 5:
+        raise KeyError(item)
+    return item
+
+
+def _die_at_three(item: int) -> int:
+    if item == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return item
+
+
+def _unpicklable(item: int) -> Any:
+    return lambda: item
+
+
+def _remember(item: int) -> tuple[int, int, list[int]]:
+    """(item, pid, items this worker knew of before) and it now knows ``item``."""
+    before = sorted(_KNOWN)
+    _KNOWN.add(item)
+    return item, os.getpid(), before
+
+
+def _learn(found: int) -> None:
+    _KNOWN.add(found)
+
+
+def test_results_come_in_input_order_from_several_processes() -> None:
+    results = list(process_map(_square, range(50), workers=2))
+    assert results == [i * i for i in range(50)]
+    assert list(process_map(_square, [], workers=2)) == []
+
+
+def test_items_are_read_only_a_bounded_window_ahead() -> None:
+    taken: list[int] = []
+
+    def items() -> Iterator[int]:
+        for i in range(40):
+            taken.append(i)
+            yield i
+
+    for i, value in enumerate(process_map(_square, items(), workers=2, window=4)):
+        assert value == i * i
+        assert len(taken) <= i + 1 + 4
+
+
+def test_an_error_is_raised_at_its_items_position() -> None:
+    seen = []
+    with pytest.raises(KeyError):
+        for value in process_map(_fail_at_five, range(20), workers=2):
+            seen.append(value)
+    assert seen == [0, 1, 2, 3, 4]
+
+
+def test_a_killed_worker_is_named_not_waited_for() -> None:
+    with pytest.raises(WorkerError, match="killed by SIGKILL"):
+        list(process_map(_die_at_three, range(20), workers=2))
+
+
+def test_a_result_that_cannot_be_sent_back_is_an_error() -> None:
+    with pytest.raises(WorkerError, match="cannot be sent back"):
+        list(process_map(_unpicklable, range(3), workers=2))
+
+
+def test_news_of_one_worker_reaches_the_others_before_their_next_item() -> None:
+    results = list(
+        process_map(_remember, range(30), workers=2, news=lambda result: result[0], learn=_learn)
+    )
+    assert len({pid for _, pid, _ in results}) == 2
+    done_by = {item: pid for item, pid, _ in results}
+    for item, _, before in results:
+        # Unknown can be only what the other worker held when this item was handed out.
+        assert len(set(range(item)) - set(before)) <= 2, (item, before)
+    item, pid, before = results[-1]
+    assert any(done_by[i] != pid for i in before)
+
+
+def _slow_after_first(item: int) -> int:
+    if item:
+        time.sleep(30)
+    return item
+
+
+def test_stopping_early_stops_the_workers_at_once() -> None:
+    results = process_map(_slow_after_first, range(100), workers=2)
+    assert next(results) == 0
+    started = time.monotonic()
+    results.close()
+    assert time.monotonic() - started < 5
+    assert multiprocessing.active_children() == []
+
+
+def test_workers_must_be_one_or_more() -> None:
+    with pytest.raises(ValueError):
+        list(process_map(_square, range(3), workers=0))
+
+
+# --- memos shared between workers -----------------------------------------------------
+
+
+def test_a_memo_shares_only_what_it_computed_since_the_last_news() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    long_text = "word " * memo.SHARED_MIN_CHARS
+    mine = memo.TextMemo(count, share_as="test words")
+    try:
+        memo.track()
+        mine("short text")  # computing it again costs what passing it on would
+        assert mine(long_text) == memo.SHARED_MIN_CHARS
+        news = memo.fresh()
+        assert list(news) == ["test words"] and len(news["test words"]) == 1
+        assert memo.fresh() == {}  # each result is news once
+        # Another process takes it in and does not compute the text again.
+        theirs = memo.TextMemo(count, share_as="test words")
+        memo.learn(news)
+        memo.learn({"a memo this process does not have": {(1, 2): 3}})
+        assert theirs(long_text) == memo.SHARED_MIN_CHARS
+        assert calls == ["short text", long_text]
+    finally:
+        memo._SHARED.pop("test words", None)
+        for shared in memo._SHARED.values():
+            shared._fresh = None
