@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import queue
 import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,14 +86,17 @@ def process_map(
     ``items`` ahead of the result last yielded, so memory stays bounded.
 
     Workers may share what they learn: ``news(result)`` (here) takes it out of a
-    result (``None`` for nothing), and before its next item every other worker runs
-    ``learn(news)`` with it.
+    result (``None`` for nothing), it is sent at once to every other worker, and each
+    runs ``learn(news)`` with all the news it has received before it starts an item.
 
     An exception raised by ``func`` is raised here at its item's position; the workers
     are then stopped, as they are when the consumer stops early. Raises
     :class:`WorkerError` when a worker process dies (killed, out of memory), and
     ``ValueError`` for ``workers`` below 1. A worker ends by itself once this process
     is gone.
+
+    No send here waits on a worker at work: each worker reads its pipe on a thread of
+    its own, so a large result and a large piece of news cannot block each other.
     """
     if workers < 1:
         raise ValueError("workers must be 1 or more")
@@ -116,61 +121,57 @@ def process_map(
     exhausted = False
     in_hand: list[deque[int]] = [deque() for _ in range(workers)]
     done: dict[int, tuple[bool, Any]] = {}
-    # News not yet passed to every worker: (from worker, news); ``seen[w]`` is how much
-    # of it worker w has been given (counted from the start, ``dropped`` gone).
-    log: list[tuple[int, Any]] = []
-    seen = [0] * workers
-    dropped = 0
 
-    def send(w: int) -> bool:
+    def lost(w: int) -> WorkerError:
+        processes[w].join(1)
+        return WorkerError(_death(processes[w].exitcode))
+
+    def tell(w: int, message: tuple[int, Any]) -> None:
+        try:
+            ends[w].send(message)
+        except OSError:
+            raise lost(w) from None
+
+    def give(w: int) -> None:
         nonlocal taken, exhausted
         if exhausted or taken - yielded >= window:
-            return False
+            return
         try:
             item = next(source)
         except StopIteration:
             exhausted = True
-            return False
-        told = [found for source_w, found in log[seen[w] - dropped :] if source_w != w]
-        seen[w] = dropped + len(log)
-        ends[w].send((item, told))
+            return
+        tell(w, (_ITEM, item))
         in_hand[w].append(taken)
         taken += 1
-        return True
 
     try:
         while True:
             for depth in range(TASKS_IN_HAND):  # round by round: pieces end near in order
                 for w in range(workers):
                     if len(in_hand[w]) <= depth:
-                        send(w)
+                        give(w)
             busy = [ends[w] for w in range(workers) if in_hand[w]]
             if not busy:
                 break
             for ready in wait(busy):
                 w = ends.index(ready)  # type: ignore[arg-type]
-                end = ends[w]
                 try:
-                    ok, value = end.recv()
-                except EOFError:
-                    code = processes[w].exitcode
-                    processes[w].join(1)
-                    code = processes[w].exitcode if code is None else code
-                    raise WorkerError(_death(code)) from None
+                    ok, value = ends[w].recv()
+                except (EOFError, OSError):
+                    raise lost(w) from None
                 done[in_hand[w].popleft()] = (ok, value)
                 found = news(value) if ok and news is not None else None
                 if found is not None:
-                    log.append((w, found))
+                    for other in range(workers):
+                        if other != w:
+                            tell(other, (_NEWS, found))
             while yielded in done:
                 ok, value = done.pop(yielded)
                 yielded += 1
                 if not ok:
                     raise value
                 yield value
-            oldest = min(seen)
-            if oldest > dropped:
-                del log[: oldest - dropped]
-                dropped = oldest
     finally:
         for w, end in enumerate(ends):
             if in_hand[w]:
@@ -183,6 +184,10 @@ def process_map(
             process.join()
 
 
+#: Kinds of message to a worker of :func:`process_map` (``None``: stop).
+_ITEM, _NEWS = 0, 1
+
+
 def _serve(
     end: Connection,
     others: list[Connection],
@@ -191,27 +196,45 @@ def _serve(
     initargs: tuple[Any, ...],
     learn: Callable[[Any], object] | None,
 ) -> None:
-    """A worker process of :func:`process_map`: run tasks from ``end`` until told to
-    stop (``None``) or the parent is gone (its end of the pipe closes)."""
+    """A worker process of :func:`process_map`: run items from ``end`` until told to
+    stop (``None``) or the parent is gone (its end of the pipe closes). A thread reads
+    the pipe into ``inbox`` as messages come, so the parent's sends never wait."""
     for other in others:
         other.close()  # the parent's ends: only the parent may hold them, or no worker
         # would see its pipe close when the parent is gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if initializer is not None:
         initializer(*initargs)
-    while True:
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def receive() -> None:
         try:
-            task = end.recv()
+            while True:
+                message = end.recv()
+                inbox.put(message)
+                if message is None:
+                    return
         except (EOFError, OSError):
-            return
-        if task is None:
-            return
-        item, told = task
+            inbox.put(None)
+
+    threading.Thread(target=receive, name="ctxcli-inbox", daemon=True).start()
+    items: deque[Any] = deque()
+    while True:
+        # Take in all that has come; wait only while there is no item to work on.
+        while True:
+            try:
+                message = inbox.get(block=not items)
+            except queue.Empty:
+                break
+            if message is None:
+                return
+            kind, body = message
+            if kind == _ITEM:
+                items.append(body)
+            elif learn is not None:
+                learn(body)
         try:
-            if learn is not None:
-                for found in told:
-                    learn(found)
-            answer: tuple[bool, Any] = (True, func(item))
+            answer: tuple[bool, Any] = (True, func(items.popleft()))
         except Exception as exc:
             answer = (False, exc)
         try:
