@@ -82,8 +82,9 @@ def process_map(
     worker first runs ``initializer(*initargs)``. ``func`` must be a module-level
     function, and items and results picklable. Each worker holds
     :data:`TASKS_IN_HAND` items at a time and gets the next one as soon as it returns
-    a result; at most ``window`` items (default ``4 * workers``) are taken from
-    ``items`` ahead of the result last yielded, so memory stays bounded.
+    a result; at most ``window`` items (default ``4 * workers``, and never fewer than
+    the workers hold) are taken from ``items`` ahead of the result last yielded, so
+    memory stays bounded.
 
     Workers may share what they learn: ``news(result)`` (here) takes it out of a
     result (``None`` for nothing), it is sent at once to every other worker, and each
