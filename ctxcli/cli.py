@@ -169,7 +169,7 @@ def summarizer_options(func: F) -> F:
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
-    help="Worker processes (default: every core for inputs over 8 MB; 1 for none).",
+    help="Worker processes (default: one per usable core for inputs over 8 MB; 1 for none).",
 )
 @click.option(
     "--check",

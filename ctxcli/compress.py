@@ -29,7 +29,7 @@ from typing import Any
 
 from ctxcli import formats, jsonio, memo
 from ctxcli.config import Settings
-from ctxcli.errors import ConfigError, InputError, InvariantError, where
+from ctxcli.errors import ConfigError, InputError, InvariantError, WorkerError, where
 from ctxcli.formats import anthropic, claude_code
 from ctxcli.formats import openai as openai_format
 from ctxcli.formats._common import kind
@@ -261,13 +261,14 @@ class Piece:
     last); ``stats`` for them alone (see :meth:`FileStats.merge`); ``notes``, warnings
     and originals to store, in order; and ``error``, the error that ended the run early,
     to be raised once the notes are acted on; ``learned``, the worker's new memo
-    results (see :func:`ctxcli.memo.fresh`)."""
+    results (see :func:`ctxcli.memo.fresh`); ``size``, the bytes of input it covers."""
 
     output: bytes
     stats: FileStats
     notes: list[_Note]
     error: InputError | InvariantError | None = None
     learned: dict[str, memo.Results] = field(default_factory=dict)
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -516,21 +517,31 @@ class Compressor:
         of a conversation logged at every turn) is not read again by the others (see
         :mod:`ctxcli.memo`)."""
 
-        def tasks() -> Iterator[tuple[str, int, int, int]]:
-            for start, end, first_line in jsonio.chunks(path, CHUNK_BYTES):
-                if self._bar is not None:
-                    self._bar.update(end - start)
-                yield path, start, end, first_line
-
-        yield from process_map(
-            _piece,
-            tasks(),
-            workers=self.jobs,
-            initializer=_start_worker,
-            initargs=(self,),
-            news=_news,
-            learn=memo.learn,
-        )
+        if self._bar is not None:
+            self._bar.reset()  # the bar counts pieces done, not the line peeked at
+        with jsonio.open_input(path) as stream:
+            # Workers read the pieces through this open file (their copy of its
+            # descriptor): the file it was, if its path is replaced during the run.
+            tasks = (
+                (path, stream.fileno(), start, end, first_line)
+                for start, end, first_line in jsonio.chunks(stream, CHUNK_BYTES)
+            )
+            pieces = process_map(
+                _piece,
+                tasks,
+                workers=self.jobs,
+                initializer=_start_worker,
+                initargs=(self,),
+                news=_news,
+                learn=memo.learn,
+            )
+            try:
+                for piece in pieces:
+                    if self._bar is not None:
+                        self._bar.update(piece.size)
+                    yield piece
+            except WorkerError as exc:
+                raise WorkerError(f"{path}: {exc}") from None
 
     def piece(self, items: Iterable[jsonio.Record], path: str) -> Piece:
         """Compress ``items``, a run of JSON lines records, into one :class:`Piece`
@@ -802,8 +813,9 @@ class Compressor:
         stats.elapsed_seconds = time.perf_counter() - started
 
     def _jobs_for(self, input_path: str) -> int:
-        """Worker processes for one input: as asked, or with ``jobs=None`` every core
-        for a file of :data:`POOL_MIN_BYTES` or more and none below. 1 without ``fork``
+        """Worker processes for one input: as asked, or with ``jobs=None`` one per
+        usable core (:func:`usable_cpus`) for a file of :data:`POOL_MIN_BYTES` or more
+        and none below. 1 without ``fork``
         (the workers share the loaded tokenizer by forking)."""
         if "fork" not in multiprocessing.get_all_start_methods():
             return 1
@@ -813,12 +825,34 @@ class Compressor:
             size = os.path.getsize(input_path) if input_path != "-" else 0
         except OSError:
             size = 0
-        return (os.cpu_count() or 1) if size >= POOL_MIN_BYTES else 1
+        return usable_cpus() if size >= POOL_MIN_BYTES else 1
 
     def _model_use(self) -> dict[str, float] | None:
         """The summarizer's model-use counters so far, if it counts any."""
         model_stats = getattr(self.summarizer, "stats", None)
         return None if model_stats is None else dict(model_stats.snapshot())
+
+
+#: Where cgroup v2 states a CPU quota: ``"<quota> <period>"`` (microseconds) or
+#: ``"max <period>"``.
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on: those its CPU affinity allows (``taskset``),
+    fewer when a cgroup v2 CPU quota (a container's ``--cpus``) grants less time than
+    that, and at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period) + 0.5)))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
 
 
 #: Bytes of input a worker process reads and compresses at a time.
@@ -838,11 +872,13 @@ def _start_worker(compressor: Compressor) -> None:
     memo.track()
 
 
-def _piece(task: tuple[str, int, int, int]) -> Piece:
+def _piece(task: tuple[str, int, int, int, int]) -> Piece:
     """In a worker: read one piece of the input and compress its records."""
-    path, start, end, first_line = task
+    path, fd, start, end, first_line = task
     assert _WORKER is not None
-    return _WORKER.piece(jsonio.read_chunk(path, start, end, first_line), path)
+    done = _WORKER.piece(jsonio.read_chunk(fd, start, end, first_line), path)
+    done.size = end - start
+    return done
 
 
 def _news(piece: Piece) -> dict[str, memo.Results] | None:

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, BinaryIO, Literal
 
 import orjson
 
@@ -142,33 +142,37 @@ def chunk_records(data: bytes, first_line: int, *, file_start: bool) -> list[Rec
     return records
 
 
-def chunks(path: str, size: int) -> Iterator[tuple[int, int, int]]:
-    """Split a JSON lines file into pieces of about ``size`` bytes that end at line
-    ends: ``(start, end, first line)`` each, so that another process can read
-    ``[start, end)`` itself with :func:`read_chunk`. Only line ends are looked at
-    here. Raises :class:`InputError` when the file cannot be read."""
+def open_input(path: str) -> BinaryIO:
+    """``path`` opened for reading bytes. Raises :class:`InputError` when it cannot be."""
     try:
-        stream = open(path, "rb")  # noqa: SIM115
+        return open(path, "rb")  # noqa: SIM115
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    with stream:
-        start, line = 0, 1
-        while True:
-            data = stream.read(size)
-            if not data:
-                return
-            data += stream.readline()  # up to the end of the line the piece cut into
-            end = start + len(data)
-            yield start, end, line
-            line += data.count(b"\n")
-            start = end
 
 
-def read_chunk(path: str, start: int, end: int, first_line: int) -> list[Record]:
-    """The records of ``[start, end)`` of ``path``, as :func:`chunks` found them."""
-    with open(path, "rb") as stream:
-        stream.seek(start)
-        data = stream.read(end - start)
+def chunks(stream: BinaryIO, size: int) -> Iterator[tuple[int, int, int]]:
+    """Split a JSON lines file, read from the start of ``stream``, into pieces of about
+    ``size`` bytes that end at line ends: ``(start, end, first line)`` each, so that
+    another process can read ``[start, end)`` itself with :func:`read_chunk`. Only
+    line ends are looked at here."""
+    start, line = 0, 1
+    while True:
+        data = stream.read(size)
+        if not data:
+            return
+        data += stream.readline()  # up to the end of the line the piece cut into
+        end = start + len(data)
+        yield start, end, line
+        line += data.count(b"\n")
+        start = end
+
+
+def read_chunk(fd: int, start: int, end: int, first_line: int) -> list[Record]:
+    """The records of bytes ``[start, end)`` of the file open as ``fd``, as
+    :func:`chunks` found them. Reading through the descriptor the pieces were cut from
+    (inherited by a forked worker) reads that very file, even if its path has since been
+    replaced or removed."""
+    data = os.pread(fd, end - start, start)
     return chunk_records(data, first_line, file_start=start == 0)
 
 
@@ -181,10 +185,16 @@ def line_style(path: str) -> tuple[bytes, bool]:
         return b"\n", False
     try:
         with open(path, "rb") as stream:
-            first = stream.readline(1 << 20)
+            start = block = stream.read(1 << 16)
+            before = b""  # the byte before ``block``
+            while block and b"\n" not in block:  # a long first line, a block at a time
+                before = block[-1:]
+                block = stream.read(1 << 20)
     except OSError:
         return b"\n", False
-    return (b"\r\n" if first.endswith(b"\r\n") else b"\n"), first.startswith(BOM)
+    end = block.find(b"\n")
+    crlf = end >= 0 and (block[end - 1 : end] if end else before) == b"\r"
+    return (b"\r\n" if crlf else b"\n"), start.startswith(BOM)
 
 
 class RecordSink:
@@ -314,13 +324,15 @@ class AtomicWriter:
             self._tmp = None
 
     def abort(self) -> None:
-        """Remove the temporary file; the target is left as it was."""
-        if self._own:
-            self.stream.close()
+        """Remove the temporary file; the target is left as it was. Never raises: it
+        runs while another error is on its way (closing flushes what is buffered, which
+        fails again on a full disk)."""
+        if self._own or self._tmp is not None:
+            with contextlib.suppress(OSError):
+                self.stream.close()
         if self._tmp is None:
             return
-        self.stream.close()
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(self._tmp)
         self._tmp = None
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -104,15 +106,24 @@ def process_map(
     context = multiprocessing.get_context("fork")
     window = max(window or 4 * workers, workers * TASKS_IN_HAND)
     ends: list[Connection] = []
-    processes = []
-    for _ in range(workers):
-        mine, theirs = context.Pipe()
-        process = context.Process(
-            target=_serve,
-            args=(theirs, [*ends, mine], func, initializer, initargs, learn),
-            daemon=True,
-        )
-        process.start()
+    processes: list[Any] = []
+    for started in range(workers):
+        try:
+            mine, theirs = context.Pipe()
+            process = context.Process(
+                target=_serve,
+                args=(theirs, [*ends, mine], func, initializer, initargs, learn),
+                daemon=True,
+            )
+            process.start()
+        except OSError as exc:  # too many open files or processes
+            for process in processes:
+                process.terminate()
+                process.join()
+            raise WorkerError(
+                f"cannot start worker process {started + 1} of {workers}: "
+                f"{exc.strerror or exc} (ask for fewer with --jobs)"
+            ) from None
         theirs.close()
         ends.append(mine)
         processes.append(process)
@@ -185,6 +196,22 @@ def process_map(
             process.join()
 
 
+#: Python's recursion limit while a worker pickles its result: pickling takes about
+#: two levels per level of nesting, and JSON up to orjson's limit (1,024 levels) must
+#: travel as it does within one process.
+PICKLE_RECURSION_LIMIT = 5000
+
+
+@contextlib.contextmanager
+def _deeper(limit: int) -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 #: Kinds of message to a worker of :func:`process_map` (``None``: stop).
 _ITEM, _NEWS = 0, 1
 
@@ -204,6 +231,7 @@ def _serve(
         other.close()  # the parent's ends: only the parent may hold them, or no worker
         # would see its pipe close when the parent is gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent stops a worker with it
     if initializer is not None:
         initializer(*initargs)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -216,7 +244,8 @@ def _serve(
                 if message is None:
                     return
         except (EOFError, OSError):
-            inbox.put(None)
+            # The parent is gone (killed, say): nobody wants the work in hand.
+            os._exit(1)
 
     threading.Thread(target=receive, name="ctxcli-inbox", daemon=True).start()
     items: deque[Any] = deque()
@@ -239,7 +268,8 @@ def _serve(
         except Exception as exc:
             answer = (False, exc)
         try:
-            end.send(answer)
+            with _deeper(PICKLE_RECURSION_LIMIT):
+                end.send(answer)
         except (OSError, ValueError):
             return
         except Exception as exc:  # an exception or result that does not pickle

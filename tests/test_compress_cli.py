@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -483,6 +484,76 @@ def test_worker_pieces_join_into_the_serial_output(
     assert store.count(b"\n") == 38 and len(stats["over_budget"]) == 54
     assert f"{source}:18: message 0 has no 'role' (copied unchanged)" in printed
     assert f"{source}: 36 more warnings not shown" in printed
+
+
+def _killed(task: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_killed_worker_is_named_with_its_file_and_leaves_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxcli import compress
+
+    monkeypatch.setattr(compress, "_piece", _killed)
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(3) for _ in range(20)])
+    result = invoke("compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--jobs", "2")
+    assert result.exit_code == 1
+    assert f"{source}: a worker process was killed by SIGKILL (out of memory?)" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
+def test_deeply_nested_originals_travel_back_from_workers(tmp_path: Path) -> None:
+    """A worker pickles what it stores; nesting that one process handles must pass."""
+    record = agent_run(1)
+    nested: Any = "deep " * 900
+    for _ in range(600):
+        nested = [nested]
+    record["messages"][3]["content"] = [{"type": "json", "data": nested}]
+    source = write_jsonl(tmp_path / "a.jsonl", [record, chat(2)])
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.jsonl"
+        result = invoke(
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            "--jobs",
+            jobs,
+            "--stages",
+            "placeholder",
+            "--placeholder-keep-recent",
+            "0",
+        )
+        assert result.exit_code == 0, result.output
+        outputs.append((out.read_bytes(), (tmp_path / f"j{jobs}.store.jsonl").read_bytes()))
+    assert outputs[0] == outputs[1] and b"deep" in outputs[0][1]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_progress_bar_ends_at_the_files_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    import io
+
+    from tqdm import tqdm
+
+    from ctxcli import compress, config
+
+    bars: list[Any] = []
+
+    def progress(path: str) -> Any:
+        bars.append(tqdm(total=os.path.getsize(path), file=io.StringIO()))
+        return bars[-1]
+
+    monkeypatch.setattr(compress, "_progress", progress)
+    monkeypatch.setattr(compress, "CHUNK_BYTES", 3000)
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(n % 5 + 1) for n in range(40)])
+    settings = config.resolve(stages="window", max_tokens=300)
+    compressor = compress.Compressor(settings, jobs=jobs)
+    compressor.file(str(source), str(tmp_path / "out.jsonl"), progress=True)
+    assert bars[0].n == bars[0].total == source.stat().st_size
 
 
 def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:

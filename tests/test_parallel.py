@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,3 +173,25 @@ def test_a_memo_shares_only_what_it_computed_since_the_last_news() -> None:
         memo._SHARED.pop("test words", None)
         for shared in memo._SHARED.values():
             shared._fresh = None
+
+
+# --- how many workers by default --------------------------------------------------------
+
+
+def test_default_workers_follow_affinity_and_a_cgroup_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxcli import compress
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(compress, "CGROUP_CPU_MAX", tmp_path / "cpu.max")
+    assert compress.usable_cpus() == 4  # no cgroup file
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert compress.usable_cpus() == 4
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # docker --cpus 1.5
+    assert compress.usable_cpus() == 2
+    (tmp_path / "cpu.max").write_text("20000 100000\n")
+    assert compress.usable_cpus() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3}, raising=False)
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert compress.usable_cpus() == 1

@@ -1,0 +1,72 @@
+"""``ctxcli.jsonio``: pieces of a file, line styles, atomic writes that fail."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from ctxcli import jsonio
+
+
+def test_pieces_end_at_line_ends_and_name_their_first_line(tmp_path: Path) -> None:
+    lines = [b'{"n": %d, "pad": "%s"}' % (i, b"x" * (i * 7 % 50)) for i in range(200)]
+    lines.insert(50, b"")
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    with jsonio.open_input(str(source)) as stream:
+        pieces = list(jsonio.chunks(stream, 300))
+        records = [
+            r
+            for start, end, line in pieces
+            for r in jsonio.read_chunk(stream.fileno(), start, end, line)
+        ]
+    assert len(pieces) > 10
+    assert [r.raw for r in records] == [line for line in lines if line]
+    assert [r.line for r in records] == [n + 1 for n, line in enumerate(lines) if line]
+
+
+def test_a_piece_is_read_from_the_file_that_was_cut_not_its_path_later(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b'{"old": 1}\n{"old": 2}\n')
+    with jsonio.open_input(str(source)) as stream:
+        pieces = list(jsonio.chunks(stream, 4))
+        replacement = tmp_path / "b.jsonl"
+        replacement.write_bytes(b'{"new": 1}\n{"new": 2}\n')
+        os.replace(replacement, source)
+        raws = [r.raw for p in pieces for r in jsonio.read_chunk(stream.fileno(), *p)]
+    assert raws == [b'{"old": 1}', b'{"old": 2}']
+
+
+def test_an_unreadable_input_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(jsonio.InputError, match="cannot read"):
+        jsonio.open_input(str(tmp_path / "missing.jsonl"))
+
+
+@pytest.mark.parametrize("first_line_bytes", [10, 3 << 20])
+def test_line_style_reads_past_a_long_first_line(tmp_path: Path, first_line_bytes: int) -> None:
+    """The first line end decides, however long the line before it."""
+    source = tmp_path / "a.jsonl"
+    line = b'{"pad": "' + b"x" * first_line_bytes + b'"}'
+    source.write_bytes(jsonio.BOM + line + b"\r\n" + b"{}\r\n")
+    assert jsonio.line_style(str(source)) == (b"\r\n", True)
+    source.write_bytes(line + b"\n")
+    assert jsonio.line_style(str(source)) == (b"\n", False)
+    source.write_bytes(line)  # one line, no end: the default
+    assert jsonio.line_style(str(source)) == (b"\n", False)
+
+
+def test_aborting_on_a_full_disk_still_removes_the_temporary_file(tmp_path: Path) -> None:
+    class Full:
+        def close(self) -> None:  # a flush of buffered bytes onto a full disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    writer = jsonio.AtomicWriter(str(tmp_path / "out.jsonl"))
+    writer.write(b"{}\n")
+    real = writer.stream
+    writer.stream = Full()  # type: ignore[assignment]
+    writer.abort()
+    real.close()
+    assert list(tmp_path.iterdir()) == []
