@@ -269,11 +269,30 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """One JSON text, compact, non-ASCII as UTF-8; lone surrogates as ``\\uXXXX``."""
+    """One JSON text, compact, non-ASCII as UTF-8; lone surrogates as ``\\uXXXX``.
+    Values nested past orjson's limit (254 levels), as deep as :func:`loads` reads
+    (1,024), are written by the standard library."""
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, separators=(",", ":")).encode()
+        with deeper_recursion(DEEP_RECURSION_LIMIT):
+            return json.dumps(value, separators=(",", ":")).encode()
+
+
+#: Python's recursion limit while JSON read up to orjson's depth limit (1,024 levels)
+#: is written or pickled: each level takes about two.
+DEEP_RECURSION_LIMIT = 5000
+
+
+@contextlib.contextmanager
+def deeper_recursion(limit: int) -> Iterator[None]:
+    """Raise Python's recursion limit to at least ``limit`` for the block."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 class AtomicWriter:

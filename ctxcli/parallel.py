@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
 
+from ctxcli import jsonio
 from ctxcli.errors import WorkerError
 
 T = TypeVar("T")
@@ -196,22 +196,6 @@ def process_map(
             process.join()
 
 
-#: Python's recursion limit while a worker pickles its result: pickling takes about
-#: two levels per level of nesting, and JSON up to orjson's limit (1,024 levels) must
-#: travel as it does within one process.
-PICKLE_RECURSION_LIMIT = 5000
-
-
-@contextlib.contextmanager
-def _deeper(limit: int) -> Iterator[None]:
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
 #: Kinds of message to a worker of :func:`process_map` (``None``: stop).
 _ITEM, _NEWS = 0, 1
 
@@ -268,8 +252,8 @@ def _serve(
         except Exception as exc:
             answer = (False, exc)
         try:
-            with _deeper(PICKLE_RECURSION_LIMIT):
-                end.send(answer)
+            with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
+                end.send(answer)  # as deep as what one process reads and writes
         except (OSError, ValueError):
             return
         except Exception as exc:  # an exception or result that does not pickle

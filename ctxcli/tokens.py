@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ctxcli import jsonio
 from ctxcli.errors import TokenizerError
 from ctxcli.memo import TextMemo
 
@@ -366,8 +367,10 @@ class NullCounter(TokenCounter):
 def _json_text(value: Any) -> str:
     try:
         return orjson.dumps(value, default=str).decode()
-    except TypeError:  # a lone surrogate (JSON allows "\ud83d"; orjson writes no such str)
-        return json.dumps(value, default=str)
+    except TypeError:  # a lone surrogate (JSON allows "\ud83d"; orjson writes no such
+        # str), or nesting past orjson's 254 levels
+        with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
+            return json.dumps(value, default=str)
 
 
 def _document(counter: TokenCounter, part: Mapping[str, Any]) -> int:

@@ -556,6 +556,26 @@ def test_the_progress_bar_ends_at_the_files_size(
     assert bars[0].n == bars[0].total == source.stat().st_size
 
 
+def test_json_as_deep_as_is_read_is_counted_and_written(tmp_path: Path) -> None:
+    """orjson reads 1,024 levels but writes 254; the rest must not be a traceback."""
+    deep = "[" * 1000 + '"x"' + "]" * 1000
+    line = (
+        '{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "'
+        + "hi " * 300
+        + '"}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": '
+        '[{"type": "text", "text": "q"}, {"type": "json", "data": ' + deep + "}]}]}"
+    )
+    source = tmp_path / "a.jsonl"
+    source.write_text(line + "\n")
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.jsonl"
+        result = invoke(
+            "compress", str(source), "-o", str(out), "--max-tokens", "50", "--jobs", jobs
+        )
+        assert result.exit_code == 0, result.output
+        assert out.read_text().count("[") >= 1000
+
+
 def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}]}\n')

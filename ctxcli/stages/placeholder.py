@@ -69,6 +69,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
+from ctxcli import jsonio
 from ctxcli.model import Conversation, Message
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def _content_bytes(content: Any) -> bytes:
 
 def canonical_json(value: Any) -> str:
     """``value`` as JSON text with sorted keys, no spaces and non-ASCII kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):  # as deep as JSON is read
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse(text: Any) -> re.Match[str] | None:
