@@ -9,12 +9,13 @@ failed run leaves no half-written output.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal
@@ -79,23 +80,28 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     - ``array``: one JSON array of records (parsed whole);
     - ``object``: one JSON object spread over the file (a SWE-agent ``.traj``).
 
-    The first non-blank line decides: when it is a JSON object on its own the file is
-    JSON lines; otherwise the whole file is parsed, and a file that is not one JSON
-    text is read as JSON lines after all (so a broken line is reported by number).
+    The first non-blank lines decide: when the first, or else (it not opening an
+    array) the second, is a JSON object on its own, the file is JSON lines; otherwise
+    the whole file is parsed, and a file that is not one JSON text is read as JSON
+    lines after all (so a broken line is reported by number).
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
     """
     if path == "-":
         data = sys.stdin.buffer.read()
-        first = next((line for _, line in _split(data)), b"")
+        lines = _split(data)
     else:
-        first = next((line for _, line in iter_lines(path)), b"")
         data = b""
-    try:
-        head = orjson.loads(first) if first else None
-    except orjson.JSONDecodeError:
-        head = None
-    if isinstance(head, dict) or not first:
+        lines = iter_lines(path)
+    first, second, *_ = [line for _, line in itertools.islice(lines, 2)] + [b"", b""]
+    if isinstance(lines, Generator):
+        lines.close()
+    if (
+        not first
+        or _is_object(first)
+        or (not first.lstrip().startswith(b"[") and _is_object(second))
+    ):
+        # JSON lines, perhaps with a broken first line: no need to read the file whole.
         return "jsonl", _jsonl(path, data), None
     if path != "-":
         try:
@@ -115,6 +121,13 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
         items = (Record(None, i, None, value) for i, value in enumerate(whole))
         return "array", items, data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def _is_object(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _jsonl(path: str, data: bytes) -> Iterator[Record]:

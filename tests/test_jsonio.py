@@ -70,3 +70,35 @@ def test_aborting_on_a_full_disk_still_removes_the_temporary_file(tmp_path: Path
     writer.abort()
     real.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_json_lines_with_a_broken_first_line_are_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b'{"messages": [\n{"messages": []}\n{"messages": []}\n')
+
+    def whole(_: Path) -> bytes:
+        raise AssertionError("read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    shape, records, original = jsonio.read_records(str(source))
+    assert shape == "jsonl" and original is None
+    assert [r.line for r in records] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        (b'[\n{"messages": []},\n{"messages": []}\n]\n', "array"),
+        (b'[{"messages": []},\n {"messages": []}]\n', "array"),
+        (b'{\n  "trajectory": [],\n  "history": []\n}\n', "object"),
+        (b'{"messages": []}\n', "jsonl"),
+    ],
+)
+def test_arrays_and_spread_objects_are_still_read_whole(
+    tmp_path: Path, text: bytes, shape: str
+) -> None:
+    source = tmp_path / "a.json"
+    source.write_bytes(text)
+    assert jsonio.read_records(str(source))[0] == shape
