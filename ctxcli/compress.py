@@ -400,7 +400,12 @@ class Compressor:
         """Count one warning and pass it on; past :data:`WARNINGS_SHOWN` in a file only
         the count goes on (the stats file lists them all)."""
         self.warned += 1
-        if self.warned - self._file_start <= WARNINGS_SHOWN:
+        if self.warned - self._file_start > WARNINGS_SHOWN:
+            return
+        if self._bar is None:
+            self._warn(text)
+            return
+        with self._bar.external_write_mode(file=self._bar.fp):  # above the bar, not over it
             self._warn(text)
 
     def read(

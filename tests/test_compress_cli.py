@@ -936,3 +936,23 @@ def test_output_to_dev_null_keeps_no_store(tmp_path: Path) -> None:
         assert "1 placeholder" in result.stderr
         assert f"threw away 1 original (the store is {os.devnull})" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+
+
+def test_a_warning_clears_the_progress_bar_line_first() -> None:
+    import io
+
+    from tqdm import tqdm
+
+    from ctxcli import compress, config
+
+    screen = io.StringIO()
+    compressor = compress.Compressor(
+        config.resolve(stages="window"), warn=lambda text: screen.write(f"warning: {text}\n")
+    )
+    compressor._bar = tqdm(total=10, file=screen, ncols=40)
+    compressor._bar.update(5)
+    compressor._bar.refresh()
+    compressor.warn("over budget")
+    before = screen.getvalue().split("warning: over budget")[0]
+    assert "50%" in before and before.endswith("\r")
+    compressor._bar.close()
