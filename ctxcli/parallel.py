@@ -117,8 +117,9 @@ def process_map(
             )
             process.start()
         except OSError as exc:  # too many open files or processes
+            for end in ends:
+                end.close()  # a started worker sees its pipe close and ends
             for process in processes:
-                process.terminate()
                 process.join()
             raise WorkerError(
                 f"cannot start worker process {started + 1} of {workers}: "

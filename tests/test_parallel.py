@@ -195,3 +195,24 @@ def test_default_workers_follow_affinity_and_a_cgroup_quota(
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3}, raising=False)
     (tmp_path / "cpu.max").write_text("max 100000\n")
     assert compress.usable_cpus() == 1
+
+
+def test_workers_that_cannot_start_are_a_clear_error_and_leave_none_running() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import multiprocessing, resource\n"
+        "from ctxcli.parallel import process_map\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))\n"
+        "try:\n"
+        "    list(process_map(abs, range(10), workers=30))\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+        "print(len(multiprocessing.active_children()))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.stderr == ""
+    error, alive = run.stdout.splitlines()
+    assert error.startswith("WorkerError cannot start worker process ")
+    assert "Too many open files" in error and alive == "0"
