@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 from ctxcli import formats, jsonio, memo
 from ctxcli.config import Settings
@@ -155,8 +155,10 @@ class FileStats:
             )
 
     def merge(self, other: FileStats) -> None:
-        """Add the counts and lists of ``other``, the stats of a later part of the same
-        file (a worker process's piece)."""
+        """Add the conversation, message, token, role and stage counts and the
+        over-budget, error and input-problem lists of ``other``, the stats of a later
+        part of the same file (a worker process's piece). Warnings, store, model use and
+        time are the whole file's, filled in at its end."""
         for name in (
             "conversations",
             "changed",
@@ -358,7 +360,8 @@ class Compressor:
     ``warn`` receives each warning as one line of text (the CLI prints it to stderr).
     ``summarizer`` replaces the one ``settings.summarizer`` names (the CLI builds it,
     API key included). ``jobs`` is the number of worker processes for a JSON lines file
-    (``None``: every core for files of :data:`POOL_MIN_BYTES` or more, else 1).
+    (``None``: one per usable core, :func:`usable_cpus`, for files of
+    :data:`POOL_MIN_BYTES` or more, else 1).
     ``cache_dir`` is where the parsed tokenizer may be kept between runs (see
     :func:`ctxcli.tokens.load_encoding`; ``None``: nowhere).
     Raises :class:`ConfigError` for a bad summarizer and
@@ -534,7 +537,7 @@ class Compressor:
             pieces = process_map(
                 _piece,
                 tasks,
-                workers=self.jobs,
+                workers=min(self.jobs, _pieces_in(stream)),
                 initializer=_start_worker,
                 initargs=(self,),
                 news=_news,
@@ -725,9 +728,10 @@ class Compressor:
         the two are moved into place only when the whole run succeeded (the store
         first). Writes the stats JSON to ``stats_path`` (if given).
 
-        Raises :class:`InputError` for a bad line (no output is left behind) and
+        Raises :class:`InputError` for a bad line (no output is left behind),
         :class:`ConfigError` when the output or store would overwrite the input, or a
-        placeholder is written with no ``store_path``.
+        placeholder is written with no ``store_path``, and
+        :class:`ctxcli.errors.WorkerError` when a worker process cannot start or dies.
         """
         for target in (output_path, store_path):
             if (
@@ -781,6 +785,8 @@ class Compressor:
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
             sink.close()
+            if bar is not None and bar.total:
+                bar.update(bar.total - bar.n)  # line ends and blank lines it missed
             if store is not None:
                 stats.store_entries, stats.store_bytes = store.entries, store.bytes
                 if not store.entries:
@@ -874,6 +880,7 @@ def _start_worker(compressor: Compressor) -> None:
     memos start keeping what they learn for the other workers."""
     global _WORKER
     _WORKER = compressor
+    memo.share(compressor.counter.text)  # its own, whatever counter was made since
     memo.track()
 
 
@@ -884,6 +891,12 @@ def _piece(task: tuple[str, int, int, int, int]) -> Piece:
     done = _WORKER.piece(jsonio.read_chunk(fd, start, end, first_line), path)
     done.size = end - start
     return done
+
+
+def _pieces_in(stream: BinaryIO) -> int:
+    """About how many pieces of :data:`CHUNK_BYTES` the open file holds (1 or more): no
+    more workers than that are started."""
+    return max(1, -(-os.fstat(stream.fileno()).st_size // CHUNK_BYTES))
 
 
 def _news(piece: Piece) -> dict[str, memo.Results] | None:

@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,9 +82,9 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     - ``object``: one JSON object spread over the file (a SWE-agent ``.traj``).
 
     The first non-blank lines decide: when the first, or else (it not opening an
-    array) the second, is a JSON object on its own, the file is JSON lines; otherwise
-    the whole file is parsed, and a file that is not one JSON text is read as JSON
-    lines after all (so a broken line is reported by number).
+    array) both the second and third, is a JSON object on its own, the file is JSON
+    lines; otherwise the whole file is parsed, and a file that is not one JSON text is
+    read as JSON lines after all (so a broken line is reported by number).
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
     """
@@ -93,15 +94,16 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     else:
         data = b""
         lines = iter_lines(path)
-    first, second, *_ = [line for _, line in itertools.islice(lines, 2)] + [b"", b""]
+    first, *after = [line for _, line in itertools.islice(lines, 3)] + [b"", b"", b""]
     if isinstance(lines, Generator):
         lines.close()
     if (
         not first
         or _is_object(first)
-        or (not first.lstrip().startswith(b"[") and _is_object(second))
+        or (not first.lstrip().startswith(b"[") and all(map(_is_object, after[:2])))
     ):
-        # JSON lines, perhaps with a broken first line: no need to read the file whole.
+        # JSON lines, perhaps with a broken first line (two whole objects follow it, as
+        # no JSON text spread over lines has them): no need to read the file whole.
         return "jsonl", _jsonl(path, data), None
     if path != "-":
         try:
@@ -297,15 +299,28 @@ def dumps(value: Any) -> bytes:
 DEEP_RECURSION_LIMIT = 5000
 
 
+_deeper_lock = threading.Lock()
+_deeper_inside: list[int] = []  # the limits asked for by the blocks now open
+_deeper_base = 0  # the limit before the first of them
+
+
 @contextlib.contextmanager
 def deeper_recursion(limit: int) -> Iterator[None]:
-    """Raise Python's recursion limit to at least ``limit`` for the block."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
+    """Raise Python's recursion limit (one for the whole process) to at least
+    ``limit`` for the block; safe on several threads at once: the limit goes back only
+    when the last block open on any thread ends."""
+    global _deeper_base
+    with _deeper_lock:
+        if not _deeper_inside:
+            _deeper_base = sys.getrecursionlimit()
+        _deeper_inside.append(limit)
+        sys.setrecursionlimit(max([_deeper_base, *_deeper_inside]))
     try:
         yield
     finally:
-        sys.setrecursionlimit(old)
+        with _deeper_lock:
+            _deeper_inside.remove(limit)
+            sys.setrecursionlimit(max([_deeper_base, *_deeper_inside]))
 
 
 class AtomicWriter:

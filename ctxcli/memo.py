@@ -13,6 +13,7 @@ of the memos made with ``share_as``: see :func:`track`, :func:`fresh` and
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -23,8 +24,9 @@ Results = dict[tuple[Hashable, ...], Any]
 #: Results for texts shorter than this (characters) are not shared: computing them
 #: again costs about what passing them on would.
 SHARED_MIN_CHARS = 256
-#: The memos whose results worker processes share, by name.
-_SHARED: dict[str, TextMemo[Any]] = {}
+#: The memos whose results worker processes share, by name (held weakly: a memo no
+#: one else uses is not kept for sharing).
+_SHARED: weakref.WeakValueDictionary[str, TextMemo[Any]] = weakref.WeakValueDictionary()
 
 
 class TextMemo(Generic[T]):
@@ -33,7 +35,8 @@ class TextMemo(Generic[T]):
 
     ``share_as`` names a memo whose results may be passed to another process (its
     ``func`` must give the same result for a text in every process, and picklable
-    values); a later memo of the same name takes its place.
+    values); a later memo of the same name takes its place until :func:`share` puts
+    this one back.
 
     Two different texts of the same length and hash would share a result; with 64-bit
     hashes that takes billions of distinct texts in one fill, far past ``size``.
@@ -46,8 +49,8 @@ class TextMemo(Generic[T]):
         self.size = size
         self._results: dict[tuple[Hashable, ...], T] = {}
         self._fresh: dict[tuple[Hashable, ...], T] | None = None
-        if share_as is not None:
-            _SHARED[share_as] = self
+        self.share_as = share_as
+        share(self)
 
     def __call__(self, text: str, *extra: Hashable) -> T:
         key = (hash(text), len(text), *extra)
@@ -67,6 +70,12 @@ class TextMemo(Generic[T]):
         if len(self._results) + len(results) > self.size:
             self._results.clear()
         self._results.update(results)
+
+
+def share(memo: TextMemo[Any]) -> None:
+    """Make ``memo`` the one shared under its ``share_as`` name (none: no change)."""
+    if memo.share_as is not None:
+        _SHARED[memo.share_as] = memo
 
 
 def track() -> None:

@@ -9,14 +9,16 @@ import os
 import queue
 import signal
 import threading
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, TypeVar
 
 from ctxcli import jsonio
-from ctxcli.errors import WorkerError
+from ctxcli.errors import CtxcliError, WorkerError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -94,9 +96,11 @@ def process_map(
 
     An exception raised by ``func`` is raised here at its item's position; the workers
     are then stopped, as they are when the consumer stops early. Raises
-    :class:`WorkerError` when a worker process dies (killed, out of memory), and
-    ``ValueError`` for ``workers`` below 1. A worker ends by itself once this process
-    is gone.
+    :class:`WorkerError` when a worker process cannot start (too many open files or
+    processes) or dies (killed, out of memory), and ``ValueError`` for ``workers``
+    below 1. An exception other than a :class:`ctxcli.errors.CtxcliError` comes with
+    the worker's traceback as its cause (:class:`RemoteTraceback`). A worker ends by
+    itself once this process is gone.
 
     No send here waits on a worker at work: each worker reads its pipe on a thread of
     its own, so a large result and a large piece of news cannot block each other.
@@ -123,7 +127,7 @@ def process_map(
                 process.join()
             raise WorkerError(
                 f"cannot start worker process {started + 1} of {workers}: "
-                f"{exc.strerror or exc} (ask for fewer with --jobs)"
+                f"{exc.strerror or exc} (fewer workers may start)"
             ) from None
         theirs.close()
         ends.append(mine)
@@ -139,9 +143,12 @@ def process_map(
         processes[w].join(1)
         return WorkerError(_death(processes[w].exitcode))
 
-    def tell(w: int, message: tuple[int, Any]) -> None:
+    def tell(w: int, message: tuple[int, Any] | bytes | memoryview) -> None:
         try:
-            ends[w].send(message)
+            if isinstance(message, tuple):
+                ends[w].send(message)
+            else:
+                ends[w].send_bytes(message)  # pickled already
         except OSError:
             raise lost(w) from None
 
@@ -175,15 +182,19 @@ def process_map(
                     raise lost(w) from None
                 done[in_hand[w].popleft()] = (ok, value)
                 found = news(value) if ok and news is not None else None
-                if found is not None:
+                if found is not None and workers > 1:
+                    message = ForkingPickler.dumps((_NEWS, found))  # once for all
                     for other in range(workers):
                         if other != w:
-                            tell(other, (_NEWS, found))
+                            tell(other, message)
             while yielded in done:
                 ok, value = done.pop(yielded)
                 yielded += 1
                 if not ok:
-                    raise value
+                    error, where = value
+                    if where:  # not one of ctxcli's own errors: show where it arose
+                        raise error from RemoteTraceback(where)
+                    raise error
                 yield value
     finally:
         for w, end in enumerate(ends):
@@ -197,8 +208,9 @@ def process_map(
             process.join()
 
 
-#: Kinds of message to a worker of :func:`process_map` (``None``: stop).
-_ITEM, _NEWS = 0, 1
+#: Kinds of message to a worker of :func:`process_map` (``None``: stop); ``_BROKEN``
+#: is the worker's own note that a message could not be read.
+_ITEM, _NEWS, _BROKEN = 0, 1, 2
 
 
 def _serve(
@@ -231,6 +243,8 @@ def _serve(
         except (EOFError, OSError):
             # The parent is gone (killed, say): nobody wants the work in hand.
             os._exit(1)
+        except BaseException as exc:  # a message that cannot be read: say so, and stop
+            inbox.put((_BROKEN, exc))
 
     threading.Thread(target=receive, name="ctxcli-inbox", daemon=True).start()
     items: deque[Any] = deque()
@@ -246,19 +260,51 @@ def _serve(
             kind, body = message
             if kind == _ITEM:
                 items.append(body)
+            elif kind == _BROKEN:
+                _answer(end, _failure(WorkerError(f"a worker cannot read its task: {body!r}")))
+                return
             elif learn is not None:
                 learn(body)
         try:
             answer: tuple[bool, Any] = (True, func(items.popleft()))
         except Exception as exc:
-            answer = (False, exc)
+            answer = _failure(exc)
         try:
             with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
                 end.send(answer)  # as deep as what one process reads and writes
-        except (OSError, ValueError):
-            return
+        except OSError:
+            return  # the parent is gone
         except Exception as exc:  # an exception or result that does not pickle
-            end.send((False, WorkerError(f"a worker's result cannot be sent back: {exc!r}")))
+            failed = WorkerError(f"a worker's result cannot be sent back: {exc!r}")
+            if not _answer(end, _failure(failed)):
+                return
+
+
+def _failure(exc: BaseException) -> tuple[bool, Any]:
+    """A failed item's answer: the exception, and where it arose unless it is one of
+    ctxcli's own errors (those say what is wrong themselves)."""
+    where = "" if isinstance(exc, CtxcliError) else "".join(traceback.format_exception(exc))
+    return False, (exc, where)
+
+
+def _answer(end: Connection, answer: tuple[bool, Any]) -> bool:
+    """Send ``answer`` to the parent; False when it is gone."""
+    try:
+        end.send(answer)
+    except OSError:
+        return False
+    return True
+
+
+class RemoteTraceback(Exception):
+    """Where an exception arose in a worker process: the cause of the same exception
+    raised again in the parent, so that a bug's traceback shows both."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.args[0]}"""'
 
 
 def _death(code: int | None) -> str:

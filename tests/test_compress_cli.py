@@ -549,7 +549,10 @@ def test_the_progress_bar_ends_at_the_files_size(
 
     monkeypatch.setattr(compress, "_progress", progress)
     monkeypatch.setattr(compress, "CHUNK_BYTES", 3000)
-    source = write_jsonl(tmp_path / "a.jsonl", [chat(n % 5 + 1) for n in range(40)])
+    lines = [json.dumps(chat(n % 5 + 1)) for n in range(40)]
+    lines.insert(7, "")
+    source = tmp_path / "a.jsonl"
+    source.write_text("\r\n".join(lines) + "\r\n")  # CRLF line ends, a blank line
     settings = config.resolve(stages="window", max_tokens=300)
     compressor = compress.Compressor(settings, jobs=jobs)
     compressor.file(str(source), str(tmp_path / "out.jsonl"), progress=True)

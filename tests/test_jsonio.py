@@ -93,6 +93,8 @@ def test_json_lines_with_a_broken_first_line_are_not_read_whole(
         (b'[\n{"messages": []},\n{"messages": []}\n]\n', "array"),
         (b'[{"messages": []},\n {"messages": []}]\n', "array"),
         (b'{\n  "trajectory": [],\n  "history": []\n}\n', "object"),
+        (b'{"id": "a", "messages": [\n{"role": "user", "content": "hi"}\n]}\n', "object"),
+        (b'{"id": "a", "messages": [\n{"role": "user"},\n{"role": "user"}\n]}\n', "object"),
         (b'{"messages": []}\n', "jsonl"),
     ],
 )
@@ -102,3 +104,33 @@ def test_arrays_and_spread_objects_are_still_read_whole(
     source = tmp_path / "a.json"
     source.write_bytes(text)
     assert jsonio.read_records(str(source))[0] == shape
+
+
+def test_a_deeper_recursion_limit_holds_until_the_last_thread_leaves() -> None:
+    import sys
+    import threading
+
+    base = sys.getrecursionlimit()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def a() -> None:
+        with jsonio.deeper_recursion(5000):
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def b() -> None:
+        a_in.wait(5)
+        with jsonio.deeper_recursion(4000):
+            b_in.set()
+            a_out.wait(5)
+            seen["inside b after a left"] = sys.getrecursionlimit()
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"inside b after a left": 4000}
+    assert sys.getrecursionlimit() == base

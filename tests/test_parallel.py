@@ -14,7 +14,7 @@ import pytest
 
 from ctxcli import memo
 from ctxcli.errors import WorkerError
-from ctxcli.parallel import TASKS_IN_HAND, process_map
+from ctxcli.parallel import TASKS_IN_HAND, RemoteTraceback, process_map
 
 _KNOWN: set[int] = set()
 
@@ -75,6 +75,58 @@ def test_an_error_is_raised_at_its_items_position() -> None:
         for value in process_map(_fail_at_five, range(20), workers=2):
             seen.append(value)
     assert seen == [0, 1, 2, 3, 4]
+
+
+_PARENT = os.getpid()
+
+
+class _OnlyHere:
+    """An item that cannot be rebuilt in a worker process."""
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, ())
+
+
+def _rebuild() -> _OnlyHere:
+    if os.getpid() != _PARENT:
+        raise ValueError("cannot rebuild here")
+    return _OnlyHere()
+
+
+def test_a_task_a_worker_cannot_read_is_an_error_not_a_hang() -> None:
+    import threading
+
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            list(process_map(_square_or_same, [1, 2, _OnlyHere(), 4], workers=2))
+        except WorkerError as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(30)
+    assert outcome and "cannot read its task" in str(outcome[0])
+
+
+def _square_or_same(item: Any) -> Any:
+    return item * item if isinstance(item, int) else item
+
+
+def _inner(item: int) -> int:
+    return {}[item]  # type: ignore[no-any-return]
+
+
+def _buggy(item: int) -> int:
+    return _inner(item)
+
+
+def test_a_bug_in_a_worker_comes_with_the_workers_traceback() -> None:
+    with pytest.raises(KeyError) as caught:
+        list(process_map(_buggy, range(3), workers=2))
+    cause = caught.value.__cause__
+    assert isinstance(cause, RemoteTraceback) and "in _inner" in str(cause)
 
 
 def test_a_killed_worker_is_named_not_waited_for() -> None:
@@ -169,6 +221,10 @@ def test_a_memo_shares_only_what_it_computed_since_the_last_news() -> None:
         memo.learn({"a memo this process does not have": {(1, 2): 3}})
         assert theirs(long_text) == memo.SHARED_MIN_CHARS
         assert calls == ["short text", long_text]
+        # The later memo of the name took it; share() gives it back to the first.
+        assert memo._SHARED["test words"] is theirs
+        memo.share(mine)
+        assert memo._SHARED["test words"] is mine
     finally:
         memo._SHARED.pop("test words", None)
         for shared in memo._SHARED.values():
