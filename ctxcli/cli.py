@@ -313,7 +313,7 @@ def compress(
             "summarizer (see the warnings above)",
             err=True,
         )
-    over = sum(len(stats.over_budget) for stats in results)
+    over = sum(stats.total("over_budget") for stats in results)
     if check and over:
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
         sys.exit(3)
@@ -383,7 +383,7 @@ def _table(results: list[Any]) -> str:
                 f"{s.messages_before:,}→{s.messages_after:,}",
                 f"{s.tokens_before:,}→{s.tokens_after:,}",
                 f"{s.ratio:.2f}",
-                str(len(s.over_budget)),
+                str(s.total("over_budget")),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

@@ -40,6 +40,9 @@ from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_model
 
+#: Entries each stats list (over budget, errors, input problems) holds; the rest are
+#: counted under ``not_listed``.
+LISTED_MAX = 10_000
 #: Files a directory input never includes: what ctxcli itself wrote there.
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
@@ -121,6 +124,7 @@ class FileStats:
     over_budget: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     input_problems: list[dict[str, Any]] = field(default_factory=list)
+    not_listed: Counter[str] = field(default_factory=Counter)
     warnings: int = 0
     elapsed_seconds: float = 0.0
     store: str | None = None
@@ -148,11 +152,25 @@ class FileStats:
             self.stage_events.setdefault(stage, Counter()).update(events)
         at = dict(place) if place is not None else {"line": tally.line}
         if tally.over_budget:
-            self.over_budget.append({"id": tally.id, **at, "tokens": tally.tokens[1]})
+            self.add_entry("over_budget", {"id": tally.id, **at, "tokens": tally.tokens[1]})
         if tally.input_problems:
-            self.input_problems.append(
-                {"id": tally.id, **at, "problems": list(tally.input_problems)}
+            self.add_entry(
+                "input_problems", {"id": tally.id, **at, "problems": list(tally.input_problems)}
             )
+
+    def add_entry(self, name: str, entry: dict[str, Any]) -> None:
+        """Add ``entry`` to the list ``name`` (``over_budget``, ``errors`` or
+        ``input_problems``); past :data:`LISTED_MAX` entries it is only counted, in
+        ``not_listed``, so that memory stays bounded however many there are."""
+        entries: list[dict[str, Any]] = getattr(self, name)
+        if len(entries) < LISTED_MAX:
+            entries.append(entry)
+        else:
+            self.not_listed[name] += 1
+
+    def total(self, name: str) -> int:
+        """How many entries the list ``name`` has, listed or not."""
+        return len(getattr(self, name)) + self.not_listed[name]
 
     def merge(self, other: FileStats) -> None:
         """Add the conversation, message, token, role and stage counts and the
@@ -174,9 +192,10 @@ class FileStats:
         ):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
-        self.over_budget += other.over_budget
-        self.errors += other.errors
-        self.input_problems += other.input_problems
+        for name in ("over_budget", "errors", "input_problems"):
+            for entry in getattr(other, name):
+                self.add_entry(name, entry)
+        self.not_listed.update(other.not_listed)
 
     @property
     def ratio(self) -> float:
@@ -201,6 +220,7 @@ class FileStats:
             "over_budget": self.over_budget,
             "errors": self.errors,
             "input_problems": self.input_problems,
+            **({"not_listed": dict(self.not_listed)} if self.not_listed else {}),
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "store": {"path": self.store, "entries": self.store_entries, "bytes": self.store_bytes},
@@ -485,7 +505,7 @@ class Compressor:
             if self.settings.on_error != "keep":
                 raise error
             reason = error.reason if isinstance(error, InputError) else str(error)
-            stats.errors.append({**_place(item), "reason": reason})
+            stats.add_entry("errors", {**_place(item), "reason": reason})
             note(f"{error} (copied unchanged)")
             return (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
         for text in tally.warnings:
@@ -615,7 +635,7 @@ class Compressor:
             except InputError as exc:
                 if self.settings.on_error != "keep":
                     raise
-                stats.errors.append({"line": line, "reason": exc.reason})
+                stats.add_entry("errors", {"line": line, "reason": exc.reason})
                 self.warn(f"{exc} (copied unchanged)")
                 bad_before.setdefault(len(events), []).append(item.raw or b"")
                 continue

@@ -959,3 +959,26 @@ def test_a_warning_clears_the_progress_bar_line_first() -> None:
     before = screen.getvalue().split("warning: over budget")[0]
     assert "50%" in before and before.endswith("\r")
     compressor._bar.close()
+
+
+def test_stats_lists_stop_at_a_bound_and_count_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory stays bounded with millions of bad or over-budget records."""
+    from ctxcli import compress
+
+    monkeypatch.setattr(compress, "LISTED_MAX", 3)
+    monkeypatch.setattr(compress, "CHUNK_BYTES", 2000)
+    lines = [json.dumps(chat(2)) for _ in range(8)] + ["{bad"] * 5
+    source = tmp_path / "a.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.jsonl"
+        args = ["compress", str(source), "-o", str(out), "--max-tokens", "5", "--jobs", jobs]
+        result = invoke(*args, "--on-error", "keep", "--check")
+        assert result.exit_code == 3, result.output
+        assert "8 conversation(s) over budget" in result.output
+        stats = json.loads((tmp_path / f"j{jobs}.stats.json").read_text())
+        assert [e["line"] for e in stats["over_budget"]] == [1, 2, 3]
+        assert [e["line"] for e in stats["errors"]] == [9, 10, 11]
+        assert stats["not_listed"] == {"over_budget": 5, "errors": 2}
