@@ -532,9 +532,15 @@ class Compressor:
             self._stash(note[0], store, note[1])
 
     def _pooled(self, path: str) -> bool:
-        """Whether ``path`` is compressed by worker processes (see :meth:`_pieces`)."""
+        """Whether ``path`` is compressed by worker processes (see :meth:`_pieces`):
+        a JSON lines file of more than one piece, with no model to call."""
         offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
-        return self.jobs > 1 and offline and path != "-" and self._shape == "jsonl"
+        if self.jobs < 2 or not offline or path == "-" or self._shape != "jsonl":
+            return False
+        try:
+            return os.path.getsize(path) > CHUNK_BYTES
+        except OSError:
+            return False  # read here, where an unreadable file is named
 
     def _pieces(self, path: str) -> Iterator[Piece]:
         """The JSON lines file ``path`` compressed by :attr:`jobs` worker processes, a

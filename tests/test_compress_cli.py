@@ -394,7 +394,9 @@ def test_warnings_past_twenty_are_counted_not_printed(tmp_path: Path) -> None:
     assert stats["warnings"] == 25 and len(stats["over_budget"]) == 25
 
 
-def test_worker_processes_give_the_same_output_stats_and_errors(tmp_path: Path) -> None:
+def test_worker_processes_give_the_same_output_stats_and_errors(
+    tmp_path: Path, small_pieces: None
+) -> None:
     records = [chat(n % 40 + 1) for n in range(150)]
     lines = [json.dumps(r) for r in records]
     lines[97] = '{"messages": [{"content": "no role"}]}'
@@ -416,6 +418,14 @@ def test_worker_processes_give_the_same_output_stats_and_errors(tmp_path: Path) 
         outputs[jobs] = (out.read_bytes(), stats)
     assert outputs["1"] == outputs["2"]
     assert outputs["1"][1]["errors"] == [{"line": 98, "reason": "message 0 has no 'role'"}]
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of 300 bytes, so that a small file is compressed by worker processes."""
+    from ctxcli import compress
+
+    monkeypatch.setattr(compress, "CHUNK_BYTES", 300)
 
 
 def agent_run(n: int) -> dict[str, Any]:
@@ -496,6 +506,7 @@ def test_a_killed_worker_is_named_with_its_file_and_leaves_no_output(
     from ctxcli import compress
 
     monkeypatch.setattr(compress, "_piece", _killed)
+    monkeypatch.setattr(compress, "CHUNK_BYTES", 2000)
     source = write_jsonl(tmp_path / "a.jsonl", [chat(3) for _ in range(20)])
     result = invoke("compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--jobs", "2")
     assert result.exit_code == 1
@@ -503,7 +514,9 @@ def test_a_killed_worker_is_named_with_its_file_and_leaves_no_output(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
-def test_deeply_nested_originals_travel_back_from_workers(tmp_path: Path) -> None:
+def test_deeply_nested_originals_travel_back_from_workers(
+    tmp_path: Path, small_pieces: None
+) -> None:
     """A worker pickles what it stores; nesting that one process handles must pass."""
     record = agent_run(1)
     nested: Any = "deep " * 900
@@ -559,7 +572,7 @@ def test_the_progress_bar_ends_at_the_files_size(
     assert bars[0].n == bars[0].total == source.stat().st_size
 
 
-def test_json_as_deep_as_is_read_is_counted_and_written(tmp_path: Path) -> None:
+def test_json_as_deep_as_is_read_is_counted_and_written(tmp_path: Path, small_pieces: None) -> None:
     """orjson reads 1,024 levels but writes 254; the rest must not be a traceback."""
     deep = "[" * 1000 + '"x"' + "]" * 1000
     line = (
