@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -420,6 +420,37 @@ def test_worker_processes_give_the_same_output_stats_and_errors(
     assert outputs["1"][1]["errors"] == [{"line": 98, "reason": "message 0 has no 'role'"}]
 
 
+class Run(NamedTuple):
+    """One ``compress`` run of :func:`each_jobs`."""
+
+    result: Any
+    output: bytes
+    stats: dict[str, Any]  # less what differs between runs: time and paths
+    store: bytes | None  # None when none was written
+    printed: str  # with the output's name made alike
+
+
+def each_jobs(source: Path, *args: str) -> dict[str, Run]:
+    """``compress SOURCE -o jN.jsonl --jobs N ARGS`` beside ``source`` for N = 1, 2."""
+    runs = {}
+    for jobs in ("1", "2"):
+        out, stats, store = (
+            source.with_name(f"j{jobs}.{end}") for end in ("jsonl", "stats.json", "store.jsonl")
+        )
+        result = invoke("compress", str(source), "-o", str(out), "--jobs", jobs, *args)
+        numbers = json.loads(stats.read_text()) if stats.exists() else {}
+        for key in ("elapsed_seconds", "output", "store"):
+            numbers.pop(key, None)
+        runs[jobs] = Run(
+            result,
+            out.read_bytes() if out.exists() else b"",
+            numbers,
+            store.read_bytes() if store.exists() else None,
+            result.output.replace(f"j{jobs}.", "jN."),
+        )
+    return runs
+
+
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces of 300 bytes, so that a small file is compressed by worker processes."""
@@ -459,32 +490,20 @@ def test_worker_pieces_join_into_the_serial_output(
     lines.insert(30, "")
     source = tmp_path / "a.jsonl"
     source.write_bytes(newline.join(lines).encode() + newline.encode())
-    seen = {}
-    for jobs in ("1", "2"):
-        out = tmp_path / f"j{jobs}.jsonl"
-        result = invoke(
-            "compress",
-            str(source),
-            "-o",
-            str(out),
-            "--max-tokens",
-            "120",
-            "--jobs",
-            jobs,
-            "--stages",
-            "placeholder",
-            "--placeholder-keep-recent",
-            "0",
-            "--on-error",
-            "keep",
-        )
-        assert result.exit_code == 0, result.output
-        stats = json.loads((tmp_path / f"j{jobs}.stats.json").read_text())
-        for key in ("elapsed_seconds", "output", "store"):
-            stats.pop(key)
-        store = (tmp_path / f"j{jobs}.store.jsonl").read_bytes()
-        printed = result.output.replace(f"j{jobs}.", "jN.")
-        seen[jobs] = (out.read_bytes(), store, stats, printed)
+    runs = each_jobs(
+        source,
+        "--max-tokens",
+        "120",
+        "--stages",
+        "placeholder",
+        "--placeholder-keep-recent",
+        "0",
+        "--on-error",
+        "keep",
+    )
+    for run in runs.values():
+        assert run.result.exit_code == 0, run.result.output
+    seen = {jobs: (run.output, run.store, run.stats, run.printed) for jobs, run in runs.items()}
     output, store, stats, printed = seen["1"]
     assert seen["2"] == seen["1"]
     assert output.count(newline.encode()) == 60 and b"\n\n" not in output
@@ -524,23 +543,11 @@ def test_deeply_nested_originals_travel_back_from_workers(
         nested = [nested]
     record["messages"][3]["content"] = [{"type": "json", "data": nested}]
     source = write_jsonl(tmp_path / "a.jsonl", [record, chat(2)])
+    runs = each_jobs(source, "--stages", "placeholder", "--placeholder-keep-recent", "0")
     outputs = []
-    for jobs in ("1", "2"):
-        out = tmp_path / f"j{jobs}.jsonl"
-        result = invoke(
-            "compress",
-            str(source),
-            "-o",
-            str(out),
-            "--jobs",
-            jobs,
-            "--stages",
-            "placeholder",
-            "--placeholder-keep-recent",
-            "0",
-        )
-        assert result.exit_code == 0, result.output
-        outputs.append((out.read_bytes(), (tmp_path / f"j{jobs}.store.jsonl").read_bytes()))
+    for run in runs.values():
+        assert run.result.exit_code == 0, run.result.output
+        outputs.append((run.output, run.store))
     assert outputs[0] == outputs[1] and b"deep" in outputs[0][1]
 
 
@@ -583,13 +590,9 @@ def test_json_as_deep_as_is_read_is_counted_and_written(tmp_path: Path, small_pi
     )
     source = tmp_path / "a.jsonl"
     source.write_text(line + "\n")
-    for jobs in ("1", "2"):
-        out = tmp_path / f"j{jobs}.jsonl"
-        result = invoke(
-            "compress", str(source), "-o", str(out), "--max-tokens", "50", "--jobs", jobs
-        )
-        assert result.exit_code == 0, result.output
-        assert out.read_text().count("[") >= 1000
+    for run in each_jobs(source, "--max-tokens", "50").values():
+        assert run.result.exit_code == 0, run.result.output
+        assert run.output.count(b"[") >= 1000
 
 
 def test_invalid_utf8_is_named_as_such(tmp_path: Path) -> None:
@@ -985,13 +988,10 @@ def test_stats_lists_stop_at_a_bound_and_count_the_rest(
     lines = [json.dumps(chat(2)) for _ in range(8)] + ["{bad"] * 5
     source = tmp_path / "a.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    for jobs in ("1", "2"):
-        out = tmp_path / f"j{jobs}.jsonl"
-        args = ["compress", str(source), "-o", str(out), "--max-tokens", "5", "--jobs", jobs]
-        result = invoke(*args, "--on-error", "keep", "--check")
-        assert result.exit_code == 3, result.output
-        assert "8 conversation(s) over budget" in result.output
-        stats = json.loads((tmp_path / f"j{jobs}.stats.json").read_text())
+    for run in each_jobs(source, "--max-tokens", "5", "--on-error", "keep", "--check").values():
+        assert run.result.exit_code == 3, run.result.output
+        assert "8 conversation(s) over budget" in run.result.output
+        stats = run.stats
         assert [e["line"] for e in stats["over_budget"]] == [1, 2, 3]
         assert [e["line"] for e in stats["errors"]] == [9, 10, 11]
         assert stats["not_listed"] == {"over_budget": 5, "errors": 2}
