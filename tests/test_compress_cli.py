@@ -24,6 +24,17 @@ from ctxcli.tokens import TokenCounter
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
+#: Options of a run whose only stage replaces every tool result over 50 tokens.
+PLACEHOLDERS_ONLY = [
+    "--stages",
+    "placeholder",
+    "--placeholder-threshold",
+    "50",
+    "--placeholder-keep-recent",
+    "0",
+]
+
+
 def chat(n: int, *, system: bool = True, words: int = 30) -> dict[str, Any]:
     """A plain chat of ``n`` user/assistant pairs, ending on a user message."""
     messages: list[dict[str, Any]] = (
@@ -792,14 +803,7 @@ def test_crlf_line_ends_and_a_byte_order_mark_are_kept(tmp_path: Path) -> None:
         {"role": "assistant", "content": "Done."},
     ]
     source.write_bytes(b"\xef\xbb\xbf" + json.dumps(tool).encode() + b"\r\n" + lines[0] + b"\r\n")
-    args = [
-        "--stages",
-        "placeholder",
-        "--placeholder-threshold",
-        "50",
-        "--placeholder-keep-recent",
-        "0",
-    ]
+    args = PLACEHOLDERS_ONLY
     result = invoke("compress", str(source), "-o", str(out), *args, "-q")
     assert result.exit_code == 0, result.output
     back = tmp_path / "back.jsonl"
@@ -941,14 +945,7 @@ def test_output_to_dev_null_keeps_no_store(tmp_path: Path) -> None:
     messages += [{"role": "tool", "tool_call_id": "c1", "content": "file.txt\n" * 300}]
     messages += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "ok"}]
     source = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": messages}])
-    args = [
-        "--stages",
-        "placeholder",
-        "--placeholder-threshold",
-        "50",
-        "--placeholder-keep-recent",
-        "0",
-    ]
+    args = PLACEHOLDERS_ONLY
     for _ in range(2):
         result = invoke("compress", str(source), "-o", os.devnull, *args)
         assert result.exit_code == 0, result.output

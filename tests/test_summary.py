@@ -277,22 +277,23 @@ def test_later_runs_merge_each_summary_into_its_own_side(tmp_path: Path, role: s
     run 2 merges both earlier summaries (now before the latest user message) into the
     new summary before it. The agent goes on: run 3 merges the summary after it."""
     args = f"--stages summary,priority --max-tokens 800 --keep-last 4 --summary-role {role}"
-    record = {"id": "r", "messages": mixed_run()}
-    path = write_jsonl(tmp_path / "0.jsonl", [record])
-    stats = compress_file(path, tmp_path / "1.jsonl", args)
-    assert stats["stage_events"]["summary"]["summaries_written"] == 2
-    first = read_jsonl(tmp_path / "1.jsonl")[0]
-    assert_valid(record, first, COUNTER, max_tokens=800)
+
+    def run(n: int, messages: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, Any]]:
+        """Run ``n``: its summary events and its valid output."""
+        record = {"id": "r", "messages": messages}
+        path = write_jsonl(tmp_path / f"{n}-in.jsonl", [record])
+        stats = compress_file(path, tmp_path / f"{n}.jsonl", args)
+        out = read_jsonl(tmp_path / f"{n}.jsonl")[0]
+        assert_valid(record, out, COUNTER, max_tokens=800)
+        return stats["stage_events"]["summary"], out
+
+    events, first = run(1, mixed_run())
+    assert events["summaries_written"] == 2
     assert [len(side) for side in summaries(first["messages"])] == [1, 1]
 
     more = {"role": "user", "content": "Now do the same for invoices."}
-    second_in = {"id": "r", "messages": [*first["messages"], more, *agent_run()[2:]]}
-    path = write_jsonl(tmp_path / "1b.jsonl", [second_in])
-    stats = compress_file(path, tmp_path / "2.jsonl", args)
-    events = stats["stage_events"]["summary"]
+    events, second = run(2, [*first["messages"], more, *agent_run()[2:]])
     assert events["summaries_written"] == 2 and events["summaries_merged"] == 2
-    second = read_jsonl(tmp_path / "2.jsonl")[0]
-    assert_valid(second_in, second, COUNTER, max_tokens=800)
     (before,), (after,) = summaries(second["messages"])
     assert second["messages"][after - 1] == more
     assert "INV-77" in second["messages"][before]["content"]
@@ -300,13 +301,8 @@ def test_later_runs_merge_each_summary_into_its_own_side(tmp_path: Path, role: s
         folded_count(first["messages"][i]) for i in sum(summaries(first["messages"]), [])
     )
 
-    third_in = {"id": "r", "messages": [*second["messages"], *agent_run()[2:]]}
-    path = write_jsonl(tmp_path / "2b.jsonl", [third_in])
-    stats = compress_file(path, tmp_path / "3.jsonl", args)
-    events = stats["stage_events"]["summary"]
+    events, third = run(3, [*second["messages"], *agent_run()[2:]])
     assert events["summaries_written"] == 1 and events["summaries_merged"] == 1
-    third = read_jsonl(tmp_path / "3.jsonl")[0]
-    assert_valid(third_in, third, COUNTER, max_tokens=800)
     (before3,), (after3,) = summaries(third["messages"])
     assert third["messages"][before3] == second["messages"][before]  # nothing new there
     assert folded_count(third["messages"][after3]) > folded_count(second["messages"][after])
