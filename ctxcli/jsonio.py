@@ -34,10 +34,7 @@ def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
 
     Raises :class:`InputError` when the file cannot be opened.
     """
-    try:
-        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    stream: IO[bytes] = sys.stdin.buffer if path == "-" else open_input(path)
     with contextlib.ExitStack() as stack:
         if path != "-":
             stack.enter_context(stream)
@@ -106,10 +103,8 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
         # no JSON text spread over lines has them): no need to read the file whole.
         return "jsonl", _jsonl(path, data), None
     if path != "-":
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        with open_input(path) as stream:
+            data = stream.read()
     body = data[len(BOM) :] if data.startswith(BOM) else data
     try:
         whole = loads(body, path, None)
