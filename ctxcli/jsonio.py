@@ -285,8 +285,15 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        with deeper_recursion(DEEP_RECURSION_LIMIT):
-            return json.dumps(value, separators=(",", ":")).encode()
+        return std_dumps(value, separators=(",", ":")).encode()
+
+
+def std_dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` of the standard library, for what orjson does
+    not write (lone surrogates, nesting past 254 levels), as deep as :func:`loads`
+    reads (1,024 levels)."""
+    with deeper_recursion(DEEP_RECURSION_LIMIT):
+        return json.dumps(value, **options)
 
 
 #: Python's recursion limit while JSON read up to orjson's depth limit (1,024 levels)

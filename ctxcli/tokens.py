@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import marshal
 import os
 import sys
@@ -369,8 +368,7 @@ def _json_text(value: Any) -> str:
         return orjson.dumps(value, default=str).decode()
     except TypeError:  # a lone surrogate (JSON allows "\ud83d"; orjson writes no such
         # str), or nesting past orjson's 254 levels
-        with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
-            return json.dumps(value, default=str)
+        return jsonio.std_dumps(value, default=str)
 
 
 def _document(counter: TokenCounter, part: Mapping[str, Any]) -> int:

@@ -115,8 +115,7 @@ def _content_bytes(content: Any) -> bytes:
 
 def canonical_json(value: Any) -> str:
     """``value`` as JSON text with sorted keys, no spaces and non-ASCII kept."""
-    with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):  # as deep as JSON is read
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return jsonio.std_dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse(text: Any) -> re.Match[str] | None:
