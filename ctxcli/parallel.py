@@ -143,12 +143,12 @@ def process_map(
         processes[w].join(1)
         return WorkerError(_death(processes[w].exitcode))
 
-    def tell(w: int, message: tuple[int, Any] | bytes | memoryview) -> None:
+    def tell(w: int, message: tuple[int, Any]) -> None:
+        tell_pickled(w, ForkingPickler.dumps(message))
+
+    def tell_pickled(w: int, message: bytes | memoryview) -> None:
         try:
-            if isinstance(message, tuple):
-                ends[w].send(message)
-            else:
-                ends[w].send_bytes(message)  # pickled already
+            ends[w].send_bytes(message)
         except OSError:
             raise lost(w) from None
 
@@ -186,7 +186,7 @@ def process_map(
                     message = ForkingPickler.dumps((_NEWS, found))  # once for all
                     for other in range(workers):
                         if other != w:
-                            tell(other, message)
+                            tell_pickled(other, message)
             while yielded in done:
                 ok, value = done.pop(yielded)
                 yielded += 1
