@@ -551,8 +551,6 @@ class Compressor:
         of a conversation logged at every turn) is not read again by the others (see
         :mod:`ctxcli.memo`)."""
 
-        if self._bar is not None:
-            self._bar.reset()  # the bar counts pieces done, not the line peeked at
         with jsonio.open_input(path) as stream:
             # Workers read the pieces through this open file (their copy of its
             # descriptor): the file it was, if its path is replaced during the run.
@@ -789,13 +787,13 @@ class Compressor:
         shape, items, original = jsonio.read_records(input_path)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
-        items = _tracked(items, bar)
         is_session = self.format is claude_code
         if self.format is None and shape == "jsonl":
             first = next(items, None)
             if first is not None:
                 items = itertools.chain([first], items)
                 is_session = claude_code.detect(_peek(first, input_path))
+        items = _tracked(items, bar)  # counted as a driver reads them, not when peeked at
         driver = self.session if is_session else self.records
         with contextlib.ExitStack() as stack:
             if bar is not None:
