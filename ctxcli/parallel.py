@@ -102,8 +102,9 @@ def process_map(
     the worker's traceback as its cause (:class:`RemoteTraceback`). A worker ends by
     itself once this process is gone.
 
-    No send here waits on a worker at work: each worker reads its pipe on a thread of
-    its own, so a large result and a large piece of news cannot block each other.
+    No send here waits on a worker at work, nor a worker on this process: each worker
+    reads its pipe and writes its results on threads of its own, so a large result and
+    a large piece of news cannot block each other.
     """
     if workers < 1:
         raise ValueError("workers must be 1 or more")
@@ -223,7 +224,9 @@ def _serve(
 ) -> None:
     """A worker process of :func:`process_map`: run items from ``end`` until told to
     stop (``None``) or the parent is gone (its end of the pipe closes). A thread reads
-    the pipe into ``inbox`` as messages come, so the parent's sends never wait."""
+    the pipe into ``inbox`` as messages come, so the parent's sends never wait; another
+    writes the answers from ``outbox``, so the worker never waits for the parent to
+    read one."""
     for other in others:
         other.close()  # the parent's ends: only the parent may hold them, or no worker
         # would see its pipe close when the parent is gone
@@ -247,37 +250,47 @@ def _serve(
             inbox.put((_BROKEN, exc))
 
     threading.Thread(target=receive, name="ctxcli-inbox", daemon=True).start()
-    items: deque[Any] = deque()
-    while True:
-        # Take in all that has come; wait only while there is no item to work on.
-        while True:
+    outbox: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
+
+    def send() -> None:
+        # Answers are written from here, so that the worker goes on with its next item
+        # while the parent, busy with another worker's answer, has yet to read this one.
+        while (answer := outbox.get()) is not None:
             try:
-                message = inbox.get(block=not items)
-            except queue.Empty:
-                break
-            if message is None:
-                return
-            kind, body = message
-            if kind == _ITEM:
-                items.append(body)
-            elif kind == _BROKEN:
-                _answer(end, _failure(WorkerError(f"a worker cannot read its task: {body!r}")))
-                return
-            elif learn is not None:
-                learn(body)
-        try:
-            answer: tuple[bool, Any] = (True, func(items.popleft()))
-        except Exception as exc:
-            answer = _failure(exc)
-        try:
-            with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
-                end.send(answer)  # as deep as what one process reads and writes
-        except OSError:
-            return  # the parent is gone
-        except Exception as exc:  # an exception or result that does not pickle
-            failed = WorkerError(f"a worker's result cannot be sent back: {exc!r}")
-            if not _answer(end, _failure(failed)):
-                return
+                end.send_bytes(answer)
+            except OSError:
+                os._exit(1)  # the parent is gone
+
+    sender = threading.Thread(target=send, name="ctxcli-outbox", daemon=True)
+    sender.start()
+    items: deque[Any] = deque()
+    try:
+        while True:
+            # Take in all that has come; wait only while there is no item to work on.
+            while True:
+                try:
+                    message = inbox.get(block=not items)
+                except queue.Empty:
+                    break
+                if message is None:
+                    return
+                kind, body = message
+                if kind == _ITEM:
+                    items.append(body)
+                elif kind == _BROKEN:
+                    failed = WorkerError(f"a worker cannot read its task: {body!r}")
+                    outbox.put(_pickled(_failure(failed)))
+                    return
+                elif learn is not None:
+                    learn(body)
+            try:
+                answer: tuple[bool, Any] = (True, func(items.popleft()))
+            except Exception as exc:
+                answer = _failure(exc)
+            outbox.put(_pickled(answer))
+    finally:
+        outbox.put(None)
+        sender.join()  # all answers written
 
 
 def _failure(exc: BaseException) -> tuple[bool, Any]:
@@ -287,13 +300,15 @@ def _failure(exc: BaseException) -> tuple[bool, Any]:
     return False, (exc, where)
 
 
-def _answer(end: Connection, answer: tuple[bool, Any]) -> bool:
-    """Send ``answer`` to the parent; False when it is gone."""
+def _pickled(answer: tuple[bool, Any]) -> memoryview:
+    """``answer`` pickled for the parent, as deep as one process reads and writes; an
+    answer that does not pickle gives a failure that says so instead."""
     try:
-        end.send(answer)
-    except OSError:
-        return False
-    return True
+        with jsonio.deeper_recursion(jsonio.DEEP_RECURSION_LIMIT):
+            return ForkingPickler.dumps(answer)
+    except Exception as exc:  # an exception or result that does not pickle
+        failed = WorkerError(f"a worker's result cannot be sent back: {exc!r}")
+        return ForkingPickler.dumps(_failure(failed))
 
 
 class RemoteTraceback(Exception):

@@ -176,6 +176,43 @@ def test_large_results_and_large_news_do_not_block_each_other() -> None:
     assert got == list(range(24))
 
 
+def _big_or_mark(item: tuple[str, str]) -> bytes:
+    kind, path = item
+    if kind == "big":
+        return bytes(8 << 20)
+    Path(path).write_text("started")
+    return b""
+
+
+def test_a_worker_goes_on_while_its_last_answer_waits_to_be_read(tmp_path: Path) -> None:
+    """A worker whose large answer the parent has not read yet (busy with another
+    worker's) still starts its next item."""
+    from ctxcli import parallel
+
+    marker = tmp_path / "second item started"
+    context = multiprocessing.get_context("fork")
+    mine, theirs = context.Pipe()
+    worker = context.Process(
+        target=parallel._serve, args=(theirs, [mine], _big_or_mark, None, (), None), daemon=True
+    )
+    worker.start()
+    theirs.close()
+    try:
+        mine.send((parallel._ITEM, ("big", "")))
+        mine.send((parallel._ITEM, ("mark", str(marker))))
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists()  # the first answer, 8 MB, is not read yet
+        assert mine.recv() == (True, bytes(8 << 20))
+        assert mine.recv() == (True, b"")
+    finally:
+        mine.send(None)
+        mine.close()
+        worker.join(10)
+    assert worker.exitcode == 0
+
+
 def _slow_after_first(item: int) -> int:
     if item:
         time.sleep(30)
