@@ -544,7 +544,7 @@ class Compressor:
 
     def _pieces(self, path: str) -> Iterator[Piece]:
         """The JSON lines file ``path`` compressed by :attr:`jobs` worker processes, a
-        :class:`Piece` per :data:`CHUNK_BYTES` of input, in order. Each worker reads its
+        :class:`Piece` per piece of input (see :data:`CHUNK_BYTES`), in order. Each worker reads its
         pieces of the file itself and sends back only their output, stats and what its
         memos learned, which the other workers take in before their next piece: a text
         one worker read (a system prompt, a tool's schema or result, the earlier turns
@@ -556,7 +556,9 @@ class Compressor:
             # descriptor): the file it was, if its path is replaced during the run.
             tasks = (
                 (path, stream.fileno(), start, end, first_line)
-                for start, end, first_line in jsonio.chunks(stream, CHUNK_BYTES)
+                for start, end, first_line in jsonio.chunks(
+                    stream, CHUNK_BYTES, first=min(FIRST_CHUNK_BYTES, CHUNK_BYTES)
+                )
             )
             pieces = process_map(
                 _piece,
@@ -890,8 +892,12 @@ def usable_cpus() -> int:
     return max(1, cores)
 
 
-#: Bytes of input a worker process reads and compresses at a time.
+#: Bytes of input a worker process reads and compresses at a time...
 CHUNK_BYTES = 1 << 20
+#: ...once past the start of the file, whose pieces are smaller, from this size up
+#: (see :func:`ctxcli.jsonio.chunks`): there most texts are new, and what one worker
+#: learns from them reaches the others sooner.
+FIRST_CHUNK_BYTES = 1 << 17
 #: Inputs smaller than this (bytes) are compressed in this process when ``jobs`` is
 #: automatic: starting workers costs more than they save.
 POOL_MIN_BYTES = 8_000_000

@@ -160,14 +160,23 @@ def open_input(path: str) -> BinaryIO:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-def chunks(stream: BinaryIO, size: int) -> Iterator[tuple[int, int, int]]:
+def chunks(
+    stream: BinaryIO, size: int, *, first: int | None = None
+) -> Iterator[tuple[int, int, int]]:
     """Split a JSON lines file, read from the start of ``stream``, into pieces of about
     ``size`` bytes that end at line ends: ``(start, end, first line)`` each, so that
     another process can read ``[start, end)`` itself with :func:`read_chunk`. Only
-    line ends are looked at here."""
+    line ends are looked at here.
+
+    With ``first`` (bytes, at most ``size``), the pieces start that small and grow: each
+    is about a quarter of the bytes before it, between ``first`` and ``size``. (Workers
+    that share what they learn pass it on after each piece; small pieces at the start,
+    where most texts are new, pass it on sooner.)
+    """
     start, line = 0, 1
     while True:
-        data = stream.read(size)
+        want = size if first is None else min(size, max(first, start // 4))
+        data = stream.read(want)
         if not data:
             return
         data += stream.readline()  # up to the end of the line the piece cut into

@@ -21,8 +21,10 @@ T = TypeVar("T")
 
 Results = dict[tuple[Hashable, ...], Any]
 
-#: Results for texts shorter than this (characters) are not shared: computing them
-#: again costs about what passing them on would.
+#: By default, results for texts shorter than this (characters) are not shared:
+#: counting the tokens of a short text again costs about what passing the count on
+#: would. A memo whose function costs more per text shares from fewer characters
+#: (``share_from``).
 SHARED_MIN_CHARS = 256
 #: The memos whose results worker processes share, by name (held weakly: a memo no
 #: one else uses is not kept for sharing).
@@ -35,21 +37,28 @@ class TextMemo(Generic[T]):
 
     ``share_as`` names a memo whose results may be passed to another process (its
     ``func`` must give the same result for a text in every process, and picklable
-    values); a later memo of the same name takes its place until :func:`share` puts
-    this one back.
+    values), for texts of at least ``share_from`` characters (default
+    :data:`SHARED_MIN_CHARS`); a later memo of the same
+    name takes its place until :func:`share` puts this one back.
 
     Two different texts of the same length and hash would share a result; with 64-bit
     hashes that takes billions of distinct texts in one fill, far past ``size``.
     """
 
     def __init__(
-        self, func: Callable[..., T], size: int = 1 << 17, *, share_as: str | None = None
+        self,
+        func: Callable[..., T],
+        size: int = 1 << 17,
+        *,
+        share_as: str | None = None,
+        share_from: int | None = None,
     ) -> None:
         self.func = func
         self.size = size
         self._results: dict[tuple[Hashable, ...], T] = {}
         self._fresh: dict[tuple[Hashable, ...], T] | None = None
         self.share_as = share_as
+        self.share_from = SHARED_MIN_CHARS if share_from is None else share_from
         share(self)
 
     def __call__(self, text: str, *extra: Hashable) -> T:
@@ -62,7 +71,7 @@ class TextMemo(Generic[T]):
         if len(self._results) >= self.size:
             self._results.clear()
         self._results[key] = value
-        if self._fresh is not None and len(text) >= SHARED_MIN_CHARS:
+        if self._fresh is not None and len(text) >= self.share_from:
             self._fresh[key] = value
         return value
 

@@ -29,6 +29,22 @@ def test_pieces_end_at_line_ends_and_name_their_first_line(tmp_path: Path) -> No
     assert [r.line for r in records] == [n + 1 for n, line in enumerate(lines) if line]
 
 
+def test_first_pieces_are_small_and_grow_to_the_size(tmp_path: Path) -> None:
+    lines = [b'{"n": %d, "pad": "%s"}' % (i, b"x" * 80) for i in range(2000)]
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    with jsonio.open_input(str(source)) as stream:
+        pieces = list(jsonio.chunks(stream, 20_000, first=1000))
+        records = [r for p in pieces for r in jsonio.read_chunk(stream.fileno(), *p)]
+    sizes = [end - start for start, end, _ in pieces]
+    assert [r.raw for r in records] == lines
+    assert sizes[0] < 1200 and sizes[4] < 1200  # a quarter of what came before, or first
+    # Growing (to within a line, as pieces end at line ends), but for the last.
+    assert all(later > earlier - 110 for earlier, later in zip(sizes, sizes[1:-1]))
+    assert 20_000 <= max(sizes) < 20_200  # up to the size (and the rest of a line)
+    assert pieces[0][0] == 0 and all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+
+
 def test_a_piece_is_read_from_the_file_that_was_cut_not_its_path_later(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_bytes(b'{"old": 1}\n{"old": 2}\n')

@@ -268,6 +268,18 @@ def test_a_memo_shares_only_what_it_computed_since_the_last_news() -> None:
             shared._fresh = None
 
 
+def test_a_memo_made_to_share_from_zero_shares_short_texts() -> None:
+    costly = memo.TextMemo(str.upper, share_as="test upper", share_from=0)
+    try:
+        memo.track()
+        costly("hi")
+        assert memo.fresh() == {"test upper": {(hash("hi"), 2): "HI"}}
+    finally:
+        memo._SHARED.pop("test upper", None)
+        for shared in memo._SHARED.values():
+            shared._fresh = None
+
+
 # --- how many workers by default --------------------------------------------------------
 
 

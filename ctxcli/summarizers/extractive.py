@@ -490,7 +490,9 @@ def _argument_facts_of(arguments: str) -> list[str]:
 
 
 #: Facts of tool-call arguments, memoised like :data:`_extract`.
-_argument_facts = TextMemo(_argument_facts_of, size=1 << 15, share_as="argument facts")
+_argument_facts = TextMemo(
+    _argument_facts_of, size=1 << 15, share_as="argument facts", share_from=0
+)
 
 
 def error_lines(text: str, limit: int = 3) -> list[str]:
@@ -544,8 +546,10 @@ def _shape(fact: str) -> str:
 
 
 #: What one message gives each section, memoised: a text seen before in this process
-#: (a repeated prompt or tool result) is read once.
-_extract = TextMemo(_extract_one, size=1 << 15, share_as="extract")
+#: (a repeated prompt or tool result) is read once. Shared with other worker processes
+#: whatever the text's length: reading even a short one with all the patterns costs
+#: about 40 microseconds, several times what passing its result on does.
+_extract = TextMemo(_extract_one, size=1 << 15, share_as="extract", share_from=0)
 
 
 def _thin(found: list[str]) -> list[str]:
