@@ -873,23 +873,41 @@ class Compressor:
 #: Where cgroup v2 states a CPU quota: ``"<quota> <period>"`` (microseconds) or
 #: ``"max <period>"``.
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+#: Where cgroup v1 states one: ``cpu.cfs_quota_us`` (``-1``: none) and
+#: ``cpu.cfs_period_us`` in this folder.
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 
 
 def usable_cpus() -> int:
     """The cores this process may run on: those its CPU affinity allows (``taskset``),
-    fewer when a cgroup v2 CPU quota (a container's ``--cpus``) grants less time than
-    that, and at least 1."""
+    fewer when a cgroup CPU quota (a container's ``--cpus``; cgroup v2, else v1) grants
+    less time than that, and at least 1."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    if quota is not None:
+        cores = min(cores, max(1, int(quota + 0.5)))
+    return max(1, cores)
+
+
+def _cgroup_cpus() -> float | None:
+    """Cores' worth of time this process's cgroup grants (1.5 for ``--cpus 1.5``), or
+    ``None`` for no quota, or none that can be read."""
     try:
         quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(int(quota) / int(period) + 0.5)))
     except (OSError, ValueError):
-        pass
-    return max(1, cores)
+        try:
+            quota = (CGROUP_V1_CPU / "cpu.cfs_quota_us").read_text().strip()
+            period = (CGROUP_V1_CPU / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        granted, every = int(quota), int(period)
+    except ValueError:
+        return None  # "max", or unreadable
+    return granted / every if granted > 0 and every > 0 else None
 
 
 #: Bytes of input a worker process reads and compresses at a time...

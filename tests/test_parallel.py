@@ -302,6 +302,23 @@ def test_default_workers_follow_affinity_and_a_cgroup_quota(
     assert compress.usable_cpus() == 1
 
 
+def test_default_workers_follow_a_cgroup_v1_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxcli import compress
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(compress, "CGROUP_CPU_MAX", tmp_path / "no cgroup v2" / "cpu.max")
+    monkeypatch.setattr(compress, "CGROUP_V1_CPU", tmp_path)
+    (tmp_path / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "cpu.cfs_quota_us").write_text("-1\n")  # no quota
+    assert compress.usable_cpus() == 4
+    (tmp_path / "cpu.cfs_quota_us").write_text("250000\n")  # docker --cpus 2.5
+    assert compress.usable_cpus() == 3
+    (tmp_path / "cpu.cfs_period_us").write_text("0\n")  # nonsense: no quota
+    assert compress.usable_cpus() == 4
+
+
 def test_workers_that_cannot_start_are_a_clear_error_and_leave_none_running() -> None:
     import subprocess
     import sys
