@@ -97,14 +97,15 @@ def process_map(
     An exception raised by ``func`` is raised here at its item's position; the workers
     are then stopped, as they are when the consumer stops early. Raises
     :class:`WorkerError` when a worker process cannot start (too many open files or
-    processes) or dies (killed, out of memory), and ``ValueError`` for ``workers``
-    below 1. An exception other than a :class:`ctxcli.errors.CtxcliError` comes with
-    the worker's traceback as its cause (:class:`RemoteTraceback`). A worker ends by
-    itself once this process is gone.
+    processes) or dies (killed, out of memory), or a result cannot be passed back, and
+    ``ValueError`` for ``workers`` below 1. An exception other than a
+    :class:`ctxcli.errors.CtxcliError` comes with the worker's traceback as its cause
+    (:class:`RemoteTraceback`). A worker ends by itself once this process is gone.
 
-    No send here waits on a worker at work, nor a worker on this process: each worker
-    reads its pipe and writes its results on threads of its own, so a large result and
-    a large piece of news cannot block each other.
+    No send here waits on a worker at work: each worker reads its pipe on a thread of
+    its own, so a large result and a large piece of news cannot block each other. A
+    worker writes its results from another thread, so it starts its next item without
+    waiting for this process to read the last.
     """
     if workers < 1:
         raise ValueError("workers must be 1 or more")
@@ -181,6 +182,8 @@ def process_map(
                     ok, value = ends[w].recv()
                 except (EOFError, OSError):
                     raise lost(w) from None
+                except Exception as exc:  # it pickled there but does not unpickle here
+                    raise WorkerError(f"a worker's result cannot be read back: {exc!r}") from None
                 done[in_hand[w].popleft()] = (ok, value)
                 found = news(value) if ok and news is not None else None
                 if found is not None and workers > 1:
@@ -225,8 +228,8 @@ def _serve(
     """A worker process of :func:`process_map`: run items from ``end`` until told to
     stop (``None``) or the parent is gone (its end of the pipe closes). A thread reads
     the pipe into ``inbox`` as messages come, so the parent's sends never wait; another
-    writes the answers from ``outbox``, so the worker never waits for the parent to
-    read one."""
+    writes the answers from ``outbox``, so the worker starts its next item without
+    waiting for the parent to read the last one."""
     for other in others:
         other.close()  # the parent's ends: only the parent may hold them, or no worker
         # would see its pipe close when the parent is gone
@@ -258,8 +261,10 @@ def _serve(
         while (answer := outbox.get()) is not None:
             try:
                 end.send_bytes(answer)
-            except OSError:
-                os._exit(1)  # the parent is gone
+            except BaseException:
+                # The parent is gone (OSError), or this answer cannot be written: end
+                # the worker, which the parent reports, rather than leave it waiting.
+                os._exit(1)
 
     sender = threading.Thread(target=send, name="ctxcli-outbox", daemon=True)
     sender.start()
@@ -288,6 +293,7 @@ def _serve(
             except Exception as exc:
                 answer = _failure(exc)
             outbox.put(_pickled(answer))
+            del answer  # the pickled copy is all that is needed now
     finally:
         outbox.put(None)
         sender.join()  # all answers written

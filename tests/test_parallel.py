@@ -39,6 +39,28 @@ def _unpicklable(item: int) -> Any:
     return lambda: item
 
 
+class _UnpicklesBadly:
+    """Pickles in a worker, fails to unpickle in the parent."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return int, ("not a number",)
+
+
+def _unreadable(item: int) -> Any:
+    return _UnpicklesBadly() if item == 1 else item
+
+
+def _breaks_its_sender(item: int) -> int:
+    if item == 1:
+        from multiprocessing.connection import Connection
+
+        def broken(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("the sender broke")
+
+        Connection.send_bytes = broken  # type: ignore[method-assign]  # in this worker only
+    return item
+
+
 def _remember(item: int) -> tuple[int, int, list[int]]:
     """(item, pid, items this worker knew of before) and it now knows ``item``."""
     before = sorted(_KNOWN)
@@ -137,6 +159,29 @@ def test_a_killed_worker_is_named_not_waited_for() -> None:
 def test_a_result_that_cannot_be_sent_back_is_an_error() -> None:
     with pytest.raises(WorkerError, match="cannot be sent back"):
         list(process_map(_unpicklable, range(3), workers=2))
+
+
+def test_a_result_that_cannot_be_read_back_is_an_error() -> None:
+    with pytest.raises(WorkerError, match="cannot be read back"):
+        list(process_map(_unreadable, range(3), workers=2))
+
+
+def test_a_worker_whose_answers_cannot_be_written_ends_and_is_named() -> None:
+    """Not a hang: the worker ends, and the parent says so."""
+    import threading
+
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            list(process_map(_breaks_its_sender, range(6), workers=2))
+        except WorkerError as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(30)
+    assert outcome and "ended unexpectedly" in str(outcome[0])
 
 
 def test_news_of_one_worker_reaches_the_others_before_their_next_item() -> None:
