@@ -533,7 +533,7 @@ class Compressor:
 
     def _pooled(self, path: str) -> bool:
         """Whether ``path`` is compressed by worker processes (see :meth:`_pieces`):
-        a JSON lines file of more than one piece, with no model to call."""
+        a JSON lines file of more than :data:`CHUNK_BYTES`, with no model to call."""
         offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
         if self.jobs < 2 or not offline or path == "-" or self._shape != "jsonl":
             return False
@@ -556,9 +556,7 @@ class Compressor:
             # descriptor): the file it was, if its path is replaced during the run.
             tasks = (
                 (path, stream.fileno(), start, end, first_line)
-                for start, end, first_line in jsonio.chunks(
-                    stream, CHUNK_BYTES, first=min(FIRST_CHUNK_BYTES, CHUNK_BYTES)
-                )
+                for start, end, first_line in jsonio.chunks(stream, *_piece_sizes())
             )
             pieces = process_map(
                 _piece,
@@ -942,9 +940,19 @@ def _piece(task: tuple[str, int, int, int, int]) -> Piece:
 
 
 def _pieces_in(stream: BinaryIO) -> int:
-    """About how many pieces of :data:`CHUNK_BYTES` the open file holds (1 or more): no
-    more workers than that are started."""
-    return max(1, -(-os.fstat(stream.fileno()).st_size // CHUNK_BYTES))
+    """About how many pieces :meth:`Compressor._pieces` cuts the open file into (1 or
+    more): no more workers than that are started."""
+    size, start, pieces = os.fstat(stream.fileno()).st_size, 0, 0
+    sizes = _piece_sizes()
+    while start < size:
+        start += jsonio.piece_size(start, *sizes)
+        pieces += 1
+    return max(1, pieces)
+
+
+def _piece_sizes() -> tuple[int, int]:
+    """``(size, first)`` for :func:`ctxcli.jsonio.chunks`: the pieces' sizes in bytes."""
+    return CHUNK_BYTES, min(FIRST_CHUNK_BYTES, CHUNK_BYTES)
 
 
 def _news(piece: Piece) -> dict[str, memo.Results] | None:

@@ -160,9 +160,7 @@ def open_input(path: str) -> BinaryIO:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-def chunks(
-    stream: BinaryIO, size: int, *, first: int | None = None
-) -> Iterator[tuple[int, int, int]]:
+def chunks(stream: BinaryIO, size: int, first: int | None = None) -> Iterator[tuple[int, int, int]]:
     """Split a JSON lines file, read from the start of ``stream``, into pieces of about
     ``size`` bytes that end at line ends: ``(start, end, first line)`` each, so that
     another process can read ``[start, end)`` itself with :func:`read_chunk`. Only
@@ -172,10 +170,14 @@ def chunks(
     is about a quarter of the bytes before it, between ``first`` and ``size``. (Workers
     that share what they learn pass it on after each piece; small pieces at the start,
     where most texts are new, pass it on sooner.)
+
+    Raises ``ValueError`` when ``size`` or ``first`` is below 1.
     """
+    if size < 1 or (first is not None and first < 1):
+        raise ValueError("piece sizes must be 1 byte or more")
     start, line = 0, 1
     while True:
-        want = size if first is None else min(size, max(first, start // 4))
+        want = piece_size(start, size, first)
         data = stream.read(want)
         if not data:
             return
@@ -184,6 +186,12 @@ def chunks(
         yield start, end, line
         line += data.count(b"\n")
         start = end
+
+
+def piece_size(start: int, size: int, first: int | None = None) -> int:
+    """Bytes :func:`chunks` reads for a piece from byte ``start`` (then to the line's
+    end): ``size``, or with ``first`` a quarter of ``start``, between the two."""
+    return size if first is None else min(size, max(first, start // 4))
 
 
 def read_chunk(fd: int, start: int, end: int, first_line: int) -> list[Record]:

@@ -45,6 +45,14 @@ def test_first_pieces_are_small_and_grow_to_the_size(tmp_path: Path) -> None:
     assert pieces[0][0] == 0 and all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
 
 
+@pytest.mark.parametrize(("size", "first"), [(0, None), (100, 0), (100, -5)])
+def test_pieces_of_no_bytes_are_refused(tmp_path: Path, size: int, first: int | None) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b"{}\n" * 10)
+    with jsonio.open_input(str(source)) as stream, pytest.raises(ValueError):
+        list(jsonio.chunks(stream, size, first))
+
+
 def test_a_piece_is_read_from_the_file_that_was_cut_not_its_path_later(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_bytes(b'{"old": 1}\n{"old": 2}\n')

@@ -364,6 +364,17 @@ def test_default_workers_follow_a_cgroup_v1_quota(
     assert compress.usable_cpus() == 4
 
 
+@pytest.mark.parametrize("lines", [1, 400, 2_300, 12_000])
+def test_no_more_workers_start_than_the_file_has_pieces(tmp_path: Path, lines: int) -> None:
+    from ctxcli import compress, jsonio
+
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(b'{"pad": "%s"}\n' % (b"x" * 1000) * lines)
+    with jsonio.open_input(str(source)) as stream:
+        expected = compress._pieces_in(stream)
+        assert expected == len(list(jsonio.chunks(stream, *compress._piece_sizes())))
+
+
 def test_workers_that_cannot_start_are_a_clear_error_and_leave_none_running() -> None:
     import subprocess
     import sys
