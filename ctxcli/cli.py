@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 import click
 
 from ctxcli.errors import CtxcliError
-from ctxcli.skills_cli import skills
 from ctxcli.tokens import MAX_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,7 +31,22 @@ def _stop_cleanly_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
-@click.group(context_settings=CONTEXT)
+class _Commands(click.Group):
+    """ctxcli's commands; the ``skills`` group is imported only when asked for (it
+    loads YAML), so that ``compress`` starts without it."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), "skills"])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "skills":
+            from ctxcli.skills_cli import skills
+
+            return skills
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings=CONTEXT)
 @click.version_option(package_name="ctxcli")
 def cli() -> None:
     """Compress LLM conversation transcripts to a token budget, in batch.
@@ -461,6 +475,3 @@ def restore(compressed: str, store_path: str, output: str) -> None:
 def _count(n: int, noun: str) -> str:
     """``1 record``, ``2 records``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-cli.add_command(skills)

@@ -32,3 +32,16 @@ def test_help_and_skills_list_load_neither_openai_nor_tiktoken() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_skills_group_is_loaded_only_when_asked_for() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from ctxcli.cli import cli\n"
+        "print('yaml' in sys.modules)\n"
+        "listing = CliRunner().invoke(cli, ['--help']).output\n"
+        "print('skills' in listing, 'yaml' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
