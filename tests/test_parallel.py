@@ -115,21 +115,27 @@ def _rebuild() -> _OnlyHere:
     return _OnlyHere()
 
 
-def test_a_task_a_worker_cannot_read_is_an_error_not_a_hang() -> None:
+def _worker_error(func: Any, items: list[Any], seconds: float = 30) -> str:
+    """What :class:`WorkerError` ``process_map(func, items)`` raises on two workers
+    within ``seconds`` (``""``: none, or it hung), run on a thread a hang cannot hold."""
     import threading
 
-    outcome: list[Any] = []
+    outcome: list[WorkerError] = []
 
     def run() -> None:
         try:
-            list(process_map(_square_or_same, [1, 2, _OnlyHere(), 4], workers=2))
+            list(process_map(func, items, workers=2))
         except WorkerError as exc:
             outcome.append(exc)
 
     runner = threading.Thread(target=run, daemon=True)
     runner.start()
-    runner.join(30)
-    assert outcome and "cannot read its task" in str(outcome[0])
+    runner.join(seconds)
+    return str(outcome[0]) if outcome else ""
+
+
+def test_a_task_a_worker_cannot_read_is_an_error_not_a_hang() -> None:
+    assert "cannot read its task" in _worker_error(_square_or_same, [1, 2, _OnlyHere(), 4])
 
 
 def _square_or_same(item: Any) -> Any:
@@ -168,20 +174,7 @@ def test_a_result_that_cannot_be_read_back_is_an_error() -> None:
 
 def test_a_worker_whose_answers_cannot_be_written_ends_and_is_named() -> None:
     """Not a hang: the worker ends, and the parent says so."""
-    import threading
-
-    outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            list(process_map(_breaks_its_sender, range(6), workers=2))
-        except WorkerError as exc:
-            outcome.append(exc)
-
-    runner = threading.Thread(target=run, daemon=True)
-    runner.start()
-    runner.join(30)
-    assert outcome and "ended unexpectedly" in str(outcome[0])
+    assert "ended unexpectedly" in _worker_error(_breaks_its_sender, list(range(6)))
 
 
 def test_news_of_one_worker_reaches_the_others_before_their_next_item() -> None:
