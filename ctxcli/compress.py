@@ -544,12 +544,12 @@ class Compressor:
 
     def _pieces(self, path: str) -> Iterator[Piece]:
         """The JSON lines file ``path`` compressed by :attr:`jobs` worker processes, a
-        :class:`Piece` per piece of input (see :data:`CHUNK_BYTES`), in order. Each worker reads its
-        pieces of the file itself and sends back only their output, stats and what its
-        memos learned, which the other workers take in before their next piece: a text
-        one worker read (a system prompt, a tool's schema or result, the earlier turns
-        of a conversation logged at every turn) is not read again by the others (see
-        :mod:`ctxcli.memo`)."""
+        :class:`Piece` per piece of input (see :data:`CHUNK_BYTES`), in order. Each
+        worker reads its pieces of the file itself and sends back only their output,
+        stats and what its memos learned, which the other workers take in before their
+        next piece: a text one worker read (a system prompt, a tool's schema or result,
+        the earlier turns of a conversation logged at every turn) is not read again by
+        the others (see :mod:`ctxcli.memo`)."""
 
         with jsonio.open_input(path) as stream:
             # Workers read the pieces through this open file (their copy of its

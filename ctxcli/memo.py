@@ -38,8 +38,8 @@ class TextMemo(Generic[T]):
     ``share_as`` names a memo whose results may be passed to another process (its
     ``func`` must give the same result for a text in every process, and picklable
     values), for texts of at least ``share_from`` characters (default
-    :data:`SHARED_MIN_CHARS`); a later memo of the same
-    name takes its place until :func:`share` puts this one back.
+    :data:`SHARED_MIN_CHARS`); a later memo of the same name takes its place until
+    :func:`share` puts this one back.
 
     Two different texts of the same length and hash would share a result; with 64-bit
     hashes that takes billions of distinct texts in one fill, far past ``size``.
