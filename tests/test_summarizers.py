@@ -14,6 +14,7 @@ from ctxcli.summarizers.extractive import (
     Extractive,
     error_lines,
     facts,
+    json_facts,
     language,
     parse_summary,
     sentences,
@@ -70,6 +71,20 @@ def test_facts_find_ids_dates_amounts_and_quantities() -> None:
 def test_long_requests_are_shortened_to_their_first_sentence_and_question() -> None:
     text = "I bought a phone last week. " + "It was fine at first. " * 10 + "Can I return it?"
     assert short_request(text) == "I bought a phone last week. Can I return it?"
+
+
+def test_the_status_of_a_list_item_is_no_fact_but_a_record_status_is() -> None:
+    todos = {
+        "todos": [
+            {"id": "1", "content": "Read CLAUDE.md", "status": "completed"},
+            {"id": "2", "content": "Update CLAUDE.md", "status": "in_progress"},
+        ]
+    }
+    assert json_facts(todos) == ["id=1", "id=2"]
+    assert json_facts({"reservation_id": "ZFA04Y", "status": "cancelled"}) == [
+        "reservation_id=ZFA04Y",
+        "status=cancelled",
+    ]
 
 
 def test_summary_keeps_requests_and_json_facts_within_its_bound() -> None:

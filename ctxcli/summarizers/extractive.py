@@ -204,6 +204,9 @@ _NAME = re.compile(
     r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
     r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
 )
+#: Keys of a state rather than a thing: their values say something only of an item
+#: the summary names (see :func:`json_facts`).
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
 _JSON_KEYS = re.compile(
     r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
     r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
@@ -422,24 +425,28 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
 
 def json_facts(value: Any, limit: int = 12) -> list[str]:
     """``key=value`` pairs of a parsed JSON value whose key names an id, name, date,
-    amount, status or the like (at most ``limit``)."""
+    amount, status or the like (at most ``limit``). The status of an item in a list
+    (a to-do list's ``status=pending``, a flight list's ``status=available``) is left
+    out: the item it belongs to is not said, so it tells nothing."""
     out: list[str] = []
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, in_list: bool) -> None:
         if len(out) >= limit:
             return
         if isinstance(node, Mapping):
             for key, item in node.items():
                 if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    if in_list and _STATUS_KEY.search(str(key)):
+                        continue
                     if _JSON_KEYS.search(str(key)) and len(str(item)) <= FACT_CHARS:
                         out.append(f"{key}={item}")
                 else:
-                    walk(item)
+                    walk(item, in_list)
         elif isinstance(node, list):
             for item in node:
-                walk(item)
+                walk(item, True)
 
-    walk(value)
+    walk(value, False)
     return out[:limit]
 
 
