@@ -424,3 +424,16 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
     assert error_lines("src/app.py:12: error: Incompatible types") == [
         "src/app.py:12: error: Incompatible types"
     ]
+
+
+def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon() -> None:
+    failed = (
+        "<tool_use_error>InputValidationError: Task failed due to the following issue:\n"
+        "The required parameter `prompt` is missing</tool_use_error>"
+    )
+    assert error_lines(failed) == [
+        "InputValidationError: Task failed due to the following issue: "
+        "The required parameter `prompt` is missing"
+    ]
+    unread = "<tool_use_error>File has not been read yet. Read it first.</tool_use_error>"
+    assert error_lines(unread) == ["File has not been read yet. Read it first."]

@@ -182,9 +182,21 @@ FACT_SCAN_CHARS = 4000
 ERROR_SCAN_CHARS = 20000
 FACTS_PER_MESSAGE = 12
 _SHAPE_DIGITS = re.compile(r"\d+")
-_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "error:", "fatal:", "panic:")
+#: Claude Code's wrapper of a failed tool call's result.
+_TOOL_USE_ERROR = re.compile(r"</?tool_use_error>")
+_ERROR_WORDS = (
+    "Error",
+    "Exception",
+    "Traceback",
+    "FAILED",
+    "error:",
+    "fatal:",
+    "panic:",
+    "<tool_use_error>",
+)
 _ERROR_LINE = re.compile(
-    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):).*$",
+    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):"
+    r"|<tool_use_error>).*$",
     re.MULTILINE,
 )
 #: A line of source code shown by a tool that names an error type without reporting
@@ -504,8 +516,10 @@ _argument_facts = TextMemo(
 
 def error_lines(text: str, limit: int = 3) -> list[str]:
     """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
-    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``), shortened:
-    what an agent learned from its mistakes."""
+    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``, Claude
+    Code's ``<tool_use_error>``), shortened: what an agent learned from its mistakes. A
+    line that ends in a colon ("failed due to the following issue:") takes the next
+    line with it, which says what the error was."""
     text = text[:ERROR_SCAN_CHARS]
     if not any(word in text for word in _ERROR_WORDS):
         return []
@@ -513,7 +527,11 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
     for match in _ERROR_LINE.finditer(text):
         if _CODE_LINE.match(match.group()):
             continue  # code that names an error, not an error that happened
-        line = shorten(match.group().strip(), NOTE_CHARS)
+        line = match.group().strip()
+        if line.endswith(":") and not line.startswith("Traceback"):
+            after = text[match.end() + 1 :].partition("\n")[0].strip()
+            line = f"{line} {after}" if after else line
+        line = shorten(_TOOL_USE_ERROR.sub("", line).strip(), NOTE_CHARS)
         if line not in found:
             found.append(line)
         if len(found) >= limit:
