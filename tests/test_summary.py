@@ -384,6 +384,19 @@ def test_anthropic_the_summary_is_a_user_turn_after_the_task(tmp_path: Path) -> 
     assert messages[-1] == record["messages"][-1]
 
 
+def test_anthropic_the_header_counts_the_files_messages_not_its_blocks(tmp_path: Path) -> None:
+    """A user message answering two parallel calls is one message folded, not two."""
+    record = anthropic_run()
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    compress_file(source, out, "--stages summary,priority --max-tokens 1200")
+    messages = read_jsonl(out)[0]["messages"]
+    summary = next(m for m in messages if is_summary(m))
+    folded = len(record["messages"]) - (len(messages) - 1)
+    assert any("t4b" in json.dumps(m) for m in record["messages"][: folded + 1])  # a pair
+    assert summary["content"][0]["text"].startswith(f"{SUMMARY_MARKER} {folded} earlier")
+
+
 def test_anthropic_a_mixed_run_gets_two_user_summaries(tmp_path: Path) -> None:
     record = anthropic_run()
     earlier = [

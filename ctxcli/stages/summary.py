@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -174,7 +174,8 @@ class Summary:
         earlier = [m for m in folded if m.is_summary]
         fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in earlier) or None
-        count = len(fresh) + sum(_folded_count(m) for m in earlier)
+        count = _entries(m for m in folded if not m.is_summary)
+        count += sum(_folded_count(m) for m in earlier)
         counter = context.counter
         # The header is in the body's language, foreseen as the extractive summarizer
         # picks it; its cost is reserved before the body.
@@ -343,6 +344,21 @@ def _body(message: Message) -> str:
     """An earlier summary's text after its header line (string or text parts)."""
     content = message_text(message.data)
     return content.split("\n", 1)[1] if "\n" in content else ""
+
+
+def _entries(messages: Iterable[Message]) -> int:
+    """How many messages of the input's format ``messages`` are: one per source entry
+    (an Anthropic or Claude Code user entry with two tool results and text is one),
+    a message without one counting alone. The summary header counts these, as a reader
+    of the file would."""
+    seen: set[int] = set()
+    alone = 0
+    for message in messages:
+        if message.entry is None:
+            alone += 1
+        else:
+            seen.add(message.entry)
+    return alone + len(seen)
 
 
 def _folded_count(message: Message) -> int:
