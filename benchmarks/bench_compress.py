@@ -4,7 +4,8 @@ Builds large JSONL inputs by repeating tau-bench's 200 airline runs (from
 ``../shared/data``, or ``--source``) to ``--size-mb`` (and, with ``--large-mb``, a
 second, larger one for the memory check), byte-compiles the ``ctxcli`` package the
 runs import (as ``pip install .`` leaves it), then runs each variant ``--repeat``
-times, each time in a fresh process, so its peak RSS is its own:
+times, round by round (so that a slow spell of the machine falls on every variant
+alike), each time in a fresh process, so its peak RSS is its own:
 
 - ``tiktoken floor``: encoding every message's text once with ``encode_ordinary``, the
   work no exact counter can avoid;
@@ -206,24 +207,42 @@ def child(kind: str, path: str, rest: list[str]) -> None:
     print(json.dumps({"seconds": seconds, "rss_mib": max(own, workers) / 1024}))
 
 
-def measure(name: str, kind: str, path: Path, rest: list[str], repeat: int) -> dict[str, float]:
-    """Run one variant ``repeat`` times, each in a fresh process; return its median
-    seconds and largest peak RSS (MiB). A child's stderr is shown once."""
-    seconds, rss = [], []
+def run_once(
+    name: str, kind: str, path: Path, rest: list[str], show_stderr: bool
+) -> dict[str, float]:
+    """Run one variant once, in a fresh process: its seconds and peak RSS (MiB)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(path), *rest],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    if show_stderr and out.stderr.strip():
+        print(f"{name}, stderr:\n{out.stderr.rstrip()}", file=sys.stderr)
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure(
+    variants: list[tuple[str, str, Path, list[str]]], repeat: int
+) -> dict[str, dict[str, float]]:
+    """Run each variant ``repeat`` times, round by round (every variant once, then
+    again), so that a slow spell of the machine falls on all of them alike and the
+    ratios between them hold; give each its median seconds and largest peak RSS (MiB).
+    A child's stderr is shown once."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in variants}
     for i in range(repeat):
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", kind, str(path), *rest],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        if i == 0 and out.stderr.strip():
-            print(f"{name}, stderr:\n{out.stderr.rstrip()}", file=sys.stderr)
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        seconds.append(result["seconds"])
-        rss.append(result["rss_mib"])
-    print(f"{name}: {' '.join(f'{s:.2f}' for s in seconds)} s", file=sys.stderr)
-    return {"seconds": statistics.median(seconds), "rss_mib": max(rss)}
+        for name, kind, path, rest in variants:
+            runs[name].append(run_once(name, kind, path, rest, show_stderr=i == 0))
+    results = {}
+    for name, done in runs.items():
+        seconds = [r["seconds"] for r in done]
+        print(f"{name}: {' '.join(f'{s:.2f}' for s in seconds)} s", file=sys.stderr)
+        results[name] = {
+            "seconds": statistics.median(seconds),
+            "rss_mib": max(r["rss_mib"] for r in done),
+        }
+    return results
 
 
 def compile_ctxcli() -> None:
@@ -265,11 +284,13 @@ def main() -> None:
         path = options.workdir / f"airline{kind}-{size:g}mb.jsonl"
         return (path, *build_input(options.source, size, path, distinct=bool(kind)))
 
-    rows: list[tuple[str, int, int, dict[str, float]]] = []
+    variants: list[tuple[str, str, Path, list[str]]] = []
+    sizes: dict[str, tuple[int, int]] = {}
 
     def add(name: str, kind: str, made: tuple[Path, int, int], rest: list[str]) -> None:
         path, conversations, size = made
-        rows.append((name, conversations, size, measure(name, kind, path, rest, options.repeat)))
+        variants.append((name, kind, path, rest))
+        sizes[name] = (conversations, size)
 
     small = make(options.size_mb)
     budget = ["--max-tokens", str(options.max_tokens), "--encoding", options.encoding]
@@ -304,6 +325,8 @@ def main() -> None:
             add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
     if options.large_mb:
         add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
+    results = measure(variants, options.repeat)
+    rows = [(name, *sizes[name], results[name]) for name, *_ in variants]
     report(rows, options, base)
 
 
@@ -336,7 +359,8 @@ def report(
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"compress {' '.join(args)}; {time.strftime('%Y-%m-%d %H:%M %Z')}; "
-        f"seconds are medians of {options.repeat} runs, each in a fresh process"
+        f"seconds are medians of {options.repeat} runs, each in a fresh process, "
+        "variants taking turns"
     )
     if options.markdown:
         print("| " + " | ".join(head) + " |")
