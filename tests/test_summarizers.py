@@ -437,3 +437,7 @@ def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon
     ]
     unread = "<tool_use_error>File has not been read yet. Read it first.</tool_use_error>"
     assert error_lines(unread) == ["File has not been read yet. Read it first."]
+    assert error_lines("Build failed with error:\nValueError: bad input\n") == [
+        "Build failed with error:",
+        "ValueError: bad input",
+    ]  # the next line is an error of its own, listed once

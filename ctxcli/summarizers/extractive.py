@@ -530,7 +530,8 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
         line = match.group().strip()
         if line.endswith(":") and not line.startswith("Traceback"):
             after = text[match.end() + 1 :].partition("\n")[0].strip()
-            line = f"{line} {after}" if after else line
+            if after and not _ERROR_LINE.fullmatch(after):  # else it is listed itself
+                line = f"{line} {after}"
         line = shorten(_TOOL_USE_ERROR.sub("", line).strip(), NOTE_CHARS)
         if line not in found:
             found.append(line)
