@@ -87,6 +87,18 @@ def test_the_status_of_a_list_item_is_no_fact_but_a_record_status_is() -> None:
     ]
 
 
+def test_a_bound_too_small_for_the_task_and_a_fact_keeps_the_task() -> None:
+    messages = [
+        {"role": "user", "content": "Get the earnings information for Tesla Inc."},
+        {"role": "assistant", "content": "Looking up Tesla Inc (TSLA) on 2024-04-17."},
+    ]
+    task_alone = SUMMARIZER.summarize(messages[:1], previous=None, max_tokens=100, counter=COUNTER)
+    bound = COUNTER.text(task_alone) + 2  # room for the task, not for it and all facts
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+    assert "- Get the earnings information for Tesla Inc." in body
+    assert COUNTER.text(body) <= bound
+
+
 def test_summary_keeps_requests_and_json_facts_within_its_bound() -> None:
     messages = [
         {"role": "user", "content": "Please cancel reservation ZFA04Y."},

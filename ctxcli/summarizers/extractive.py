@@ -665,10 +665,11 @@ class Extractive:
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the
 #: first 60% (the task and the latest first, see :func:`_order`), so the facts are not
-#: crowded out; then the rest, by precedence, save that the tools line comes before
-#: the last of the facts and the notes: it is short and the only word on what was
-#: done, and last it was left a token or two (one tool of six shown), or none once it
-#: has to say what it leaves out.
+#: crowded out, but the task, the first request, may take the whole bound: a summary
+#: too small for it and any fact says what was asked, not what was found. Then the
+#: rest, by precedence, save that the tools line comes before the last of the facts and
+#: the notes: it is short and the only word on what was done, and last it was left a
+#: token or two (one tool of six shown), or none once it has to say what it leaves out.
 _PASSES = (
     ("requests", 0.6),
     ("facts", 0.9),
@@ -734,7 +735,8 @@ def _render(
             hold = held.get(key, 0)
             if key in reserve and not hold and (hidden.get(key) or used + others + left > limit):
                 hold = reserve[key]  # not all of it fits: saying so is paid for once
-            if used + others + cost + hold > limit:
+            task = key == "requests" and i == 0
+            if used + others + cost + hold > (max_tokens if task else limit):
                 continue
             picked[key].add(i)
             seen.add(item)
