@@ -435,19 +435,30 @@ def _table(results: list[Any]) -> str:
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("compressed")
-@click.option("--store", "store_path", required=True, help="The store compress wrote.")
+@click.option(
+    "--store",
+    "store_path",
+    help="The store compress wrote (default: where compress writes it for that output, "
+    "<stem>.store.jsonl beside COMPRESSED).",
+)
 @click.option(
     "-o", "--output", default="-", show_default=True, help="Output file, or - for stdout."
 )
-def restore(compressed: str, store_path: str, output: str) -> None:
+def restore(compressed: str, store_path: str | None, output: str) -> None:
     """Put the originals back in place of the placeholders in a compressed file.
 
     Lines without placeholders are written back as they are. Placeholders the store
     cannot resolve are an error naming them (exit 1), and nothing is written.
 
-    Example: ctxcli restore logs.compressed.jsonl --store logs.compressed.store.jsonl -o logs.jsonl
+    Example: ctxcli restore logs.compressed.jsonl -o logs.jsonl
     """
+    from ctxcli.compress import default_store
     from ctxcli.store import restore_file
+
+    if store_path is None:
+        store_path = default_store(compressed)
+        if store_path is None:
+            raise click.UsageError("give --store when the compressed file is read from stdin")
 
     try:
         stats = restore_file(compressed, output, store_path)

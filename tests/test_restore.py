@@ -77,6 +77,21 @@ def test_compress_writes_a_deduplicated_store_and_restore_gives_back_the_input(
     assert back.read_bytes().splitlines()[1] == source.read_bytes().splitlines()[1]
 
 
+def test_restore_finds_the_store_compress_wrote_beside_its_output(
+    source: Path, tmp_path: Path
+) -> None:
+    compress(source, "--placeholder-threshold", "100")
+    back = tmp_path / "back.jsonl"
+    result = CliRunner().invoke(
+        cli, ["restore", str(tmp_path / "in.compressed.jsonl"), "-o", str(back)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"from {tmp_path / 'in.compressed.store.jsonl'}" in result.output
+    assert read_jsonl(back) == read_jsonl(source)
+    stdin = CliRunner().invoke(cli, ["restore", "-"], input="{}\n")
+    assert stdin.exit_code == 2 and "give --store" in stdin.output
+
+
 def test_restore_writes_to_stdout_by_default(source: Path, tmp_path: Path) -> None:
     compress(source, "--placeholder-threshold", "100", "--store", str(tmp_path / "s.jsonl"))
     result = CliRunner().invoke(
