@@ -149,7 +149,11 @@ def summarizer_options(func: F) -> F:
     "--stages", help="Stages in order, comma-separated (default placeholder,summary,priority)."
 )
 @budget_options
-@click.option("--keep-last", type=click.IntRange(min=0), help="Messages window and summary keep.")
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=0),
+    help="Messages window and summary keep (default: window 10, summary 6).",
+)
 @click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
 @click.option(
     "--summary-max-tokens",
