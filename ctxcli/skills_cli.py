@@ -158,8 +158,8 @@ def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
     \b
         ctxcli skills validate --dir skills
 
-    With --strict, skills to be shared under the Agent Skills rules (the bundled ones
-    are named like tools, read_file, which those rules do not allow).
+    Use --strict for skills to be shared under the Agent Skills rules (the bundled
+    ones are named like tools, read_file, which those rules do not allow).
     """
     with _errors():
         result = lib.scan_skills(dirs, strict=strict)
