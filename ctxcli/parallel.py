@@ -121,7 +121,8 @@ def process_map(
                 args=(theirs, [*ends, mine], func, initializer, initargs, learn),
                 daemon=True,
             )
-            process.start()
+            with _signals_held():
+                process.start()
         except OSError as exc:  # too many open files or processes
             for end in ends:
                 end.close()  # a started worker sees its pipe close and ends
@@ -212,6 +213,24 @@ def process_map(
             process.join()
 
 
+#: Signals held while a worker is forked, until it has set its own handlers: a forked
+#: process first runs the parent's, and one that raises (Ctrl-C's KeyboardInterrupt,
+#: the CLI's SystemExit on SIGTERM) would unwind the parent's code in the worker, as
+#: if it were the parent.
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Block :data:`_HELD` in this thread (and so in a process forked here) for the
+    block's duration; signals that come meanwhile wait, none is lost."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 #: Kinds of message to a worker of :func:`process_map` (``None``: stop); ``_BROKEN``
 #: is the worker's own note that a message could not be read.
 _ITEM, _NEWS, _BROKEN = 0, 1, 2
@@ -235,6 +254,7 @@ def _serve(
         # would see its pipe close when the parent is gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent stops a worker with it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held since the fork (see below)
     if initializer is not None:
         initializer(*initargs)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()

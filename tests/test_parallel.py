@@ -368,6 +368,32 @@ def test_no_more_workers_start_than_the_file_has_pieces(tmp_path: Path, lines: i
         assert expected == len(list(jsonio.chunks(stream, *compress._piece_sizes())))
 
 
+def test_a_signal_at_a_workers_birth_does_not_run_the_parents_handler_there() -> None:
+    """A worker stopped (SIGTERM) the moment it is forked dies of the signal; it does
+    not run the parent's handler, whose SystemExit would unwind the parent's code in
+    the worker. Run apart, so that a failure cannot unwind this test session."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal\n"
+        "from ctxcli.errors import WorkerError\n"
+        "from ctxcli.parallel import process_map\n"
+        "def stop(signum, frame):\n"
+        "    raise SystemExit(128 + signum)\n"
+        "signal.signal(signal.SIGTERM, stop)  # as ctxcli's CLI does\n"
+        "os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "try:\n"
+        "    list(process_map(abs, range(3), workers=1))\n"
+        "except WorkerError as exc:\n"
+        "    print(os.getpid(), exc)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    printed = run.stdout.split("\n", 1)[0].split(" ", 1)
+    assert run.stdout.count("\n") == 1, run.stdout + run.stderr  # from the parent alone
+    assert printed[1] == "a worker process was killed by SIGTERM", run.stdout + run.stderr
+
+
 def test_workers_that_cannot_start_are_a_clear_error_and_leave_none_running() -> None:
     import subprocess
     import sys
