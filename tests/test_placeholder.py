@@ -82,8 +82,10 @@ def test_the_format_says_what_was_there() -> None:
     assert int(match["chars"]) == len(BIG)
     preview = match["preview"]
     head, tail = int(match["head"]), int(match["tail"])
-    assert preview[:head] == BIG[:30] and preview[-tail:] == BIG[-10:]
-    assert f"[... {len(BIG) - 40} characters omitted ...]" in preview
+    assert preview[:head] == BIG[:head] and preview[-tail:] == BIG[-tail:]
+    assert 15 <= head <= 30 and BIG[head] == "\n"  # cut at a line end
+    assert 5 <= tail <= 10 and BIG[-tail - 1] in "\n "  # and between words
+    assert f"[... {len(BIG) - head - tail} characters omitted ...]" in preview
 
 
 def test_the_id_hashes_utf8_bytes_or_canonical_json() -> None:
@@ -202,19 +204,28 @@ def test_cuts_never_split_a_character() -> None:
     assert cut_preview("a\ud83d\ude00b", 2, 0) == ("a", "")  # not inside a pair
 
 
+def test_previews_cut_at_line_ends_or_between_words() -> None:
+    text = "first line here\nsecond line that goes on\n" + "x" * 500 + "\nlast words of it"
+    head, tail = cut_preview(text, 30, 14)
+    assert head == "first line here"  # the line end in the head's later half
+    assert tail == "words of it"  # no line end in the tail's first half: a space
+    head, _ = cut_preview("y" * 400, 30, 10)
+    assert head == "y" * 30  # nowhere to cut between words: the count decides
+
+
 def test_cuts_stay_out_of_data_urls() -> None:
     url = "data:image/png;base64," + "A" * 200
     text = "see " + url + " end of text"
     head, tail = cut_preview(text, 40, 0)
     assert head == "see "
     head, tail = cut_preview(text, 0, 20)
-    assert tail == " end of text"
+    assert tail == "end of text"  # out of the URL, and between words
 
 
 def test_a_lone_surrogate_is_replaced_in_the_preview_and_kept_in_the_store() -> None:
     content = "broken \ud83d here " + BIG
     text = render(content, tool="t", tokens=1, head=10, tail=5)
-    assert "\ud83d" not in text and "broken \ufffd h" in text
+    assert "\ud83d" not in text and "broken \ufffd" in text
     text.encode("utf-8")  # strict UTF-8: no lone surrogate left
     out, result = apply(agent(content, "x"), threshold=100, keep_recent=1)
     assert result.stored[content_id(content)] == content

@@ -31,13 +31,15 @@ The placeholder format (one line of header, then the preview)::
   The preview text is the string content itself, or for a list of parts their texts
   joined by newlines (an image part as ``[image]``).
 
-Previews are cut on character boundaries: Python strings are sequences of code points,
-so no cut lands inside a multi-byte UTF-8 sequence; a cut is also moved off a surrogate
-pair, off a combining mark, variation selector, emoji modifier or zero-width joiner
-(so ``👍🏽`` stays whole), and out of a ``data:`` URL (the preview then ends before it,
-or starts after it). A lone surrogate in a preview is replaced with U+FFFD: a preview
-is for reading, and some APIs reject lone surrogates. The original, lone surrogate
-included, is stored and restored exactly (written as the same ``\\udXXX`` escape).
+Previews are cut at a line end, or else between words, where one is near the cut
+(:func:`cut_preview`), and always on character boundaries: Python strings are
+sequences of code points, so no cut lands inside a multi-byte UTF-8 sequence; a cut
+is also moved off a surrogate pair, off a combining mark, variation selector, emoji
+modifier or zero-width joiner (so ``👍🏽`` stays whole), and out of a ``data:`` URL
+(the preview then ends before it, or starts after it). A lone surrogate in a preview
+is replaced with U+FFFD: a preview is for reading, and some APIs reject lone
+surrogates. The original, lone surrogate included, is stored and restored exactly
+(written as the same ``\\udXXX`` escape).
 
 Results that report an error (:func:`reports_error`) stay whole when ``keep_errors``:
 the model learns from its mistakes. With ``clear_inputs``, long tool-call arguments are
@@ -251,10 +253,22 @@ def _joins(text: str, at: int) -> bool:
 
 def cut_preview(text: str, head: int, tail: int) -> tuple[str, str]:
     """The first ``head`` and last ``tail`` characters of ``text`` (fewer where a cut
-    would split a character or a ``data:`` URL), never overlapping."""
+    would split a character or a ``data:`` URL), never overlapping. Where something is
+    left out, a cut falls at a line end, or else between words, when one is in the
+    later half of the head (the earlier half of the tail): a word cut short reads as
+    another word."""
     n = len(text)
     end = min(head, n)
     start = max(n - tail, end) if tail > 0 else n
+    if end < start:  # something is left out between them
+        cut = text.rfind("\n", end // 2, end)
+        cut = cut if cut >= 0 else text.rfind(" ", end // 2, end)
+        end = cut if cut > 0 else end
+        if start < n:
+            half = start + (n - start) // 2
+            cut = text.find("\n", start, half)
+            cut = cut if cut >= 0 else text.find(" ", start, half)
+            start = cut + 1 if cut >= 0 else start
     for match in _DATA_URL.finditer(text):
         if match.start() < end < match.end():
             end = match.start()
