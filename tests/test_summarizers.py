@@ -438,6 +438,23 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
     ]
 
 
+def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
+    call = {
+        "id": "b1",
+        "type": "function",
+        "function": {"name": "book_reservation", "arguments": "{}"},
+    }
+    messages = [
+        {"role": "user", "content": "Book the flight."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "b1", "content": "Error: payment amount does not add up"},
+        {"role": "function", "name": "pay", "content": "Error: card declined"},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
+    assert "- book_reservation: Error: payment amount does not add up" in body
+    assert "- pay: Error: card declined" in body
+
+
 def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon() -> None:
     failed = (
         "<tool_use_error>InputValidationError: Task failed due to the following issue:\n"

@@ -7,7 +7,8 @@ It keeps, in this order of precedence while the bound allows:
    arguments included: identifiers, numbers with units, names, dates, amounts, e-mail
    addresses, URLs, paths, and ``key=value`` pairs of JSON results (at most
    :data:`FACTS_PER_MESSAGE` from one tool result, at most two of one shape);
-3. error lines of tool results (tracebacks, failed tests: what the agent learned);
+3. error lines of tool results, each after the name of its tool (tracebacks, failed
+   tests: what the agent learned, and from which call);
 4. assistant sentences that state a fact (those holding a digit: a number, id, date,
    amount);
 5. the tools that were called, with counts (they come before the last of the facts
@@ -648,12 +649,19 @@ class Extractive:
             name, _, times = item.rpartition(" ×")
             tools[name or item] += int(times) if times.isdigit() else 1
         texts = []
+        called: dict[str, str] = {}  # tool call id -> the tool's name
         for message in messages:
             role = str(message.get("role"))
             text = message_text(message)
             texts.append(text)
+            tool = message.get("name") or called.get(str(message.get("tool_call_id")))
             for key, found in zip(SECTIONS, _extract(text, role)):
+                if key == "errors" and role in ("tool", "function") and isinstance(tool, str):
+                    found = tuple(f"{tool}: {line}" for line in found)  # which call failed
                 items[key] += found
+            for call in message.get("tool_calls") or []:
+                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                    called[str(call.get("id"))] = str(call["function"].get("name", "?"))
             for name, arguments in _calls(message):
                 tools[name] += 1
                 items["facts"] += _argument_facts(arguments)
