@@ -11,8 +11,9 @@ It keeps, in this order of precedence while the bound allows:
    tests: what the agent learned, and from which call);
 4. assistant sentences that state a fact (those holding a digit: a number, id, date,
    amount);
-5. the tools that were called, with counts (they come before the last of the facts
-   and the notes, see :data:`_PASSES`).
+5. the tools that were called, with counts, in the order of their latest use (they
+   come before the last of the facts and the notes, see :data:`_PASSES`; a cut line
+   keeps the latest).
 
 Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
 (no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
@@ -663,7 +664,7 @@ class Extractive:
                 if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
                     called[str(call.get("id"))] = str(call["function"].get("name", "?"))
             for name, arguments in _calls(message):
-                tools[name] += 1
+                tools[name] = tools.pop(name, 0) + 1  # in the order of their latest use
                 items["facts"] += _argument_facts(arguments)
         items["facts"] = _thin(items["facts"])
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
@@ -808,9 +809,13 @@ def _weight(key: str, item: str) -> int:
 
 
 def _order(key: str, count: int) -> list[int]:
-    """In which order a section's items are offered: requests the first one (the task)
-    and then newest first, as later turns depend most on the latest; the rest as they
+    """In which order a section's items are offered (they are shown in their own order
+    whatever it is): requests the first one (the task) and then newest first, as later
+    turns depend most on the latest; tools the newest first, as the calls that changed
+    things (a booking, an edit) tend to come after the look-ups; the rest as they
     came."""
+    if key == "tools":
+        return list(range(count - 1, -1, -1))
     if key != "requests" or count < 2:
         return list(range(count))
     return [0, *range(count - 1, 0, -1)]
