@@ -219,6 +219,17 @@ def test_sharegpt_bad_turns_are_all_named() -> None:
     assert "turn 2 is a string, not an object" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("calls", "kind"), [(5, "a number"), ("c1", "a string"), ({}, "an object")]
+)
+def test_openai_tool_calls_that_are_not_a_list_are_an_input_error(calls: Any, kind: str) -> None:
+    record = {
+        "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": calls}]
+    }
+    with pytest.raises(InputError, match=f"message 1: tool_calls is {kind}, not a list"):
+        read(openai, record)
+
+
 # --- OpenAI relatives ----------------------------------------------------------------
 
 

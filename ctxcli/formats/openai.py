@@ -54,7 +54,8 @@ def read(
 
     Raises :class:`InputError` (with ``path`` and ``line``) for a record that is not an
     object, has no ``messages_key`` list, or holds a message that is not an object,
-    has no ``role`` or has a role outside :data:`ctxcli.model.ROLES`.
+    has no ``role``, has a role outside :data:`ctxcli.model.ROLES`, or has
+    ``tool_calls`` that are not a list.
     """
     messages = messages_of(record, messages_key or DEFAULT_KEY, path, line)
     for i, message in enumerate(messages):
@@ -66,6 +67,9 @@ def read(
         if role not in ROLES:
             known = ", ".join(sorted(ROLES))
             raise InputError(path, line, f"message {i} has unknown role {role!r} (known: {known})")
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise InputError(path, line, f"message {i}: tool_calls is {kind(calls)}, not a list")
     neutral, added = _with_part_calls(messages)
     record_id = record.get("id")
     return Conversation(
