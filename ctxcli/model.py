@@ -85,15 +85,8 @@ class Message:
 
     @property
     def result_ids(self) -> tuple[str, ...]:
-        """The call ids a ``tool`` message answers: its ``tool_call_id``, or each id of
-        a ``tool_call_ids`` list (SWE-agent trajectories); empty when it names none."""
-        call_id = self.data.get("tool_call_id")
-        if call_id is not None:
-            return (str(call_id),)
-        ids = self.data.get("tool_call_ids")
-        if isinstance(ids, list):
-            return tuple(str(i) for i in ids)
-        return ()
+        """The call ids a ``tool`` message answers (see :func:`result_ids`)."""
+        return result_ids(self.data)
 
     @property
     def calls_function(self) -> bool:
@@ -187,6 +180,48 @@ def units(messages: Sequence[Message]) -> list[list[int]]:
                 i += 1
         groups.append(group)
     return groups
+
+
+def result_ids(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The call ids a ``tool`` message dict answers: its ``tool_call_id``, or each id of
+    a ``tool_call_ids`` list (SWE-agent trajectories); empty when it names none."""
+    call_id = data.get("tool_call_id")
+    if call_id is not None:
+        return (str(call_id),)
+    ids = data.get("tool_call_ids")
+    if isinstance(ids, list):
+        return tuple(str(i) for i in ids)
+    return ()
+
+
+def tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
+    """Position of each tool result in ``messages`` (message dicts) -> the name of its
+    tool: the result's own ``name``, else the one the call it answers gave (for a
+    legacy ``function`` result, the ``function_call`` before it); ``""`` when neither
+    says."""
+    by_id: dict[str, str] = {}
+    last_function = ""
+    out: dict[int, str] = {}
+    for i, data in enumerate(messages):
+        calls = data.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                    by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
+        function_call = data.get("function_call")
+        if isinstance(function_call, Mapping):
+            last_function = str(function_call.get("name") or "")
+        role = data.get("role")
+        if role not in ("tool", "function"):
+            continue
+        name = data.get("name")
+        if isinstance(name, str) and name:
+            out[i] = name
+        elif role == "tool":
+            out[i] = next((by_id[c] for c in result_ids(data) if c in by_id), "")
+        else:
+            out[i] = last_function
+    return out
 
 
 def latest_user_index(messages: Sequence[Message]) -> int | None:

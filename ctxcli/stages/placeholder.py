@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from ctxcli import jsonio
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, Message, tool_names
 
 if TYPE_CHECKING:
     from ctxcli.pipeline import Context
@@ -356,7 +356,7 @@ class Placeholder:
     ) -> tuple[Conversation, Mapping[str, int]]:
         messages = list(conversation.messages)
         counter = context.counter
-        names = _call_names(messages)
+        names = tool_names([m.data for m in messages])
         results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
         recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
         recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
@@ -373,7 +373,7 @@ class Placeholder:
             held |= placeholder_ids(message)
         for i in results:
             message = messages[i]
-            tool = _tool_name(message, names.get(i))
+            tool = names[i]
             if i in recent or tool in self.exclude_tools:
                 continue
             content = message.data.get("content")
@@ -473,29 +473,3 @@ def _count(
     events["tokens_saved"] = events.get("tokens_saved", 0) + old.tokens - new.tokens
     if key:
         events[key] = events.get(key, 0) + count
-
-
-def _call_names(messages: list[Message]) -> dict[int, str]:
-    """Position of each tool result -> the function name its call gave."""
-    by_id: dict[str, str] = {}
-    last_function = ""
-    out: dict[int, str] = {}
-    for i, message in enumerate(messages):
-        calls = message.data.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
-                    by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
-        function_call = message.data.get("function_call")
-        if isinstance(function_call, Mapping):
-            last_function = str(function_call.get("name") or "")
-        if message.role == "tool":  # tool_call_id, or SWE-agent's tool_call_ids list
-            out[i] = next((by_id[c] for c in message.result_ids if c in by_id), "")
-        elif message.role == "function":
-            out[i] = last_function
-    return out
-
-
-def _tool_name(message: Message, from_call: str | None) -> str:
-    name = message.data.get("name")
-    return name if isinstance(name, str) and name else from_call or ""

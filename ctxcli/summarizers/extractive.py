@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from ctxcli.memo import TextMemo
+from ctxcli.model import tool_names
 from ctxcli.tokens import TokenCounter
 
 SECTIONS = ("requests", "facts", "errors", "notes", "tools")
@@ -650,19 +651,15 @@ class Extractive:
             name, _, times = item.rpartition(" ×")
             tools[name or item] += int(times) if times.isdigit() else 1
         texts = []
-        called: dict[str, str] = {}  # tool call id -> the tool's name
-        for message in messages:
+        names = tool_names(messages)
+        for i, message in enumerate(messages):
             role = str(message.get("role"))
             text = message_text(message)
             texts.append(text)
-            tool = message.get("name") or called.get(str(message.get("tool_call_id")))
             for key, found in zip(SECTIONS, _extract(text, role)):
-                if key == "errors" and role in ("tool", "function") and isinstance(tool, str):
-                    found = tuple(f"{tool}: {line}" for line in found)  # which call failed
+                if key == "errors" and names.get(i):
+                    found = tuple(f"{names[i]}: {line}" for line in found)  # which call failed
                 items[key] += found
-            for call in message.get("tool_calls") or []:
-                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
-                    called[str(call.get("id"))] = str(call["function"].get("name", "?"))
             for name, arguments in _calls(message):
                 tools[name] = tools.pop(name, 0) + 1  # in the order of their latest use
                 items["facts"] += _argument_facts(arguments)
