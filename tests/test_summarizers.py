@@ -453,6 +453,11 @@ def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
     assert "- book_reservation: Error: payment amount does not add up" in body
     assert "- pay: Error: card declined" in body
+    flagged = {"role": "tool", "tool_call_id": "b1", "is_error": True, "content": "No such file\nx"}
+    body = SUMMARIZER.summarize(
+        [*messages[:2], flagged], previous=None, max_tokens=200, counter=COUNTER
+    )
+    assert "- book_reservation: No such file" in body  # flagged failed, in its own words
 
 
 def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon() -> None:

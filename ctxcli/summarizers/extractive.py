@@ -657,6 +657,10 @@ class Extractive:
             text = message_text(message)
             texts.append(text)
             for key, found in zip(SECTIONS, _extract(text, role)):
+                if key == "errors" and not found and message.get("is_error") is True:
+                    # The result says it failed (Anthropic's flag), in words of its own.
+                    first = text.strip().partition("\n")[0]
+                    found = (shorten(_TOOL_USE_ERROR.sub("", first).strip(), NOTE_CHARS),)
                 if key == "errors" and names.get(i):
                     found = tuple(f"{names[i]}: {line}" for line in found)  # which call failed
                 items[key] += found
