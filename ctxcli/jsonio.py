@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -71,8 +73,11 @@ class Record:
         return self.value
 
 
-def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
-    """Open ``path`` (``-``: stdin) and say which of the three input shapes it has:
+def read_records(
+    path: str, data: bytes | None = None
+) -> tuple[Shape, Iterator[Record], bytes | None]:
+    """Open ``path`` (``-``: stdin, or ``data``, the bytes read from it: see
+    :func:`read_input`) and say which of the three input shapes it has:
 
     - ``jsonl``: one record a line (read lazily, line by line);
     - ``array``: one JSON array of records (parsed whole);
@@ -86,7 +91,7 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     Raises :class:`InputError` when the file cannot be read.
     """
     if path == "-":
-        data = sys.stdin.buffer.read()
+        data = (read_input(path) if data is None else data) or b""
         lines = _split(data)
     else:
         data = b""
@@ -108,6 +113,8 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
     body = data[len(BOM) :] if data.startswith(BOM) else data
     try:
         whole = loads(body, path, None)
+    except NumberError:
+        raise
     except InputError as exc:
         if first.lstrip().startswith(b"["):
             # No JSON lines file opens with an array: this is a broken JSON array
@@ -118,6 +125,12 @@ def read_records(path: str) -> tuple[Shape, Iterator[Record], bytes | None]:
         items = (Record(None, i, None, value) for i, value in enumerate(whole))
         return "array", items, data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def read_input(path: str) -> bytes | None:
+    """All of stdin for ``path`` ``-`` (it can be read only once: pass the bytes on to
+    :func:`read_records` and :func:`line_style`); ``None`` for a file, read as needed."""
+    return sys.stdin.buffer.read() if path == "-" else None
 
 
 def _is_object(line: bytes) -> bool:
@@ -203,13 +216,15 @@ def read_chunk(fd: int, start: int, end: int, first_line: int) -> list[Record]:
     return chunk_records(data, first_line, file_start=start == 0)
 
 
-def line_style(path: str) -> tuple[bytes, bool]:
+def line_style(path: str, data: bytes | None = None) -> tuple[bytes, bool]:
     """How the JSON lines file ``path`` ends its lines (``b"\\r\\n"`` when its first
     line does, else ``b"\\n"``) and whether it starts with a UTF-8 byte order mark, so
-    that an output can be written in the same style. ``-`` and unreadable paths give
-    ``(b"\\n", False)``."""
+    that an output can be written in the same style. For stdin (``-``) ``data`` is what
+    was read from it (see :func:`read_input`). Unreadable paths give ``(b"\\n", False)``."""
     if path == "-":
-        return b"\n", False
+        end = (data or b"").find(b"\n")
+        crlf = end > 0 and data is not None and data[end - 1 : end] == b"\r"
+        return (b"\r\n" if crlf else b"\n"), bool(data and data.startswith(BOM))
     try:
         with open(path, "rb") as stream:
             start = block = stream.read(1 << 16)
@@ -277,6 +292,10 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
 
     orjson first; the standard library for what orjson refuses but JSON allows (a
     lone surrogate escape such as ``"\\ud83d"``), which is then kept as that escape.
+    Numbers are held to RFC 8259 (section 6) and to what a double holds: ``NaN``,
+    ``Infinity`` and ``-Infinity`` are not JSON, and a number too large for a double
+    (``1e999``) is read as infinity by most parsers; each is an error naming the line
+    (in a text of several lines, the line of the number).
     """
     try:
         return orjson.loads(raw)
@@ -288,11 +307,50 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
                 where = f"at byte {bad.start + 1}" + (" of the line" if line else "")
                 raise InputError(path, line, f"not valid UTF-8 ({where})") from None
         try:
-            return json.loads(raw)
+            return json.loads(
+                raw, parse_constant=_not_json, parse_float=_finite, parse_int=_in_double
+            )
+        except _NotJsonNumber as bad:
+            at = exc.lineno if line is None else line
+            raise NumberError(path, at, f"{bad} (column {exc.colno})") from None
         except (ValueError, UnicodeDecodeError):
             raise InputError(path, line, f"invalid JSON: {exc}") from None
         except RecursionError:
             raise InputError(path, line, "invalid JSON: nested too deeply") from None
+
+
+class NumberError(InputError):
+    """A number that JSON does not allow or a double cannot hold (see :func:`loads`);
+    it names the line of the number, in a file parsed whole as well."""
+
+
+class _NotJsonNumber(ValueError):
+    """A number :func:`loads` refuses; its text is the reason."""
+
+
+def _not_json(text: str) -> Any:
+    raise _NotJsonNumber(f"{text} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _NotJsonNumber(f"number {text[:40]} is too large for a double")
+    return value
+
+
+#: Digits past which an integer is beyond the largest double (about 1.8e308).
+_DOUBLE_DIGITS = 309
+
+
+def _in_double(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _DOUBLE_DIGITS or (digits == _DOUBLE_DIGITS and abs(int(text)) > _MAX_DOUBLE):
+        raise _NotJsonNumber(f"number {text[:40]}... ({digits} digits) is too large for a double")
+    return int(text)
+
+
+_MAX_DOUBLE = int(sys.float_info.max)
 
 
 def dumps(value: Any) -> bytes:
@@ -342,9 +400,20 @@ def deeper_recursion(limit: int) -> Iterator[None]:
             sys.setrecursionlimit(max([_deeper_base, *_deeper_inside]))
 
 
+#: Bytes of stdout output held in memory before the rest is spooled to a temporary
+#: file (in ``TMPDIR``); see :class:`AtomicWriter`.
+SPOOL_BYTES = 64 << 20
+
+
 class AtomicWriter:
-    """Write a file whole or not at all: to ``<target>.tmp-*`` beside it, renamed over
-    ``target`` by :meth:`commit`. ``-`` writes to stdout directly.
+    """Write a file whole or not at all: to ``.<name>.ctxcli-<pid>-*.tmp`` beside it,
+    renamed over ``target`` by :meth:`commit`. Such files that a killed run left for the
+    same target (their process is gone) are removed first.
+
+    ``-`` is stdout, all or nothing as well: the output is spooled (up to
+    :data:`SPOOL_BYTES` in memory, the rest in a temporary file) and copied to stdout
+    by :meth:`commit`, so a pipeline reading it gets the whole output or none of it.
+    A device or named pipe is written to as it goes.
 
     Use :meth:`commit` after the last write and :meth:`abort` on failure (the context
     manager calls ``abort`` if an exception escapes).
@@ -354,8 +423,9 @@ class AtomicWriter:
         self.target = target
         self._tmp: str | None = None
         self._own = False
-        if target == "-":
-            self.stream: IO[bytes] = sys.stdout.buffer
+        self._spooled = target == "-"
+        if self._spooled:
+            self.stream: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115
             return
         with _naming(target):
             if is_stream(target):
@@ -365,8 +435,10 @@ class AtomicWriter:
                 return
             folder = Path(target).resolve().parent
             folder.mkdir(parents=True, exist_ok=True)
+            prefix = f".{Path(target).name}.ctxcli-"
+            _remove_stale(folder, prefix)
             fd, self._tmp = tempfile.mkstemp(
-                prefix=f".{Path(target).name}.", suffix=".tmp", dir=folder
+                prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=folder
             )
             os.fchmod(fd, 0o666 & ~_umask())  # as a plain open() would create it
             self.stream = os.fdopen(fd, "wb")
@@ -379,6 +451,12 @@ class AtomicWriter:
     def commit(self) -> None:
         """Flush and move the finished file into place."""
         with _naming(self.target):
+            if self._spooled:
+                self.stream.seek(0)
+                shutil.copyfileobj(self.stream, sys.stdout.buffer, 1 << 20)
+                sys.stdout.buffer.flush()
+                self.stream.close()
+                return
             self.stream.flush()
             if self._tmp is None:
                 if self._own:
@@ -393,7 +471,7 @@ class AtomicWriter:
         """Remove the temporary file; the target is left as it was. Never raises: it
         runs while another error is on its way (closing flushes what is buffered, which
         fails again on a full disk)."""
-        if self._own or self._tmp is not None:
+        if self._own or self._spooled or self._tmp is not None:
             with contextlib.suppress(OSError):
                 self.stream.close()
         if self._tmp is None:
@@ -408,6 +486,32 @@ class AtomicWriter:
     def __exit__(self, kind: object, *_: object) -> None:
         if kind is not None:
             self.abort()
+
+
+def _remove_stale(folder: Path, prefix: str) -> None:
+    """Remove the temporary files ``<prefix><pid>-*.tmp`` in ``folder`` whose process is
+    gone (a run killed before it could clean up: SIGKILL, a power cut). Files of a
+    process still running, or of another user's, are left."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix) :].partition("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: it exists
+    return True
 
 
 @contextlib.contextmanager

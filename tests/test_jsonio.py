@@ -162,3 +162,93 @@ def test_a_deeper_recursion_limit_holds_until_the_last_thread_leaves() -> None:
         thread.join(10)
     assert seen == {"inside b after a left": 4000}
     assert sys.getrecursionlimit() == base
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        pytest.param(b'{"a": NaN}', "NaN is not a JSON number (column 7)", id="nan"),
+        pytest.param(
+            b'{"a": [1, Infinity]}', "Infinity is not a JSON number (column 11)", id="inf"
+        ),
+        pytest.param(b'{"a": -Infinity}', "-Infinity is not a JSON number (column 8)", id="-inf"),
+        pytest.param(
+            b'{"a": 1e999}', "number 1e999 is too large for a double (column 7)", id="1e999"
+        ),
+        pytest.param(
+            b'{"a": -' + b"9" * 400 + b"}",
+            f"number -{'9' * 39}... (400 digits) is too large for a double (column 7)",
+            id="big-int",
+        ),
+    ],
+)
+def test_numbers_json_does_not_allow_are_errors_naming_the_line(text: bytes, reason: str) -> None:
+    with pytest.raises(jsonio.NumberError) as caught:
+        jsonio.loads(text, "a.jsonl", 4)
+    assert str(caught.value) == f"a.jsonl:4: {reason}"
+
+
+def test_numbers_a_double_holds_are_read() -> None:
+    big = b"1" + b"0" * 300  # within a double, beyond 64 bits
+    assert jsonio.loads(b'{"a": 1e308, "b": -1.5e-300, "c": ' + big + b"}", "a", 1) == {
+        "a": 1e308,
+        "b": -1.5e-300,
+        "c": 1e300,
+    }
+    assert jsonio.loads(b'{"s": "\\ud83d", "c": ' + big + b"}", "a", 1) == {
+        "s": "\ud83d",  # what orjson refuses, read by the standard library
+        "c": int(big),
+    }
+
+
+def test_a_number_json_does_not_allow_in_an_array_file_names_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "a.json"
+    source.write_bytes(b'[\n  {"messages": []},\n  {"x": NaN}\n]\n')
+    with pytest.raises(jsonio.NumberError) as caught:
+        jsonio.read_records(str(source))
+    assert str(caught.value) == f"{source}:3: NaN is not a JSON number (column 9)"
+
+
+def test_stdout_gets_all_of_the_output_or_none_of_it(capfdbinary: Any) -> None:
+    with pytest.raises(RuntimeError), jsonio.AtomicWriter("-") as writer:
+        writer.write(b"half\n")
+        raise RuntimeError("a bad line later in the input")
+    assert capfdbinary.readouterr().out == b""
+    writer = jsonio.AtomicWriter("-")
+    writer.write(b"x" * (jsonio.SPOOL_BYTES + 10))  # past memory, into a temporary file
+    assert capfdbinary.readouterr().out == b""
+    writer.commit()
+    assert capfdbinary.readouterr().out == b"x" * (jsonio.SPOOL_BYTES + 10)
+
+
+def test_temporary_files_of_a_killed_run_are_removed(tmp_path: Path) -> None:
+    dead = _dead_pid()
+    stale = tmp_path / f".out.jsonl.ctxcli-{dead}-abc.tmp"
+    live = tmp_path / f".out.jsonl.ctxcli-{os.getpid()}-abc.tmp"
+    other = tmp_path / f".other.jsonl.ctxcli-{dead}-abc.tmp"
+    for path in (stale, live, other):
+        path.write_bytes(b"partial")
+    with jsonio.AtomicWriter(str(tmp_path / "out.jsonl")) as writer:
+        writer.write(b"{}\n")
+        writer.commit()
+    assert not stale.exists()
+    assert live.exists() and other.exists()  # a running process's; another output's
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live.name, other.name, "out.jsonl"]
+    )
+
+
+def _dead_pid() -> int:
+    """The id of a process that has ended."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_line_style_of_stdin_is_read_from_its_bytes() -> None:
+    assert jsonio.line_style("-", jsonio.BOM + b'{"a": 1}\r\n{"b": 2}\r\n') == (b"\r\n", True)
+    assert jsonio.line_style("-", b'{"a": 1}\n') == (b"\n", False)
+    assert jsonio.line_style("-", b"") == (b"\n", False)
