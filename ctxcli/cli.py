@@ -242,7 +242,9 @@ def compress(
     that fails falls back to the extractive one, with a warning.
 
     Exit status: 0 done; 1 a bad input line or setting (nothing written); 3 with
-    --check, a conversation over budget; 4 a model summary fell back.
+    --check, a conversation over budget; 5 a conversation's compressed form broke a
+    rule and a safer one was written (listed under fallbacks in the stats); 4 a model
+    summary fell back. When several hold, the first in that order.
 
     Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
     """
@@ -331,10 +333,20 @@ def compress(
             "summarizer (see the warnings above)",
             err=True,
         )
+    contained = sum(stats.total("fallbacks") for stats in results)
+    if contained:
+        click.echo(
+            f"warning: {contained} conversation(s) written with a safer plan because their "
+            "compressed form broke a rule (a ctxcli bug: please report it; see the warnings "
+            "above and the stats' fallbacks)",
+            err=True,
+        )
     over = sum(stats.total("over_budget") for stats in results)
     if check and over:
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
         sys.exit(3)
+    if contained:
+        sys.exit(5)
     if fallbacks:
         # The output is complete and valid, but not what was asked for: say so.
         sys.exit(4)

@@ -21,28 +21,37 @@ import multiprocessing
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from ctxcli import formats, jsonio, memo
 from ctxcli.config import Settings
-from ctxcli.errors import ConfigError, InputError, InvariantError, WorkerError, where
+from ctxcli.errors import (
+    ConfigError,
+    InputError,
+    InvariantError,
+    OutputError,
+    WorkerError,
+    where,
+)
 from ctxcli.formats import anthropic, claude_code
 from ctxcli.formats import openai as openai_format
 from ctxcli.formats._common import kind
 from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map, process_map
-from ctxcli.pipeline import Context, Result, run
+from ctxcli.pipeline import STAGES, Context, Result, Stage, run
 from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_model
 
-#: Entries each stats list (over budget, errors, input problems) holds; the rest are
-#: counted under ``not_listed``.
+#: Entries each stats list (over budget, errors, input problems, fallbacks) holds; the
+#: rest are counted under ``not_listed``.
 LISTED_MAX = 10_000
+#: The stats' lists of conversations, each bounded by :data:`LISTED_MAX`.
+LISTS = ("over_budget", "errors", "input_problems", "fallbacks")
 #: Files a directory input never includes: what ctxcli itself wrote there.
 OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
@@ -65,7 +74,9 @@ class Tally:
     as :attr:`Conversation.tokens`), per role
     ``[messages before, tokens before, messages after, tokens after]``, the stages'
     events, whether it stayed over budget, the originals its placeholders replaced, its
-    warnings and the format rules its input already broke (``input_problems``)."""
+    warnings, the format rules its input already broke (``input_problems``) and, when its
+    pipeline broke a rule and a safer plan was written instead, what happened
+    (``fallback``, see :func:`contain`)."""
 
     id: str | None
     line: int
@@ -78,9 +89,15 @@ class Tally:
     stored: dict[str, Any]
     warnings: tuple[str, ...]
     input_problems: tuple[str, ...] = ()
+    fallback: Fallback | None = None
 
     @classmethod
-    def of(cls, result: Result, input_problems: Iterable[str] = ()) -> Tally:
+    def of(
+        cls,
+        result: Result,
+        input_problems: Iterable[str] = (),
+        fallback: Fallback | None = None,
+    ) -> Tally:
         by_role: dict[str, list[int]] = {}
         for side, conversation in ((0, result.before), (2, result.after)):
             for message in conversation.messages:
@@ -100,7 +117,86 @@ class Tally:
             stored=result.stored,
             warnings=tuple(result.warnings),
             input_problems=tuple(input_problems),
+            fallback=fallback,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """What :func:`contain` wrote for a conversation whose pipeline broke a rule or
+    raised: the ``stage`` that broke it (``None`` when no one stage can be named), the
+    ``rule`` (the broken rules as people read them, or what the stage raised) and what
+    was ``written`` instead: ``"without <stage>"``, or ``"as read"``."""
+
+    stage: str | None
+    rule: str
+    written: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of the stats' ``fallbacks`` list, besides the conversation's place."""
+        return {"stage": self.stage, "rule": self.rule, "written": self.written}
+
+
+#: Errors that are not one conversation's trouble: a setting, or an output that cannot
+#: be written, fails every conversation alike. :func:`contain` passes them on.
+_NOT_CONTAINED = (ConfigError, OutputError)
+
+_T = TypeVar("_T")
+
+
+def contain(
+    stages: Sequence[Stage],
+    attempt: Callable[[Sequence[Stage]], tuple[Result, _T]],
+    as_read: Callable[[], tuple[Result, _T]],
+) -> tuple[Result, _T, Fallback | None]:
+    """``attempt(stages)`` (the pipeline, written back and checked) with its
+    ``(result, output)``, and ``None``; or, when it raises, a safer plan: the same
+    without the first stage after which the output breaks (found by running ever longer
+    runs of the stages), else ``as_read()`` (the conversation unchanged), with the
+    :class:`Fallback` that says so. So one conversation's trouble (an output that would
+    break a rule, a stage's bug) never costs the file; the caller warns and lists it.
+
+    Raises what ``attempt`` raises of :data:`_NOT_CONTAINED`.
+    """
+    try:
+        return (*attempt(stages), None)
+    except _NOT_CONTAINED:
+        raise
+    except Exception as exc:  # contained: the conversation falls back
+        culprit, rule = _culprit(stages, attempt, exc)
+    name = None if culprit is None else stages[culprit].name
+    if culprit is not None:
+        safer = [stage for i, stage in enumerate(stages) if i != culprit]
+        try:
+            return (*attempt(safer), Fallback(name, rule, f"without {name}"))
+        except _NOT_CONTAINED:
+            raise
+        except Exception:  # then the conversation as read
+            pass
+    return (*as_read(), Fallback(name, rule, "as read"))
+
+
+def _culprit(
+    stages: Sequence[Stage], attempt: Callable[[Sequence[Stage]], object], error: Exception
+) -> tuple[int | None, str]:
+    """The position of the first stage after which the output breaks, and the rule it
+    breaks there; ``(None, rule)`` with no stages. ``error`` is what the whole plan
+    raised: when every shorter run of the stages passes, the last stage is the one."""
+    for end in range(1, len(stages)):
+        try:
+            attempt(stages[:end])
+        except _NOT_CONTAINED:
+            raise
+        except Exception as exc:
+            return end - 1, _rule(exc)
+    return (len(stages) - 1 if stages else None), _rule(error)
+
+
+def _rule(error: BaseException) -> str:
+    """The rule ``error`` says was broken, or what a stage raised."""
+    if isinstance(error, InvariantError):
+        return "; ".join(error.problems)
+    return f"{type(error).__name__}: {error}"
 
 
 @dataclass
@@ -124,6 +220,7 @@ class FileStats:
     over_budget: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     input_problems: list[dict[str, Any]] = field(default_factory=list)
+    fallbacks: list[dict[str, Any]] = field(default_factory=list)
     not_listed: Counter[str] = field(default_factory=Counter)
     warnings: int = 0
     elapsed_seconds: float = 0.0
@@ -157,10 +254,12 @@ class FileStats:
             self.add_entry(
                 "input_problems", {"id": tally.id, **at, "problems": list(tally.input_problems)}
             )
+        if tally.fallback is not None:
+            self.add_entry("fallbacks", {"id": tally.id, **at, **tally.fallback.to_json()})
 
     def add_entry(self, name: str, entry: dict[str, Any]) -> None:
-        """Add ``entry`` to the list ``name`` (``over_budget``, ``errors`` or
-        ``input_problems``); past :data:`LISTED_MAX` entries it is only counted, in
+        """Add ``entry`` to the list ``name`` (``over_budget``, ``errors``,
+        ``input_problems`` or ``fallbacks``); past :data:`LISTED_MAX` entries it is only counted, in
         ``not_listed``, so that memory stays bounded however many there are."""
         entries: list[dict[str, Any]] = getattr(self, name)
         if len(entries) < LISTED_MAX:
@@ -192,7 +291,7 @@ class FileStats:
         ):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
-        for name in ("over_budget", "errors", "input_problems"):
+        for name in LISTS:
             for entry in getattr(other, name):
                 self.add_entry(name, entry)
         self.not_listed.update(other.not_listed)
@@ -220,6 +319,7 @@ class FileStats:
             "over_budget": self.over_budget,
             "errors": self.errors,
             "input_problems": self.input_problems,
+            "fallbacks": self.fallbacks,
             **({"not_listed": dict(self.not_listed)} if self.not_listed else {}),
             "warnings": self.warnings,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
@@ -513,13 +613,10 @@ class Compressor:
         stats.add(tally, _place(item))
         if tally.stored:
             note((tally.stored, where(path, item.line, item.index)))
-        if tally.over_budget:
-            named = f" {tally.id}" if tally.id is not None else ""
-            note(
-                f"{where(path, item.line, item.index)}: conversation{named} "
-                f"is over budget: {tally.tokens[1]} tokens > {self.settings.max_tokens} "
-                "with only what must be kept"
-            )
+        named = f" {tally.id}" if tally.id is not None else ""
+        over = self._over_budget(where(path, item.line, item.index), f"conversation{named}", tally)
+        if over:
+            note(over)
         if out is not None:
             return out, True
         return (item.raw if item.raw is not None else jsonio.dumps(item.value)), False
@@ -594,27 +691,37 @@ class Compressor:
 
     def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
         """Parse, compress, write and check one record, on any thread or worker process
-        (warnings wait in the tally). A bad record, or (a bug) an output that would break
-        the transcript rules, gives an error instead: such a record is never written
-        compressed. Returns ``(tally, output bytes or None when unchanged, error)``."""
+        (warnings wait in the tally). A bad record gives an error instead; an output
+        that would break the transcript rules is never written: :func:`contain` writes
+        a safer plan's. Returns ``(tally, output bytes or None when unchanged, error)``."""
         place = where(path, item.line, item.index)
         try:
             record = item.parse(path)
             module, conversation = self.read(record, path=path, line=item.line or 0)
             broken = module.problems(record, conversation)
-            result = run(conversation, self.settings.stages, self.context)
-            if broken:
-                result.warnings.append(_already_broken(place, conversation, module, broken))
-            if not result.changed:
-                return Tally.of(result, broken), None, None
-            written = module.write(record, result.after, messages_key=self.settings.messages_key)
-            self._check(module, record, written, result, place, broken)
-            return Tally.of(result, broken), jsonio.dumps(written), None
         except InputError as exc:
             return None, None, InputError(path, item.line, exc.reason, record=item.index)
-        except InvariantError as exc:
-            text = str(exc) if str(exc).startswith(place) else f"{place}: {exc}"
-            return None, None, InvariantError(text)
+
+        def attempt(stages: Sequence[Stage]) -> tuple[Result, bytes | None]:
+            result = run(conversation, stages, self.context)
+            if not result.changed:
+                return result, None
+            written = module.write(record, result.after, messages_key=self.settings.messages_key)
+            self._check(module, record, written, result, place, broken)
+            return result, jsonio.dumps(written)
+
+        result, out, fallback = contain(
+            self.settings.stages, attempt, lambda: (self._as_read(conversation), None)
+        )
+        if broken:
+            result.warnings.append(_already_broken(place, conversation, module, broken))
+        if fallback is not None:
+            result.warnings.append(_fell_back(place, conversation, fallback))
+        return Tally.of(result, broken, fallback), out, None
+
+    def _as_read(self, conversation: Conversation) -> Result:
+        """``conversation`` written as it was read, for :func:`contain`."""
+        return Result(conversation, conversation, {}, self.context.over(conversation))
 
     def session(
         self,
@@ -626,6 +733,43 @@ class Compressor:
         """Output lines for a Claude Code session log: one conversation for the file
         (see :mod:`ctxcli.formats.claude_code`). With ``on_error: keep`` a bad line is
         copied unchanged in its place and left out of the conversation."""
+        events, lines, raw_of, bad_before = self._events(items, path, stats)
+        conversation = claude_code.read(
+            events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
+        )
+        broken = claude_code.problems(events, conversation)
+        if broken:
+            self.warn(_already_broken(path, conversation, claude_code, broken))
+
+        def attempt(stages: Sequence[Stage]) -> tuple[Result, list[Any]]:
+            result = run(conversation, stages, self.context)
+            if not result.changed:
+                return result, events
+            out = claude_code.write(events, result.after)
+            self._check(claude_code, events, out, result, path, broken)
+            return result, out
+
+        result, out, fallback = contain(
+            self.settings.stages, attempt, lambda: (self._as_read(conversation), events)
+        )
+        for text in result.warnings:
+            self.warn(text)
+        if fallback is not None:
+            self.warn(_fell_back(path, conversation, fallback))
+        tally = Tally.of(result, broken, fallback)
+        stats.add(tally)
+        self._stash(result.stored, store, path)
+        over = self._over_budget(path, f"session {result.after.label}", tally)
+        if over:
+            self.warn(over)
+        yield from _session_lines(events, out, raw_of, bad_before)
+
+    def _events(
+        self, items: Iterable[jsonio.Record], path: str, stats: FileStats
+    ) -> tuple[list[Any], list[int], dict[int, bytes], dict[int, list[bytes]]]:
+        """A session log's events, their lines, the bytes each was read from (by the
+        event's ``id``) and, with ``on_error: keep``, the bad lines that stood before
+        each event position (raises :class:`InputError` for one otherwise)."""
         events: list[Any] = []
         lines: list[int] = []
         raw_of: dict[int, bytes] = {}
@@ -646,38 +790,20 @@ class Compressor:
             events.append(event)
             lines.append(line)
             raw_of[id(event)] = item.raw or jsonio.dumps(event)
-        conversation = claude_code.read(
-            events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
+        return events, lines, raw_of, bad_before
+
+    def _over_budget(self, place: str, what: str, tally: Tally) -> str | None:
+        """The warning for a conversation left over budget, or ``None``: when it fits,
+        and when no stage that could fit it ran (``--stages placeholder`` alone drops
+        nothing, so there is nothing to warn about: the stats still list it)."""
+        if not tally.over_budget or not any(
+            getattr(STAGES.get(name), "fits_budget", True) for name in tally.events
+        ):
+            return None
+        return (
+            f"{place}: {what} is over budget: {tally.tokens[1]} tokens > "
+            f"{self.settings.max_tokens} with only what must be kept"
         )
-        broken = claude_code.problems(events, conversation)
-        if broken:
-            self.warn(_already_broken(path, conversation, claude_code, broken))
-        try:
-            result = self._run(conversation)
-        except InvariantError as exc:
-            raise InvariantError(f"{path}: {exc}") from None
-        stats.add(Tally.of(result, broken))
-        self._stash(result.stored, store, path)
-        if result.over_budget:
-            self.warn(
-                f"{path}: session {result.after.label} is over budget: "
-                f"{result.after.tokens} tokens > {self.settings.max_tokens} "
-                "with only what must be kept"
-            )
-        out = events
-        if result.changed:
-            out = claude_code.write(events, result.after)
-            self._check(claude_code, events, out, result, path, broken)
-        position = {id(event): e for e, event in enumerate(events)}
-        for event in out:
-            at = position.get(id(event))
-            for bad in bad_before.pop(at, []) if at is not None else []:
-                yield bad, False
-            read_as = raw_of.get(id(event))
-            yield (read_as, False) if read_as is not None else (jsonio.dumps(event), True)
-        for raws in bad_before.values():
-            for raw in raws:
-                yield raw, False
 
     @staticmethod
     def _stash(stored: Mapping[str, Any], store: StoreWriter | None, place: str) -> None:
@@ -716,9 +842,8 @@ class Compressor:
                     out, _NO_COUNT, path=place, line=0, messages_key=self.settings.messages_key
                 )
             except InputError as exc:
-                raise InvariantError(
-                    f"{place}: output could not be read back: {exc.reason}"
-                ) from None
+                problem = f"output could not be read back: {exc.reason}"
+                raise InvariantError(f"{place}: {problem}", (problem,)) from None
         found = []
         broken = module.problems(out, written)
         if broken:  # only then is it worth knowing what the input already broke
@@ -735,7 +860,8 @@ class Compressor:
         if found:
             raise InvariantError(
                 f"{place}: conversation {result.after.label}: output would break the "
-                f"{module.NAME} rules: " + "; ".join(found)
+                f"{module.NAME} rules: " + "; ".join(found),
+                tuple(found),
             )
 
     def file(
@@ -784,7 +910,8 @@ class Compressor:
         warned = self._file_start = self.warned
         model_use = self._model_use()
         self.jobs = self._jobs_for(input_path)
-        shape, items, original = jsonio.read_records(input_path)
+        data = jsonio.read_input(input_path)
+        shape, items, original = jsonio.read_records(input_path, data)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
         is_session = self.format is claude_code
@@ -803,7 +930,7 @@ class Compressor:
             stats_file = (
                 stack.enter_context(jsonio.AtomicWriter(stats_path)) if stats_path else None
             )
-            newline, bom = jsonio.line_style(input_path)
+            newline, bom = jsonio.line_style(input_path, data)
             self._newline = newline
             sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
             for out, changed in driver(items, input_path, stats, store):
@@ -991,6 +1118,35 @@ def _already_broken(
     return (
         f"{place}: conversation {conversation.label} already breaks the {module.NAME} rules "
         f"in the input ({shown}); compressed as it is, not repaired"
+    )
+
+
+def _session_lines(
+    events: list[Any],
+    out: list[Any],
+    raw_of: dict[int, bytes],
+    bad_before: dict[int, list[bytes]],
+) -> Iterator[tuple[bytes, bool]]:
+    """A session's output lines: each event of ``out`` as the bytes it was read from
+    (else its JSON, changed), the bad lines kept with ``on_error: keep`` in their
+    places before the events they stood before."""
+    position = {id(event): e for e, event in enumerate(events)}
+    for event in out:
+        at = position.get(id(event))
+        for bad in bad_before.pop(at, []) if at is not None else []:
+            yield bad, False
+        read_as = raw_of.get(id(event))
+        yield (read_as, False) if read_as is not None else (jsonio.dumps(event), True)
+    for raws in bad_before.values():
+        for raw in raws:
+            yield raw, False
+
+
+def _fell_back(place: str, conversation: Conversation, fallback: Fallback) -> str:
+    by = f"the {fallback.stage} stage" if fallback.stage else "the pipeline"
+    return (
+        f"{place}: conversation {conversation.label}: {by} broke a rule ({fallback.rule}); "
+        f"written {fallback.written}"
     )
 
 

@@ -55,7 +55,17 @@ class SummaryError(CtxcliError):
 
 
 class InvariantError(CtxcliError):
-    """Compressed output would break a transcript rule (a bug: never written)."""
+    """Compressed output would break a transcript rule (a bug: never written).
+
+    ``problems`` lists the broken rules, each as the text a person reads; the message
+    names the conversation as well."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        self.problems = problems or (message,)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return InvariantError, (str(self), self.problems)
 
 
 class StoreError(CtxcliError):

@@ -119,5 +119,6 @@ def check(before: Conversation, after: Conversation, *, max_tokens: int | None =
     if found:
         raise InvariantError(
             f"conversation {after.label}: output would break the transcript rules: "
-            + "; ".join(found)
+            + "; ".join(found),
+            tuple(found),
         )

@@ -53,6 +53,9 @@ class Stage(Protocol):
     """What a stage provides; see the module docstring."""
 
     name: ClassVar[str]
+    #: Whether the stage can drop or fold messages to fit the budget; a conversation
+    #: left over budget is warned about only when one that can has run.
+    fits_budget: ClassVar[bool]
 
     def apply(
         self, conversation: Conversation, context: Context

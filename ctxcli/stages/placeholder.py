@@ -320,6 +320,8 @@ class Placeholder:
     """
 
     name: ClassVar[str] = "placeholder"
+    #: It shortens tool results but drops no message.
+    fits_budget: ClassVar[bool] = False
     threshold: int = 500
     keep_recent: int = 3
     exclude_tools: tuple[str, ...] = ()

@@ -28,6 +28,7 @@ class Priority:
     """
 
     name: ClassVar[str] = "priority"
+    fits_budget: ClassVar[bool] = True
     order: tuple[str, ...] = ("assistant", "user", "tool", "summary")
 
     def __post_init__(self) -> None:

@@ -74,6 +74,7 @@ class Summary:
     """
 
     name: ClassVar[str] = "summary"
+    fits_budget: ClassVar[bool] = True
     keep_last: int = 6
     role: Literal["user", "system"] = "user"
     max_tokens: int = 400

@@ -27,6 +27,7 @@ class Window:
     """
 
     name: ClassVar[str] = "window"
+    fits_budget: ClassVar[bool] = True
     keep_last: int = 10
 
     def __post_init__(self) -> None:
