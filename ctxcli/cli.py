@@ -79,7 +79,8 @@ def format_options(func: F) -> F:
         click.option(
             "--format",
             "format_name",
-            help="Read every record as this format: openai, anthropic, sharegpt, claude-code "
+            help="Read every record as this format: openai, anthropic, sharegpt, responses, "
+            "claude-code, codex "
             "(default: detected per record).",
         ),
         click.option(

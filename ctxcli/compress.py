@@ -16,6 +16,7 @@ input order and memory stays bounded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import multiprocessing
 import os
@@ -729,24 +730,27 @@ class Compressor:
         path: str,
         stats: FileStats,
         store: StoreWriter | None = None,
+        *,
+        module: ModuleType = claude_code,
     ) -> Iterator[tuple[bytes, bool]]:
-        """Output lines for a Claude Code session log: one conversation for the file
-        (see :mod:`ctxcli.formats.claude_code`). With ``on_error: keep`` a bad line is
-        copied unchanged in its place and left out of the conversation."""
+        """Output lines for a file of a whole-file format (a Claude Code session log, a
+        Codex rollout: see :mod:`ctxcli.formats`), one conversation for the file. With
+        ``on_error: keep`` a bad line is copied unchanged in its place and left out of
+        the conversation."""
         events, lines, raw_of, bad_before = self._events(items, path, stats)
-        conversation = claude_code.read(
+        conversation = module.read(
             events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
         )
-        broken = claude_code.problems(events, conversation)
+        broken = module.problems(events, conversation)
         if broken:
-            self.warn(_already_broken(path, conversation, claude_code, broken))
+            self.warn(_already_broken(path, conversation, module, broken))
 
         def attempt(stages: Sequence[Stage]) -> tuple[Result, list[Any]]:
             result = run(conversation, stages, self.context)
             if not result.changed:
                 return result, events
-            out = claude_code.write(events, result.after)
-            self._check(claude_code, events, out, result, path, broken)
+            out = module.write(events, result.after)
+            self._check(module, events, out, result, path, broken)
             return result, out
 
         result, out, fallback = contain(
@@ -914,14 +918,14 @@ class Compressor:
         shape, items, original = jsonio.read_records(input_path, data)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
-        is_session = self.format is claude_code
+        whole = self.format if getattr(self.format, "WHOLE_FILE", False) else None
         if self.format is None and shape == "jsonl":
             first = next(items, None)
             if first is not None:
                 items = itertools.chain([first], items)
-                is_session = claude_code.detect(_peek(first, input_path))
+                whole = formats.detect_file(_peek(first, input_path))
         items = _tracked(items, bar)  # counted as a driver reads them, not when peeked at
-        driver = self.session if is_session else self.records
+        driver = self.records if whole is None else functools.partial(self.session, module=whole)
         with contextlib.ExitStack() as stack:
             if bar is not None:
                 stack.callback(bar.close)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ctxcli import jsonio
 from ctxcli.errors import StoreError
+from ctxcli.formats import responses
 from ctxcli.stages.placeholder import (
     ARGUMENTS_KEY,
     PLACEHOLDER_START,
@@ -143,10 +144,13 @@ def restore_record(
 
     - the whole string ``content`` of a tool result: a message whose ``role`` is
       ``tool`` or ``function`` (OpenAI, SWE-agent), a ``tool_result`` block (Anthropic,
-      Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``);
+      Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``),
+      the ``output`` of a Responses API call's output item;
     - tool-call arguments that are ``{"ctxcli_placeholder": <text>}``: as JSON text in
       ``tool_calls[].function.arguments`` or ``function_call.arguments``, as an object
-      in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn.
+      in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn, as
+      JSON text in a Responses ``function_call``'s ``arguments`` (a
+      ``custom_tool_call``'s ``input``).
 
     There, a readable placeholder whose id is in the store is replaced by its original;
     text the store holds as its own original (content equal to the text, see
@@ -211,6 +215,12 @@ def restore_record(
             out["content"] = original(value.get("content"))
         if value.get("from") in _SHAREGPT_RESULTS:
             out["value"] = original(value.get("value"))
+        kind = value.get("type")
+        if kind in responses.OUTPUTS:
+            out["output"] = original(value.get("output"))
+        if kind in _RESPONSES_ARGUMENTS:
+            key = _RESPONSES_ARGUMENTS[kind]
+            out[key] = arguments(value.get(key), as_object=False)
         if value.get("type") == "tool_use" and "input" in value:
             out["input"] = arguments(value["input"], as_object=True)
         if value.get("from") == "function_call":
@@ -248,6 +258,8 @@ def restore_record(
 
 _KEEP: Any = object()
 _SHAREGPT_RESULTS = frozenset({"observation", "tool"})
+#: Where a Responses API call item holds its arguments, by its type.
+_RESPONSES_ARGUMENTS = {"function_call": "arguments", "custom_tool_call": "input"}
 
 
 def _with_arguments(function: Mapping[str, Any], restore: Any) -> Any:

@@ -237,7 +237,9 @@ class TokenCounter:
         a fixed :data:`DOCUMENT_TOKENS` (its text, for a ``text`` source), ``thinking``
         its thinking text, ``redacted_thinking`` its opaque ``data`` as text,
         ``tool_use`` its name and the JSON of its input, ``tool_result`` its content
-        (a string or nested blocks, counted by this same rule). Nothing here raises on
+        (a string or nested blocks, counted by this same rule). OpenAI ``reasoning``
+        parts count their summary text and :func:`opaque_tokens` of their encrypted
+        content, ``compaction`` parts the latter alone. Nothing here raises on
         an unknown part: it counts as its JSON.
         """
         if content is None:
@@ -382,7 +384,29 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else _json_text(value)
 
 
+def opaque_tokens(encrypted: Any) -> int:
+    """Tokens charged for an opaque ``encrypted_content`` (an OpenAI ``reasoning`` or
+    ``compaction`` item), which no tokenizer can read: what its bytes could hold, at
+    4 bytes a token (the OpenAI cookbook's rule of thumb for English text) of the 3/4
+    of its length that base64 text decodes to."""
+    return len(encrypted) * 3 // 16 if isinstance(encrypted, str) else 0
+
+
+def _reasoning(counter: TokenCounter, part: Mapping[str, Any]) -> int:
+    summary = part.get("summary")
+    texts = (
+        [s.get("text") for s in summary if isinstance(s, Mapping)]
+        if isinstance(summary, list)
+        else []
+    )
+    return sum(counter.text(t) for t in texts if isinstance(t, str)) + opaque_tokens(
+        part.get("encrypted_content")
+    )
+
+
 _BLOCK_COUNTERS: dict[str, Callable[[TokenCounter, Mapping[str, Any]], int]] = {
+    "reasoning": _reasoning,
+    "compaction": lambda c, p: opaque_tokens(p.get("encrypted_content")),
     "document": _document,
     "thinking": lambda c, p: c.text(_text_of(p.get("thinking", ""))),
     "redacted_thinking": lambda c, p: c.text(_text_of(p.get("data", ""))),

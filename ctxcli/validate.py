@@ -8,13 +8,14 @@ read at all is a problem too.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
 from ctxcli import formats, jsonio
 from ctxcli.errors import InputError, where
-from ctxcli.formats import claude_code
 from ctxcli.formats._common import kind
 from ctxcli.tokens import NullCounter, TokenCounter
 
@@ -52,13 +53,10 @@ def validate_file(
         first = next(items, None)
         if first is not None:
             items = itertools.chain([first], items)
-            try:
-                if claude_code.detect(first.parse(path)):
-                    module = claude_code
-            except InputError:
-                pass
-    if module is claude_code:
-        yield from _session(path, items, counter)
+            with contextlib.suppress(InputError):
+                module = formats.detect_file(first.parse(path))
+    if module is not None and getattr(module, "WHOLE_FILE", False):
+        yield from _session(path, items, counter, module)
         return
     for item in items:
         try:
@@ -76,7 +74,9 @@ def validate_file(
             yield Problem(path, item.line, item.index, f"{found.NAME}: {reason}")
 
 
-def _session(path: str, items: Iterator[jsonio.Record], counter: TokenCounter) -> Iterator[Problem]:
+def _session(
+    path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: ModuleType
+) -> Iterator[Problem]:
     events, lines = [], []
     for item in items:
         try:
@@ -90,11 +90,11 @@ def _session(path: str, items: Iterator[jsonio.Record], counter: TokenCounter) -
         events.append(event)
         lines.append(item.line or 0)
     try:
-        conversation = claude_code.read(
+        conversation = module.read(
             events, counter, path=path, line=lines[0] if lines else 0, lines=lines
         )
     except InputError as exc:
         yield Problem(path, exc.line, None, exc.reason)
         return
-    for reason in claude_code.problems(events, conversation):
-        yield Problem(path, None, None, f"{claude_code.NAME}: {reason}")
+    for reason in module.problems(events, conversation):
+        yield Problem(path, None, None, f"{module.NAME}: {reason}")

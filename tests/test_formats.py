@@ -491,7 +491,8 @@ def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path)
 
 def test_an_unknown_format_lists_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match="known formats: claude-code, sharegpt, anthropic, openai"
+        ConfigError,
+        match="known formats: claude-code, codex, sharegpt, anthropic, responses, openai",
     ):
         formats.get("gemini")
     result = CliRunner().invoke(cli, ["compress", "-", "--format", "gemini"], input="{}")

@@ -10,8 +10,10 @@ Each format is a module with ``NAME``, ``DEFAULT_KEY`` (where its messages live)
 - ``problems(record, conversation) -> list[str]``: the rules of the format the record
   breaks (what ``ctxcli validate`` prints).
 
-Claude Code session logs are a file of events rather than a record; see
-:mod:`ctxcli.formats.claude_code`.
+A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts) reads a
+whole JSON lines file as one record, the list of its lines' objects: ``read`` and
+``write`` take that list (``read`` also their line numbers as ``lines``), and
+:func:`detect_file` tells one from a file's first line.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from types import ModuleType
 from typing import Any
 
 from ctxcli.errors import ConfigError
-from ctxcli.formats import anthropic, claude_code, openai, sharegpt
+from ctxcli.formats import anthropic, claude_code, codex, openai, responses, sharegpt
 from ctxcli.formats._common import kind
 
 #: Format name -> adapter module, in the order :func:`detect` tries them.
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (claude_code, sharegpt, anthropic, openai)}
+FORMATS: dict[str, ModuleType] = {
+    m.NAME: m for m in (claude_code, codex, sharegpt, anthropic, responses, openai)
+}
 
 
 def get(name: str) -> ModuleType:
@@ -36,11 +40,23 @@ def get(name: str) -> ModuleType:
         raise ConfigError(f"unknown format {name!r}; known formats: {known}") from None
 
 
+def detect_file(first: Any) -> ModuleType | None:
+    """The whole-file format (see the module docstring) whose ``detect`` accepts
+    ``first``, a file's first record; ``None`` when none does."""
+    return next(
+        (m for m in FORMATS.values() if getattr(m, "WHOLE_FILE", False) and m.detect(first)),
+        None,
+    )
+
+
 def detect(record: Any, messages_key: str | None = None) -> ModuleType | None:
-    """The first format whose ``detect`` accepts ``record``; else the OpenAI format for
-    a record that has a list under ``messages_key`` (or ``messages``), so that its
-    reader names the faulty message; else ``None``."""
+    """The first record format whose ``detect`` accepts ``record``; else the OpenAI
+    format for a record that has a list under ``messages_key`` (or ``messages``), so
+    that its reader names the faulty message; else ``None``. Whole-file formats are
+    found by :func:`detect_file`."""
     for module in FORMATS.values():
+        if getattr(module, "WHOLE_FILE", False):
+            continue
         if module.detect(record, messages_key):
             return module
     if isinstance(record, dict) and isinstance(record.get(messages_key or "messages"), list):

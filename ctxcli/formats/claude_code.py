@@ -38,6 +38,8 @@ from ctxcli.tokens import TokenCounter
 
 NAME = "claude-code"
 DEFAULT_KEY = "message"
+#: The record is a whole file of events, not one line (see :mod:`ctxcli.formats`).
+WHOLE_FILE = True
 _CHAT = ("user", "assistant")
 #: Keys a summary event copies from the event it is put in front of.
 _STYLE = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")

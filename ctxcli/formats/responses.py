@@ -1,0 +1,314 @@
+"""OpenAI Responses API items: a record's ``input`` list, or a Response's ``output``.
+
+An item list holds ``message`` items (``role`` ``user``, ``system``, ``developer`` or
+``assistant``; ``content`` a string or ``input_text`` / ``output_text`` /
+``input_image`` parts), calls (``function_call`` ``{call_id, name, arguments}``,
+``custom_tool_call`` ``{call_id, name, input}``, ``local_shell_call`` ``{call_id,
+action}``) and their outputs (``function_call_output``, ``custom_tool_call_output``,
+``local_shell_call_output``: ``{call_id, output}``), ``reasoning`` items
+(``encrypted_content``, ``summary``), ``compaction`` items and hosted tools'
+items (``web_search_call``, ``mcp_call``, ``mcp_list_tools``, ...).
+
+How it maps onto the neutral model (and back):
+
+- a ``message`` item is one message of its role;
+- a run of consecutive calls (parallel calls) is one ``assistant`` message with a
+  ``tool_calls`` entry per call (``id``: the ``call_id``; arguments: ``arguments``,
+  ``input``, or the JSON of a shell call's ``action``); each output is one ``tool``
+  message, so that a call and its outputs are one unit, kept or dropped whole;
+- ``reasoning`` items belong to the item that follows them (the output they produced):
+  they are read into that item's neutral message as content parts, so the two are
+  never parted, and written back before it, their ``id`` and ``encrypted_content``
+  untouched;
+- a ``compaction`` item (the history the API compacted, opaque) is a ``developer``
+  message, which no stage drops, changes or summarizes;
+- any other item is an ``assistant`` message of its own, its item as its content.
+
+A message no stage changed is written back as the very items it was read from; a
+changed one has its items patched (an output's ``output``, a call's arguments, a
+message's text) and keeps every other key; a message a stage wrote (a summary) is a
+``message`` item with one ``input_text`` part (``output_text`` for the assistant).
+
+Rules (the API's error texts): an output answers a call made before it (``No tool
+call found for function call output with call_id …``); every call has its output
+before the next input (``No tool output found for function call …``), except calls
+the list ends on; a reasoning item is followed by the item it produced (``Item 'rs_…'
+of type 'reasoning' was provided without its required following item``); a call
+replayed with its reasoning keeps it (``Item 'fc_…' of type 'function_call' was
+provided without its required 'reasoning' item``: read into one message, the two are
+never parted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxcli import jsonio
+from ctxcli.errors import InputError
+from ctxcli.formats._common import kind, messages_of, pending, text_of
+from ctxcli.invariants import pairing_problems
+from ctxcli.model import Conversation, Message
+from ctxcli.tokens import TokenCounter
+
+NAME = "responses"
+DEFAULT_KEY = "input"
+#: Call item type -> the type of the item that answers it.
+CALLS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "local_shell_call": "local_shell_call_output",
+}
+OUTPUTS = frozenset(CALLS.values())
+MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
+#: Item types that tell a Responses item list from anything else.
+ITEM_TYPES = frozenset(
+    {"message", "reasoning", "compaction", "web_search_call", "mcp_call", "mcp_list_tools"}
+    | set(CALLS)
+    | OUTPUTS
+)
+
+#: A neutral message's source: the positions of the items it was read from.
+Source = tuple[int, ...]
+
+
+def is_items(value: Any) -> bool:
+    """True for a list whose first items are Responses items (objects whose ``type``
+    is one of :data:`ITEM_TYPES`)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(i, Mapping) and i.get("type") in ITEM_TYPES for i in value[:3])
+    )
+
+
+def key_of(record: Any, messages_key: str | None = None) -> str:
+    """Where ``record``'s items are: ``messages_key``; a Response's ``output``; else
+    ``input``."""
+    if messages_key:
+        return messages_key
+    if isinstance(record, Mapping) and record.get("object") == "response":
+        return "output"
+    return DEFAULT_KEY
+
+
+def detect(record: Any, messages_key: str | None = None) -> bool:
+    """True for an object holding Responses items under its key (see :func:`key_of`)."""
+    return isinstance(record, Mapping) and is_items(record.get(key_of(record, messages_key)))
+
+
+def read(
+    record: Any,
+    counter: TokenCounter,
+    *,
+    path: str,
+    line: int,
+    messages_key: str | None = None,
+) -> Conversation:
+    """Read one record's items into the neutral model (see the module docstring).
+
+    Raises :class:`InputError` for a record that is not an object, has no item list,
+    or holds an item that is not an object with a ``type``, a ``message`` of an
+    unknown role, or a call or output without a ``call_id``.
+    """
+    items = messages_of(record, key_of(record, messages_key), path, line)
+    for i, item in enumerate(items):
+        check_item(item, i, path, line)
+    neutral, sources = neutral_messages(items)
+    record_id = record.get("id")
+    return Conversation(
+        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        extra_tokens=counter.tools(record.get("tools")),
+        id=None if record_id is None else str(record_id),
+        line=line,
+        meta={"entries": items, "sources": sources},
+    )
+
+
+def check_item(item: Any, i: int, path: str, line: int) -> None:
+    """Raise :class:`InputError` for item ``i`` when it is not one (see :func:`read`)."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
+        what = kind(item) if not isinstance(item, Mapping) else "an object without a type"
+        raise InputError(path, line, f"item {i} is {what}")
+    kind_of = item["type"]
+    if kind_of == "message" and item.get("role") not in MESSAGE_ROLES:
+        known = ", ".join(sorted(MESSAGE_ROLES))
+        raise InputError(path, line, f"item {i} has unknown role {item.get('role')!r} ({known})")
+    if (kind_of in CALLS or kind_of in OUTPUTS) and not isinstance(item.get("call_id"), str):
+        raise InputError(path, line, f"item {i} ({kind_of}) has no call_id")
+
+
+def neutral_messages(
+    items: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], list[Source]]:
+    """The neutral messages of an item list, each with the positions of its items."""
+    neutral: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    reasoning: list[int] = []
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if item["type"] == "reasoning":
+            reasoning.append(i)
+            i += 1
+            continue
+        end = i + 1
+        if item["type"] in CALLS:
+            while end < len(items) and items[end]["type"] in CALLS:
+                end += 1
+        data = _neutral(items, range(i, end))
+        if reasoning:
+            parts = [_reasoning_part(items[r]) for r in reasoning]
+            data["content"] = parts + _parts(data.get("content"))
+        neutral.append(data)
+        sources.append((*reasoning, *range(i, end)))
+        reasoning = []
+        i = end
+    if reasoning:  # reasoning the list ends on: its following item is missing
+        parts = [_reasoning_part(items[r]) for r in reasoning]
+        neutral.append({"role": "assistant", "content": parts})
+        sources.append(tuple(reasoning))
+    return neutral, sources
+
+
+def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
+    """The neutral message of the items in ``span``: one item, or a run of calls."""
+    item = items[span[0]]
+    kind_of = item["type"]
+    if kind_of in CALLS:
+        return {"role": "assistant", "content": None, "tool_calls": [_call(items[k]) for k in span]}
+    if kind_of in OUTPUTS:
+        return {"role": "tool", "tool_call_id": item["call_id"], "content": item.get("output")}
+    if kind_of == "message":
+        return {"role": item["role"], "content": item.get("content")}
+    if kind_of == "compaction":
+        return {"role": "developer", "content": [dict(item)]}
+    return {"role": "assistant", "content": [dict(item)]}
+
+
+def _call(item: Mapping[str, Any]) -> dict[str, Any]:
+    if item["type"] == "custom_tool_call":
+        arguments = item.get("input")
+    elif item["type"] == "local_shell_call":
+        arguments = jsonio.dumps(item.get("action")).decode()
+    else:
+        arguments = item.get("arguments")
+    name = item.get("name") or ("local_shell" if item["type"] == "local_shell_call" else "")
+    return {
+        "id": item["call_id"],
+        "type": "function",
+        "function": {
+            "name": str(name),
+            "arguments": arguments if isinstance(arguments, str) else "",
+        },
+    }
+
+
+def _reasoning_part(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A reasoning item as a content part: counted by its summary and the size of its
+    encrypted content (:meth:`ctxcli.tokens.TokenCounter.content`)."""
+    return {**item, "type": "reasoning"}
+
+
+def _parts(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content) if isinstance(content, list) else [content]
+
+
+def write(
+    record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
+) -> dict[str, Any]:
+    """``record`` with its items rebuilt from ``conversation`` (module docstring)."""
+    out = dict(record)
+    out[key_of(record, messages_key)] = [item for item, _ in written_items(conversation)]
+    return out
+
+
+def written_items(conversation: Conversation) -> list[tuple[Any, int | None]]:
+    """The items ``conversation`` writes, each with the position of the item it was
+    read from (``None`` for a message a stage wrote)."""
+    items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
+    sources: Sequence[Source] = conversation.meta.get("sources", ())
+    written: list[tuple[Any, int | None]] = []
+    for message in conversation.messages:
+        if message.index is None:
+            written.append((new_item(message), None))
+        elif not message.changed:
+            written += [(items[k], k) for k in sources[message.index]]
+        else:
+            written += [(_patched(items[k], message.data), k) for k in sources[message.index]]
+    return written
+
+
+def new_item(message: Message) -> dict[str, Any]:
+    """A message a stage wrote (a summary), as a ``message`` item."""
+    role = message.role if message.role in MESSAGE_ROLES else "user"
+    part = "output_text" if role == "assistant" else "input_text"
+    text = text_of(message.data.get("content"))
+    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+
+def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``item`` rewritten from the neutral message ``data`` a stage changed."""
+    kind_of = item["type"]
+    if kind_of in OUTPUTS and data.get("role") == "tool":
+        return {**item, "output": data.get("content")}
+    if kind_of in CALLS:
+        calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
+        arguments = calls.get(item.get("call_id"), {}).get("arguments")
+        if kind_of == "function_call" and arguments != item.get("arguments"):
+            return {**item, "arguments": arguments}
+        if kind_of == "custom_tool_call" and arguments != item.get("input"):
+            return {**item, "input": arguments}
+        return item
+    if kind_of == "message":
+        content = data.get("content")
+        if isinstance(content, list):
+            content = [
+                p for p in content if not (isinstance(p, Mapping) and p.get("type") == "reasoning")
+            ]
+            if isinstance(item.get("content"), str):
+                content = text_of(content)
+        return item if content == item.get("content") else {**item, "content": content}
+    return item
+
+
+def problems(record: Any, conversation: Conversation) -> list[str]:
+    """Every rule of the module docstring ``record`` breaks, naming the item (its
+    position in the list)."""
+    items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
+    return item_problems(items) + _pairing(conversation)
+
+
+def item_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The rules of single items in order: reasoning followed by what it produced."""
+    found = []
+    for i, item in enumerate(items):
+        if item.get("type") != "reasoning":
+            continue
+        following = items[i + 1].get("type") if i + 1 < len(items) else None
+        if (
+            following is None
+            or following in OUTPUTS
+            or (following == "message" and items[i + 1].get("role") != "assistant")
+        ):
+            found.append(
+                f"item {i}: Item {item.get('id')!r} of type 'reasoning' was provided without "
+                "its required following item"
+            )
+    return found
+
+
+def _pairing(conversation: Conversation) -> list[str]:
+    """Tool pairing (:func:`ctxcli.invariants.pairing_problems`), each message named by
+    the position of the last item it was read from (``message 7``: item 7)."""
+    sources: Sequence[Source] = conversation.meta.get("sources", ())
+    by_item = [
+        Message(m.data, 0, sources[m.index][-1] if m.index is not None and sources else None)
+        for m in conversation.messages
+    ]
+    last = by_item[-1].index if by_item else None
+    return pending(pairing_problems(by_item), 0 if last is None else last + 1)

@@ -1,0 +1,226 @@
+"""OpenAI Responses API item lists: read, compressed, written back, and never in a
+shape the API refuses (each rule checked here by the API's own error text)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxcli.cli import cli
+from ctxcli.formats import detect, responses
+from ctxcli.tokens import TokenCounter, opaque_tokens
+
+COUNTER = TokenCounter("o200k_base")
+ENCRYPTED = "gAAAAAB" + "x" * 800
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def reasoning(n: int) -> dict[str, Any]:
+    return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": ENCRYPTED}
+
+
+def call(n: int, k: int = 0) -> dict[str, Any]:
+    arguments = json.dumps({"path": f"src/file_{n}_{k}.py"})
+    return {
+        "type": "function_call",
+        "id": f"fc_{n}_{k}",
+        "call_id": f"call_{n}_{k}",
+        "name": "read_file",
+        "arguments": arguments,
+    }
+
+
+def output(n: int, k: int = 0, size: int = 200) -> dict[str, Any]:
+    text = f"contents of file {n}/{k}: " + " ".join(f"line{n}x{i}" for i in range(size))
+    return {"type": "function_call_output", "call_id": f"call_{n}_{k}", "output": text}
+
+
+def agent_run(steps: int = 12, parallel: int = 2) -> dict[str, Any]:
+    """A task, then steps of reasoning → parallel calls → outputs, and an answer."""
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "developer", "content": "You are a coding agent."},
+        user("Fix the failing test in src/."),
+    ]
+    for n in range(steps):
+        items.append(reasoning(n))
+        items += [call(n, k) for k in range(parallel)]
+        items += [output(n, k) for k in range(parallel)]
+    items.append(reasoning(steps))
+    items.append(
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Fixed it."}],
+        }
+    )
+    items.append(user("Thanks. Now run the linter."))
+    return {"id": "run-1", "model": "gpt-5", "input": items}
+
+
+def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """The API's errors for ``after`` (a compressed copy of ``before``), checked apart
+    from ctxcli's own rules."""
+    errors = []
+    called: set[str] = set()
+    answered: set[str] = set()
+    reasoning_of = {}
+    for i, item in enumerate(before):
+        if item["type"] == "function_call" and i and before[i - 1]["type"] in ("reasoning",):
+            reasoning_of[item["id"]] = before[i - 1]["id"]
+        if item["type"] == "function_call" and i and before[i - 1]["type"] == "function_call":
+            reasoning_of[item["id"]] = reasoning_of.get(before[i - 1]["id"])
+    for i, item in enumerate(after):
+        kind = item["type"]
+        if kind == "reasoning":
+            following = after[i + 1]["type"] if i + 1 < len(after) else None
+            if following not in ("function_call", "message", "reasoning") or (
+                following == "message" and after[i + 1]["role"] != "assistant"
+            ):
+                errors.append(
+                    f"Item '{item['id']}' of type 'reasoning' was provided without its "
+                    "required following item."
+                )
+        if kind == "function_call":
+            called.add(item["call_id"])
+            needed = reasoning_of.get(item["id"])
+            if needed is not None and not any(
+                x.get("id") == needed for x in after[:i] if x["type"] == "reasoning"
+            ):
+                errors.append(
+                    f"Item '{item['id']}' of type 'function_call' was provided without its "
+                    f"required 'reasoning' item: '{needed}'."
+                )
+        if kind == "function_call_output":
+            if item["call_id"] not in called:
+                errors.append(
+                    f"No tool call found for function call output with call_id {item['call_id']}."
+                )
+            answered.add(item["call_id"])
+        if kind == "message" and called - answered:
+            errors.append(f"No tool output found for function call {sorted(called - answered)[0]}.")
+    for item in after:
+        if item["type"] == "message" and item["role"] in ("system", "developer"):
+            assert item in before  # kept as they were
+    return errors
+
+
+def compress(tmp_path: Path, records: list[dict[str, Any]], *args: str) -> list[dict[str, Any]]:
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(cli, ["compress", str(source), "-o", "-", "-q", *args])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_items_are_detected_and_read_into_units() -> None:
+    record = agent_run(steps=2)
+    assert detect(record) is responses
+    conversation = responses.read(record, COUNTER, path="a", line=1)
+    roles = [m.role for m in conversation.messages]
+    # developer, user, (reasoning + 2 calls) + 2 outputs twice, reasoning + answer, user
+    assert roles == ["developer", "user", *(["assistant", "tool", "tool"] * 2), "assistant", "user"]
+    first_step = conversation.messages[2]
+    assert [c["id"] for c in first_step.data["tool_calls"]] == ["call_0_0", "call_0_1"]
+    assert conversation.meta["sources"][2] == (2, 3, 4)  # the reasoning goes with its calls
+    assert responses.problems(record, conversation) == []
+
+
+def test_a_response_object_is_read_from_its_output() -> None:
+    response = {"object": "response", "id": "resp_1", "output": [reasoning(0), user("hi")]}
+    response["output"][1] = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Hello."}],
+    }
+    assert detect(response) is responses
+    conversation = responses.read(response, COUNTER, path="a", line=1)
+    assert [m.role for m in conversation.messages] == ["assistant"]
+    assert conversation.id == "resp_1"
+
+
+def test_encrypted_content_counts_at_its_documented_cost_not_as_text() -> None:
+    record = {
+        "input": [
+            user("hi"),
+            reasoning(0),
+            {"type": "message", "role": "assistant", "content": "ok"},
+        ]
+    }
+    conversation = responses.read(record, COUNTER, path="a", line=1)
+    assert opaque_tokens(ENCRYPTED) == len(ENCRYPTED) * 3 // 16 == 151
+    plain = COUNTER.message(
+        {"role": "assistant", "content": [{"type": "input_text", "text": "ok"}]}
+    )
+    assert conversation.messages[1].tokens == plain + 151
+    compaction = {"input": [{"type": "compaction", "encrypted_content": ENCRYPTED}, user("go on")]}
+    read = responses.read(compaction, COUNTER, path="a", line=1)
+    assert read.messages[0].is_system  # never dropped, changed or summarized
+    assert read.messages[0].tokens == COUNTER.message({"role": "developer", "content": None}) + 151
+
+
+@pytest.mark.parametrize("budget", [300, 800, 1500, 3000, 100_000])
+@pytest.mark.parametrize("stages", ["placeholder,summary,priority", "window", "priority"])
+def test_compressed_items_never_meet_an_api_error(tmp_path: Path, budget: int, stages: str) -> None:
+    record = agent_run()
+    (out,) = compress(tmp_path, [record], "--max-tokens", str(budget), "--stages", stages)
+    assert api_errors(record["input"], out["input"]) == []
+    assert out["input"][0] == record["input"][0]  # the developer message
+    assert out["input"][-1] == record["input"][-1]  # the latest user message
+    if budget == 100_000:
+        if stages == "priority":  # placeholders replace large outputs, window keeps 10,
+            # whatever the budget
+            assert out == record
+    else:
+        assert len(out["input"]) < len(record["input"])
+    for item in out["input"]:
+        if item["type"] == "reasoning":
+            assert item in record["input"]  # id and encrypted_content untouched
+
+
+def test_placeholders_patch_the_output_item_and_restore(tmp_path: Path) -> None:
+    record = agent_run(steps=3, parallel=1)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    args = [
+        "--stages",
+        "placeholder",
+        "--placeholder-threshold",
+        "50",
+        "--placeholder-keep-recent",
+        "0",
+    ]
+    result = CliRunner().invoke(cli, ["compress", str(source), *args])
+    assert result.exit_code == 0, result.output
+    out = json.loads((tmp_path / "in.compressed.jsonl").read_text())
+    outputs = [i for i in out["input"] if i["type"] == "function_call_output"]
+    assert all(o["output"].startswith("[ctxcli placeholder") for o in outputs), outputs[0]
+    assert [set(o) for o in outputs] == [{"type", "call_id", "output"}] * 3
+    restored = CliRunner().invoke(cli, ["restore", str(tmp_path / "in.compressed.jsonl")])
+    assert restored.exit_code == 0, restored.output
+    assert json.loads(restored.stdout) == record
+
+
+def test_problems_name_the_items_with_the_api_error_texts() -> None:
+    items = [user("hi"), reasoning(0), output(0), call(1)]
+    conversation = responses.read({"input": items}, COUNTER, path="a", line=1)
+    assert responses.problems({"input": items}, conversation) == [
+        "item 1: Item 'rs_0' of type 'reasoning' was provided without its required following item",
+        "message 2: tool result 'call_0_0' without its call",
+    ]
+
+
+def test_validate_and_a_record_without_items_name_the_format(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps({"input": [user("hi"), call(0), user("again")]}) + "\n")
+    result = CliRunner().invoke(cli, ["validate", str(source)])
+    assert result.exit_code == 1
+    assert (
+        f"{source}:1: responses: message 1: tool calls ['call_0_0'] have no result" in result.stdout
+    )
