@@ -1,0 +1,163 @@
+"""Bounded YAML: the one loader for config files and skill front matter.
+
+:func:`parse` is ``yaml.safe_load`` with bounds checked before any value is built:
+
+- at most :data:`MAX_BYTES` bytes of text (UTF-8);
+- no aliases (``*name``, so no merge keys ``<<: *name`` either): an alias is how a
+  few hundred bytes expand into gigabytes (a "billion laughs" YAML bomb), and ctxcli's
+  settings and front matter never need one. An anchor alone (``&name``) is harmless;
+- collections nested at most :data:`MAX_DEPTH` deep: libyaml's composer recurses in C
+  and crashes the process on a deep enough nesting, PyYAML's raises RecursionError;
+- every value has a JSON form: no ``.inf`` or ``.nan``, no integer of more than
+  :data:`MAX_INT_DIGITS` digits (Python cannot even print one), no date that does not
+  exist (``2024-13-45``).
+
+The checks run on the parser's events, so a refused document costs one linear pass and
+never a node of its expansion. libyaml is used when present (the pure-Python parser is
+most of the cost of a skills listing); an error is reported in PyYAML's own words,
+parsed again without libyaml, so messages do not depend on whether it is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import BaseConstructor, ConstructorError
+
+from ctxcli.errors import YamlError
+
+MAX_BYTES = 64 * 1024  # bytes of YAML text, UTF-8
+MAX_DEPTH = 100  # nested mappings and sequences
+MAX_INT_DIGITS = 4300  # CPython's default int_max_str_digits
+_MAX_INT = 10**MAX_INT_DIGITS
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_INT_DIGITS", "Document", "parse"]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One parsed YAML document: ``data`` as ``yaml.safe_load`` builds it (``None`` for
+    an empty one), and its root ``node`` (with marks, 0-based) for finding lines."""
+
+    data: Any
+    node: yaml.Node | None
+    first_line: int
+
+    def line(self, keys: tuple[str | int, ...]) -> int | None:
+        """The 1-based line of the key path ``keys`` (mapping keys as written, list
+        indexes as ints): of the last key for a mapping, of the item for a list.
+        ``None`` when the path is not in the document."""
+        node, line = self.node, None
+        for key in keys:
+            found = _child(node, key)
+            if found is None:
+                return None
+            mark, node = found
+            line = self.first_line + mark.line
+        return line
+
+
+def _child(node: yaml.Node | None, key: str | int) -> tuple[Any, yaml.Node] | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return k.start_mark, v
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        item = node.value[key]
+        return item.start_mark, item
+    return None
+
+
+def _construct_object(self: Any, node: yaml.Node, deep: bool = False) -> Any:
+    """BaseConstructor.construct_object, refusing values without a JSON form and naming
+    the node of a value Python refuses (a ValueError would carry no line)."""
+    try:
+        data = BaseConstructor.construct_object(self, node, deep)
+    except (ValueError, OverflowError) as e:
+        raise ConstructorError(None, None, str(e), node.start_mark) from None
+    if type(data) is float and not math.isfinite(data):
+        raise ConstructorError(
+            None, None, f"{node.value!r} is not a finite number (JSON has none)", node.start_mark
+        )
+    if type(data) is int and abs(data) >= _MAX_INT:
+        raise ConstructorError(
+            None, None, f"an integer of more than {MAX_INT_DIGITS} digits", node.start_mark
+        )
+    return data
+
+
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    construct_object = _construct_object
+
+
+class _PureLoader(yaml.SafeLoader):
+    construct_object = _construct_object
+
+
+def parse(text: str, *, path: str, first_line: int = 1, max_bytes: int = MAX_BYTES) -> Document:
+    """Parse one YAML document within the bounds of the module docstring.
+
+    ``path`` names the source in errors; ``first_line`` is the file line of the text's
+    first line (2 for front matter after its ``---``). Raises :class:`YamlError` with
+    the file line where one is known.
+    """
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise YamlError(path, None, f"{size} bytes, over the bound of {max_bytes}")
+    try:
+        try:
+            return _load(_FastLoader, text, path, first_line)
+        except yaml.YAMLError:
+            return _load(_PureLoader, text, path, first_line)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = first_line + mark.line if mark is not None else None
+        what = ", ".join(str(part) for part in (e.context, e.problem) if part)
+        raise YamlError(path, line, what) from None
+    except yaml.YAMLError as e:
+        raise YamlError(path, None, str(e)) from None
+
+
+def _load(loader_class: Any, text: str, path: str, first_line: int) -> Document:
+    _check_events(loader_class, text, path, first_line)
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return Document(data, node, first_line)
+
+
+def _check_events(loader_class: Any, text: str, path: str, first_line: int) -> None:
+    """Refuse aliases and deep nesting from the event stream, before any node exists."""
+    loader = loader_class(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise YamlError(
+                    path,
+                    _line(event, first_line),
+                    f"aliases are not allowed (found *{event.anchor}); write the value out",
+                )
+            if isinstance(event, _OPEN):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = _line(event, first_line)
+                    raise YamlError(path, line, f"nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(event, _CLOSE):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
+def _line(event: yaml.Event, first_line: int) -> int | None:
+    mark = event.start_mark
+    return first_line + mark.line if mark is not None else None
