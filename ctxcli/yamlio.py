@@ -9,13 +9,16 @@
 - collections nested at most :data:`MAX_DEPTH` deep: libyaml's composer recurses in C
   and crashes the process on a deep enough nesting, PyYAML's raises RecursionError;
 - every value has a JSON form: no ``.inf`` or ``.nan``, no integer of more than
-  :data:`MAX_INT_DIGITS` digits (Python cannot even print one), no date that does not
-  exist (``2024-13-45``).
+  :data:`MAX_INT_DIGITS` digits (Python cannot even print one); and a value Python
+  refuses (a date that does not exist, ``2024-13-45``) is an error at its line, not a
+  traceback.
 
-The checks run on the parser's events, so a refused document costs one linear pass and
-never a node of its expansion. libyaml is used when present (the pure-Python parser is
-most of the cost of a skills listing); an error is reported in PyYAML's own words,
-parsed again without libyaml, so messages do not depend on whether it is installed.
+Aliases and depth are checked on the parser's events, before any node is built, so a
+refused document costs one linear pass and never a node of its expansion (a text with
+no ``*`` and too few collections to nest that deep skips the pass); values are checked
+as each is built. libyaml is used when present (the pure-Python parser is most of the
+cost of a skills listing); an error is reported in PyYAML's own words, parsed again
+without libyaml, so messages do not depend on whether it is installed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.constructor import BaseConstructor, ConstructorError
+from yaml.constructor import ConstructorError, SafeConstructor
 
 from ctxcli.errors import YamlError
 
@@ -73,30 +76,51 @@ def _child(node: yaml.Node | None, key: str | int) -> tuple[Any, yaml.Node] | No
     return None
 
 
-def _construct_object(self: Any, node: yaml.Node, deep: bool = False) -> Any:
-    """BaseConstructor.construct_object, refusing values without a JSON form and naming
-    the node of a value Python refuses (a ValueError would carry no line)."""
-    try:
-        data = BaseConstructor.construct_object(self, node, deep)
-    except (ValueError, OverflowError) as e:
-        raise ConstructorError(None, None, str(e), node.start_mark) from None
-    if type(data) is float and not math.isfinite(data):
-        raise ConstructorError(
-            None, None, f"{node.value!r} is not a finite number (JSON has none)", node.start_mark
-        )
-    if type(data) is int and abs(data) >= _MAX_INT:
+def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
+    # Digits first: Python refuses to read so many, in words that suggest a sys call.
+    too_long = sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS
+    value = 0 if too_long else _constructed(SafeConstructor.construct_yaml_int, loader, node)
+    if too_long or abs(value) >= _MAX_INT:
         raise ConstructorError(
             None, None, f"an integer of more than {MAX_INT_DIGITS} digits", node.start_mark
         )
-    return data
+    return int(value)
+
+
+def _checked_float(loader: Any, node: yaml.ScalarNode) -> float:
+    value = _constructed(SafeConstructor.construct_yaml_float, loader, node)
+    if not math.isfinite(value):
+        raise ConstructorError(
+            None, None, f"{node.value!r} is not a finite number (JSON has none)", node.start_mark
+        )
+    return float(value)
+
+
+def _checked_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    return _constructed(SafeConstructor.construct_yaml_timestamp, loader, node)
+
+
+def _constructed(construct: Any, loader: Any, node: yaml.ScalarNode) -> Any:
+    """``construct(loader, node)``, a ValueError (too many digits, no such date) turned
+    into a YAML error at the node: it would carry no line, and is no YAMLError."""
+    try:
+        return construct(loader, node)
+    except (ValueError, OverflowError) as e:
+        raise ConstructorError(None, None, str(e), node.start_mark) from None
 
 
 class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    construct_object = _construct_object
+    pass
 
 
 class _PureLoader(yaml.SafeLoader):
-    construct_object = _construct_object
+    pass
+
+
+for _loader in (_FastLoader, _PureLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _checked_int)
+    _loader.add_constructor("tag:yaml.org,2002:float", _checked_float)
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _checked_timestamp)
 
 
 def parse(text: str, *, path: str, first_line: int = 1, max_bytes: int = MAX_BYTES) -> Document:
@@ -124,7 +148,8 @@ def parse(text: str, *, path: str, first_line: int = 1, max_bytes: int = MAX_BYT
 
 
 def _load(loader_class: Any, text: str, path: str, first_line: int) -> Document:
-    _check_events(loader_class, text, path, first_line)
+    if "*" in text or _most_collections(text) > MAX_DEPTH:
+        _check_events(loader_class, text, path, first_line)
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
@@ -132,6 +157,14 @@ def _load(loader_class: Any, text: str, path: str, first_line: int) -> Document:
     finally:
         loader.dispose()
     return Document(data, node, first_line)
+
+
+def _most_collections(text: str) -> int:
+    """An upper bound on the collections in ``text``, so on their depth: each starts
+    with a character of its own (``[`` or ``{``; the ``-`` of a block sequence's first
+    item; the ``:`` or ``?`` of a mapping's first key). Most front matter has under 100
+    of them, and skips :func:`_check_events` (a third of the cost of a parse)."""
+    return sum(text.count(c) for c in "[{-:?")
 
 
 def _check_events(loader_class: Any, text: str, path: str, first_line: int) -> None:

@@ -108,27 +108,26 @@ def run_cli_bounded(group: str, args: list[str], cwd: Path) -> dict[str, Any]:
     address space is capped at 1 GiB and time at 60 s, so that a command which would
     exhaust the machine fails fast instead. Returns ``seconds`` (the command alone,
     interpreter start-up excluded), ``exit_code``, ``output`` and ``peak_mb`` (the
-    child's peak resident memory in MB)."""
+    child's peak resident memory in MB: VmHWM, which unlike ``ru_maxrss`` does not
+    carry over the parent's size across fork and exec)."""
     import os
-    import resource
     import subprocess
     import sys
 
     module, name = group.split(":")
     code = f"""
 import json, resource, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from click.testing import CliRunner
 from {module} import {name} as group
 start = time.perf_counter()
 result = CliRunner().invoke(group, {args!r})
-print(json.dumps({{"seconds": time.perf_counter() - start, "exit_code": result.exit_code,
-    "output": result.output, "exception": repr(result.exception),
-    "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+seconds = time.perf_counter() - start
+status = open("/proc/self/status").read()
+peak_kb = int(status.split("VmHWM:")[1].split()[0])
+print(json.dumps({{"seconds": seconds, "exit_code": result.exit_code,
+    "output": result.output, "exception": repr(result.exception), "peak_mb": peak_kb / 1024}}))
 """
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-
     repo = str(Path(__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run(
@@ -136,7 +135,6 @@ print(json.dumps({{"seconds": time.perf_counter() - start, "exit_code": result.e
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=limit,
         env={**os.environ, "PYTHONPATH": path},
         cwd=cwd,
     )
