@@ -15,17 +15,27 @@ A config file maps one-to-one onto the command-line options::
       name: llm
       model: gpt-4o-mini
       base_url: http://127.0.0.1:8080/v1
+
+The file is read within the bounds of :mod:`ctxcli.yamlio` (64 KiB, no aliases) and every
+value's type is checked (:func:`check`) before any is used: a wrong one is a one-line
+:class:`ConfigError` naming the file, line and key, such as ``ctxcli.yaml:2: model:
+expected a string or null, got a list``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import dataclasses
+import datetime
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxcli.errors import ConfigError
+from ctxcli import yamlio
+from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
+from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET
 
 DEFAULT_MAX_TOKENS = 8000
@@ -67,24 +77,41 @@ class Settings:
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file. Raises :class:`ConfigError` naming the file."""
-    import yaml
+    """Read a YAML config file: at most :data:`ctxcli.yamlio.MAX_BYTES` bytes of UTF-8,
+    parsed by :func:`ctxcli.yamlio.parse` (no aliases), every value type-checked by
+    :func:`check` before it is used.
 
+    Raises :class:`ConfigError` naming the file and, where known, the line.
+    """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        with open(path, "rb") as f:
+            raw = f.read(yamlio.MAX_BYTES + 1)  # a bound, not the whole of /dev/zero
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if len(raw) > yamlio.MAX_BYTES:
+        raise ConfigError(f"{path}: longer than {yamlio.MAX_BYTES} bytes; not a config file")
+    try:
+        document = yamlio.parse(raw.decode("utf-8"), path=str(path))
+    except UnicodeDecodeError as exc:
+        line = 1 + raw.count(b"\n", 0, exc.start)
+        raise ConfigError(f"{path}:{line}: not valid UTF-8") from None
+    except YamlError as exc:
+        raise ConfigError(str(exc)) from None
+    data = document.data
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+        raise ConfigError(f"{path}: expected a mapping of settings, got {_kind_of(data)}")
     unknown = set(data) - _TOP_LEVEL - set(STAGES)
     if unknown:
         known = ", ".join(sorted(_TOP_LEVEL | set(STAGES)))
         raise ConfigError(f"{path}: unknown setting {sorted(unknown)[0]!r}; known: {known}")
+
+    def where(keys: tuple[str | int, ...]) -> str:
+        line = document.line(keys)
+        return f"{path}:{line}" if line is not None else str(path)
+
+    check(data, where=where)
     return data
 
 
@@ -126,9 +153,11 @@ def resolve(
     Options for a stage that is not in the pipeline are ignored, so ``--keep-last`` can
     serve window and summary alike.
 
-    Raises :class:`ConfigError` for an unknown stage or option, or a bad value.
+    Raises :class:`ConfigError` for an unknown stage or option, or a bad value (the
+    file's values checked by :func:`check` first).
     """
     file = dict(file or {})
+    check(file)
     listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
     built: list[Stage] = []
     listed_names = [name for name, _ in listed]
@@ -172,3 +201,185 @@ def _summarizer(file: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(file or {})
     merged.update({k: v for k, v in overrides.items() if v is not None})
     return merged
+
+
+# --------------------------------------------------------------------------- value types
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a setting accepts: ``expects`` says it in a message, ``test`` checks the
+    value itself and ``items`` (if any) each item of a list or value of a mapping;
+    ``choices`` are the strings a closed choice allows."""
+
+    expects: str
+    test: Callable[[Any], bool]
+    items: _Kind | None = None
+    choices: tuple[str, ...] = ()
+
+    def or_null(self) -> _Kind:
+        test = self.test
+        return replace(self, expects=f"{self.expects} or null", test=lambda v: v is None or test(v))
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _one_of(*values: str) -> _Kind:
+    expects = "one of " + ", ".join(map(repr, values))
+    return _Kind(expects, lambda v: isinstance(v, str) and v in values, choices=values)
+
+
+_STRING = _Kind("a string", lambda v: isinstance(v, str))
+_WHOLE = _Kind("a whole number", _whole)
+_NUMBER = _Kind("a number", lambda v: _whole(v) or isinstance(v, float))
+_BOOL = _Kind("true or false", lambda v: isinstance(v, bool))
+_STRINGS = _Kind("a list of strings", lambda v: isinstance(v, (str, list)), items=_STRING)
+_COUNTS = _Kind("a mapping of names to whole numbers", lambda v: isinstance(v, dict), items=_WHOLE)
+_OPTIONS = _Kind("a mapping of options", lambda v: isinstance(v, dict)).or_null()
+_ANY = _Kind("anything", lambda v: True)
+
+#: The top-level settings; the sections of stage options are checked by their fields' types.
+_SETTING_KINDS: dict[str, _Kind] = {
+    "model": _STRING.or_null(),
+    "encoding": _STRING.or_null(),
+    "max_tokens": _WHOLE.or_null(),  # its range: resolve()
+    "on_error": _one_of("fail", "keep"),
+    "format": _STRING.or_null(),
+    "messages_key": _STRING.or_null(),
+    "stages": _Kind(
+        "a list of stages or a comma-separated string", lambda v: isinstance(v, (str, list))
+    ),
+    "summarizer": _OPTIONS,
+}
+#: The ``summarizer:`` options (:data:`ctxcli.summarizers.OPTIONS`); null leaves one unset.
+_SUMMARIZER_KINDS: dict[str, _Kind] = {
+    "name": _one_of(*SUMMARIZER_NAMES).or_null(),
+    "model": _STRING.or_null(),
+    "base_url": _STRING.or_null(),
+    "api_key_env": _STRING.or_null(),
+    "timeout": _NUMBER.or_null(),
+    "retries": _WHOLE.or_null(),
+    "concurrency": _WHOLE.or_null(),
+    "input_max_tokens": _WHOLE.or_null(),
+    "template": _STRING.or_null(),
+    "cache": _Kind(
+        "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))
+    ),
+}
+
+
+def _option_kind(hint: Any) -> _Kind:
+    """The kind of a stage option from its dataclass field's type."""
+    simple = {bool: _BOOL, int: _WHOLE, str: _STRING, float: _NUMBER}
+    if hint in simple:
+        return simple[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return _one_of(*args)
+    if origin is tuple and args[:1] == (str,):
+        return _STRINGS
+    if origin in (Mapping, dict) and args == (str, int):
+        return _COUNTS
+    return _ANY
+
+
+def stage_option_kinds(name: str) -> dict[str, _Kind]:
+    """Option name -> kind for stage ``name``, read from its dataclass's field types."""
+    hints = typing.get_type_hints(STAGES[name])
+    return {f.name: _option_kind(hints[f.name]) for f in dataclasses.fields(STAGES[name])}
+
+
+_KIND_NAMES = (
+    (bool, "true/false"),
+    (int, "a whole number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a mapping"),
+    (datetime.date, "a date"),
+    (bytes, "binary data"),
+)
+
+
+def _kind_of(value: Any) -> str:
+    """How a message names the type of a YAML value: ``a list``, ``null``, ..."""
+    if value is None:
+        return "null"
+    return next((name for cls, name in _KIND_NAMES if isinstance(value, cls)), type(value).__name__)
+
+
+Where = Callable[[tuple[str | int, ...]], str]
+
+
+def check(data: Mapping[str, Any], *, where: Where = lambda keys: "config") -> None:
+    """Check the type of every setting in a config mapping, nested options included,
+    before any is used: the top-level settings, ``stages`` (names, or ``{name:
+    options}``), each stage's options (the types of its dataclass fields) and the
+    ``summarizer:`` options. Unknown names are left to :func:`resolve`.
+
+    ``where(keys)`` names the place of a key path (``("stages", 0, "summary")``) in
+    messages, e.g. ``ctxcli.yaml:3``. Raises :class:`ConfigError` for the first wrong
+    value: ``ctxcli.yaml:3: model: expected a string or null, got a list``.
+    """
+    for key, kind in _SETTING_KINDS.items():
+        if key in data:
+            _expect(data[key], kind, (key,), where)
+    stages = data.get("stages")
+    for i, item in enumerate(stages if isinstance(stages, list) else []):
+        _check_stage_item(item, (("stages", i)), where)
+    _check_options(data.get("summarizer"), _SUMMARIZER_KINDS, ("summarizer",), where)
+    for name in STAGES:
+        if name in data:
+            _expect(data[name], _OPTIONS, (name,), where)
+            _check_options(data[name], stage_option_kinds(name), (name,), where)
+
+
+def _check_stage_item(item: Any, keys: tuple[str | int, ...], where: Where) -> None:
+    if isinstance(item, str):
+        return
+    if not (isinstance(item, dict) and len(item) == 1 and isinstance(next(iter(item)), str)):
+        raise ConfigError(
+            f"{where(keys)}: {_dotted(keys)}: expected a stage name or {{name: options}},"
+            f" got {_kind_of(item)}"
+        )
+    ((name, options),) = item.items()
+    _expect(options, _OPTIONS, (*keys, name), where)
+    if name in STAGES:
+        _check_options(options, stage_option_kinds(name), (*keys, name), where)
+
+
+def _check_options(
+    options: Any, kinds: Mapping[str, _Kind], keys: tuple[str | int, ...], where: Where
+) -> None:
+    if isinstance(options, dict):
+        for option, value in options.items():
+            if option in kinds:
+                _expect(value, kinds[option], (*keys, option), where)
+
+
+def _expect(value: Any, kind: _Kind, keys: tuple[str | int, ...], where: Where) -> None:
+    if not kind.test(value):
+        got = repr(value) if kind.choices and isinstance(value, str) else _kind_of(value)
+        raise ConfigError(f"{where(keys)}: {_dotted(keys)}: expected {kind.expects}, got {got}")
+    if kind.items is None:
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _expect(item, kind.items, (*keys, i), where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(
+                    f"{where(keys)}: {_dotted(keys)}: expected {kind.expects}, got the key {key!r}"
+                )
+            _expect(item, kind.items, (*keys, key), where)
+
+
+def _dotted(keys: tuple[str | int, ...]) -> str:
+    """``("stages", 0, "summary")`` as ``stages[0].summary``."""
+    out = ""
+    for key in keys:
+        out += f"[{key}]" if isinstance(key, int) else f".{key}" if out else str(key)
+    return out

@@ -74,3 +74,17 @@ class StoreError(CtxcliError):
 
 class WorkerError(CtxcliError):
     """A worker process died (killed, out of memory) or could not send its result."""
+
+
+class YamlError(CtxcliError):
+    """A YAML text is invalid or breaks a bound of :mod:`ctxcli.yamlio` (aliases, size,
+    depth); names the file and, where known, the line. The reason is without either."""
+
+    def __init__(self, path: str, line: int | None, reason: str):
+        self.path = path
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{where(path, line)}: invalid YAML: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return YamlError, (self.path, self.line, self.reason)

@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 import yaml
 
-from ctxcli.errors import SkillError
+from ctxcli import yamlio
+from ctxcli.errors import SkillError, YamlError
 
 Layout = Literal["flat", "directory"]
 ExportFormat = Literal["json", "openai", "anthropic", "mcp", "xml"]
@@ -48,7 +49,7 @@ PARAMETER_NAME_RE = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
 JSON_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 SPEC_DESCRIPTION_MAX = 1024  # characters, Agent Skills spec
 SPEC_COMPATIBILITY_MAX = 500  # characters, Agent Skills spec
-MAX_FRONT_MATTER_BYTES = 64 * 1024
+MAX_FRONT_MATTER_BYTES = yamlio.MAX_BYTES
 _FIRST_CHUNK = 512  # bytes; most front matter fits, so most files cost one read() call
 _BOM = b"\xef\xbb\xbf"
 _TYPE_HINTS = {
@@ -228,8 +229,9 @@ def read_front_matter(path: str | os.PathLike[str]) -> FrontMatter:
 
     Raises SkillError, as ``PATH:LINE: message`` with file line numbers, when the file does
     not start with ``---``, the front matter is not closed within
-    ``MAX_FRONT_MATTER_BYTES`` bytes, is not UTF-8, is not valid YAML or is not a mapping;
-    and as ``PATH: message`` when the file cannot be opened.
+    ``MAX_FRONT_MATTER_BYTES`` bytes, is not UTF-8, is not valid YAML within the bounds of
+    :mod:`ctxcli.yamlio` (no aliases, nesting at most 100 deep) or is not a mapping; and as
+    ``PATH: message`` when the file cannot be opened.
     """
     p = Path(path)
     try:
@@ -276,36 +278,17 @@ def read_front_matter(path: str | os.PathLike[str]) -> FrontMatter:
     )
 
 
-# libyaml when present: the pure-Python parser is most of the cost of a listing.
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _compose_and_construct(loader_class: Any, text: str) -> tuple[Any, Any]:
-    loader = loader_class(text)
-    try:
-        node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
-    finally:
-        loader.dispose()
-
-
 def _parse_yaml(
     text: str, path: Path, *, first_line: int
 ) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
-    """``yaml.safe_load`` plus the file line of each top-level and parameter key."""
+    """Bounded ``yaml.safe_load`` (:func:`ctxcli.yamlio.parse`: no aliases, a size and
+    depth bound) plus the file line of each top-level and parameter key."""
     try:
-        try:
-            node, data = _compose_and_construct(_FAST_LOADER, text)
-        except yaml.YAMLError:
-            # Parse again to report it in PyYAML's words, the same with or without libyaml.
-            node, data = _compose_and_construct(yaml.SafeLoader, text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = first_line + mark.line if mark is not None else first_line
-        what = ", ".join(str(part) for part in (e.context, e.problem) if part)
-        raise SkillError(f"{path}:{line}: invalid YAML in front matter: {what}") from e
-    except yaml.YAMLError as e:
-        raise SkillError(f"{path}:{first_line}: invalid YAML in front matter: {e}") from e
+        document = yamlio.parse(text, path=str(path), first_line=first_line)
+    except YamlError as e:
+        line = e.line if e.line is not None else first_line
+        raise SkillError(f"{path}:{line}: invalid YAML in front matter: {e.reason}") from e
+    data, node = document.data, document.node
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise SkillError(
@@ -648,13 +631,16 @@ def get_skill(name: str, dirs: Sequence[str | os.PathLike[str]]) -> Skill:
 
     The name is checked with :func:`check_name` before any file is touched, and the file is
     found by scanning, never by joining the name onto a path. Raises SkillError for an unsafe
-    name, an unknown name (naming the available skills), a duplicated name (naming both
-    paths) or errors in the skill's own file. Errors in other skills do not stop it.
+    name, an unknown name (naming the available skills, or listing the errors of a file
+    named ``NAME.md`` or ``NAME/SKILL.md`` that gave no skill), a duplicated name (naming
+    both paths) or errors in the skill's own file. Errors in other skills do not stop it.
     """
     check_name(name)
     result = scan_skills(dirs)
     matches = [s for s in result.skills if s.name == name]
     if not matches:
+        # A file named for the skill whose front matter could not be read: say why.
+        _raise_errors([p for p in result.errors if name in (p.path.stem, p.path.parent.name)])
         available = ", ".join(sorted({s.name for s in result.skills})) or "none"
         message = f"unknown skill {name!r}; available: {available}"
         if result.errors:

@@ -91,3 +91,53 @@ def assert_valid(
     assert {k: v for k, v in before.items() if k != "messages"} == {
         k: v for k, v in after.items() if k != "messages"
     }
+
+
+def yaml_bomb(levels: int = 9, width: int = 9) -> str:
+    """A "billion laughs" YAML mapping: ``width ** levels`` strings (9 ** 9 = 387
+    million) from under 1 KB of text, each key ``l<i>`` a list of aliases of the one
+    before; ``*l8`` is the whole bomb."""
+    lines = [f"l0: &l0 [{', '.join(['lol'] * width)}]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def run_cli_bounded(group: str, args: list[str], cwd: Path) -> dict[str, Any]:
+    """Run a click command (``group`` as ``module:name``) in a fresh interpreter whose
+    address space is capped at 1 GiB and time at 60 s, so that a command which would
+    exhaust the machine fails fast instead. Returns ``seconds`` (the command alone,
+    interpreter start-up excluded), ``exit_code``, ``output`` and ``peak_mb`` (the
+    child's peak resident memory in MB: VmHWM, which unlike ``ru_maxrss`` does not
+    carry over the parent's size across fork and exec)."""
+    import os
+    import subprocess
+    import sys
+
+    module, name = group.split(":")
+    code = f"""
+import json, resource, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from click.testing import CliRunner
+from {module} import {name} as group
+start = time.perf_counter()
+result = CliRunner().invoke(group, {args!r})
+seconds = time.perf_counter() - start
+status = open("/proc/self/status").read()
+peak_kb = int(status.split("VmHWM:")[1].split()[0])
+print(json.dumps({{"seconds": seconds, "exit_code": result.exit_code,
+    "output": result.output, "exception": repr(result.exception), "peak_mb": peak_kb / 1024}}))
+"""
+    repo = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": path},
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result

@@ -15,10 +15,12 @@ import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from helpers import run_cli_bounded, yaml_bomb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxcli import skills as lib
+from ctxcli import yamlio
 from ctxcli.errors import SkillError
 from ctxcli.skills_cli import skills
 
@@ -436,7 +438,75 @@ def test_symlinks_leading_outside_are_refused_unread(
     assert "references/leak.md" not in beta.files
     shown = invoke("show", "secret", "--dir", str(two))
     assert shown.exit_code == 1
-    assert shown.stderr.startswith("Error: unknown skill 'secret'; available: alpha, beta")
+    assert shown.stderr == (
+        f"Error: 1 skill problem:\n  {two / 'secret.md'}: error: symlink leads outside the"
+        " skills directory; not read\n"
+    )
+    assert not any(str(outside) in p for p in opened)
+
+
+def bomb_front(name: str = "bomb") -> str:
+    """Front matter whose parameter ``p`` holds a 387-million-string YAML bomb."""
+    lines = "".join(f"    {line}\n" for line in yaml_bomb().splitlines())
+    return f"name: {name}\ndescription: Boom.\nparameters:\n  p:\n    type: string\n{lines}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["list", "--format", "openai"], id="list-openai"),
+        pytest.param(["show", "bomb"], id="show"),
+        pytest.param(["show", "bomb", "--format", "json"], id="show-json"),
+    ],
+)
+def test_a_yaml_bomb_skill_ends_fast_in_little_memory(tmp_path: Path, args: list[str]) -> None:
+    path = write_skill(tmp_path / "skills", "bomb", bomb_front())
+    assert path.stat().st_size < 1024
+    out = run_cli_bounded("ctxcli.skills_cli:skills", [*args, "--dir", "skills"], tmp_path)
+    assert out["exit_code"] == 1, out
+    assert (
+        "skills/bomb.md:8: error: invalid YAML in front matter: aliases are not allowed"
+        " (found *l0); write the value out" in out["output"]
+    ), out
+    assert out["seconds"] < 1.0 and out["peak_mb"] < 100, out
+
+
+def test_deep_nesting_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    # 50 KB of brackets, inside the size bound: libyaml's composer recursed until the
+    # process died of a segmentation fault.
+    depth = 25_000
+    write_skill(tmp_path / "skills", "deep", "name: deep\ndescription: d\nx: " + "[" * depth
+                + "]" * depth + "\n")  # fmt: skip
+    out = run_cli_bounded("ctxcli.skills_cli:skills", ["list", "--dir", "skills"], tmp_path)
+    assert out["exit_code"] == 1, out
+    assert out["output"] == (
+        "Error: 1 skill problem:\n  skills/deep.md:4: error: invalid YAML in front matter:"
+        " nested more than 100 levels deep\n"
+    )
+
+
+def test_a_yaml_bomb_is_a_problem_of_its_own_skill(two: Path) -> None:
+    path = write_skill(two, "bomb", bomb_front())
+    problem = f"{path}:8: error: invalid YAML in front matter: aliases are not allowed (found *l0);"
+    checked = invoke("validate", "--dir", str(two))
+    assert checked.exit_code == 1
+    assert checked.stdout == problem + " write the value out\n"
+    assert checked.stderr == "Error: 3 skill files: 1 error, 0 warnings\n"
+    shown = invoke("show", "alpha", "--dir", str(two), "--format", "json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["name"] == "alpha"
+
+
+def test_front_matter_values_without_a_json_form_are_refused(tmp_path: Path) -> None:
+    # json.dumps would write them as NaN and Infinity, which no JSON parser reads.
+    path = write_skill(
+        tmp_path, "a", "name: a\ndescription: d\nparameters:\n  x: {type: number, default: .inf}\n"
+    )
+    result = invoke("list", "--dir", str(tmp_path), "--format", "openai")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: 1 skill problem:\n  {path}:5: error: invalid YAML in front matter:"
+        " '.inf' is not a finite number (JSON has none)\n"
+    )
 
 
 # --------------------------------------------------------------------------- show
@@ -476,6 +546,8 @@ def test_show_works_despite_a_broken_other_skill(two: Path) -> None:
     (two / "broken.md").write_text("no front matter\n")
     assert lib.get_skill("alpha", [two]).name == "alpha"
     with pytest.raises(SkillError, match=r"available: alpha, beta \(1 skill files have errors\)"):
+        lib.get_skill("gamma", [two])
+    with pytest.raises(SkillError, match=r"broken.md:1: error: no front matter"):
         lib.get_skill("broken", [two])
 
 
@@ -724,7 +796,9 @@ def test_libyaml_and_pure_python_parse_alike(
 ) -> None:
     if not hasattr(yaml, loader):
         pytest.skip(f"PyYAML built without {loader}")
-    monkeypatch.setattr(lib, "_FAST_LOADER", getattr(yaml, loader))
+    if loader == "SafeLoader":
+        monkeypatch.setattr(yamlio, "_FastLoader", yamlio._PureLoader)
+    assert issubclass(yamlio._FastLoader, getattr(yaml, loader))
     good = write_skill(tmp_path, "a", "name: a\ndescription: d\nparameters:\n  p: {type: string}\n")
     fm = lib.read_front_matter(good)
     assert (fm.data["parameters"], fm.key_lines[("parameters", "p")]) == (
