@@ -77,7 +77,8 @@ class Tally:
     events, whether it stayed over budget, the originals its placeholders replaced, its
     warnings, the format rules its input already broke (``input_problems``) and, when its
     pipeline broke a rule and a safer plan was written instead, what happened
-    (``fallback``, see :func:`contain`)."""
+    (``fallback``, see :func:`contain`); ``messages_key``, the well-known key its
+    messages were found under without ``--messages-key`` (:func:`ctxcli.formats.find`)."""
 
     id: str | None
     line: int
@@ -91,6 +92,7 @@ class Tally:
     warnings: tuple[str, ...]
     input_problems: tuple[str, ...] = ()
     fallback: Fallback | None = None
+    messages_key: str | None = None
 
     @classmethod
     def of(
@@ -98,6 +100,7 @@ class Tally:
         result: Result,
         input_problems: Iterable[str] = (),
         fallback: Fallback | None = None,
+        messages_key: str | None = None,
     ) -> Tally:
         by_role: dict[str, list[int]] = {}
         for side, conversation in ((0, result.before), (2, result.after)):
@@ -119,6 +122,7 @@ class Tally:
             warnings=tuple(result.warnings),
             input_problems=tuple(input_problems),
             fallback=fallback,
+            messages_key=messages_key,
         )
 
 
@@ -223,6 +227,7 @@ class FileStats:
     input_problems: list[dict[str, Any]] = field(default_factory=list)
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
     not_listed: Counter[str] = field(default_factory=Counter)
+    messages_keys: Counter[str] = field(default_factory=Counter)
     warnings: int = 0
     elapsed_seconds: float = 0.0
     store: str | None = None
@@ -257,6 +262,8 @@ class FileStats:
             )
         if tally.fallback is not None:
             self.add_entry("fallbacks", {"id": tally.id, **at, **tally.fallback.to_json()})
+        if tally.messages_key is not None:
+            self.messages_keys[tally.messages_key] += 1
 
     def add_entry(self, name: str, entry: dict[str, Any]) -> None:
         """Add ``entry`` to the list ``name`` (``over_budget``, ``errors``,
@@ -296,6 +303,7 @@ class FileStats:
             for entry in getattr(other, name):
                 self.add_entry(name, entry)
         self.not_listed.update(other.not_listed)
+        self.messages_keys.update(other.messages_keys)
 
     @property
     def ratio(self) -> float:
@@ -317,6 +325,7 @@ class FileStats:
             "ratio": round(self.ratio, 4),
             "by_role": {role: dict(c) for role, c in sorted(self.by_role.items())},
             "stage_events": {s: dict(c) for s, c in self.stage_events.items()},
+            **({"messages_keys": dict(self.messages_keys)} if self.messages_keys else {}),
             "over_budget": self.over_budget,
             "errors": self.errors,
             "input_problems": self.input_problems,
@@ -534,18 +543,21 @@ class Compressor:
 
     def read(
         self, record: Any, *, path: str = "<input>", line: int = 0
-    ) -> tuple[ModuleType, Conversation]:
-        """Read one parsed record in its format (forced, else detected).
+    ) -> tuple[formats.Found, Conversation]:
+        """Read one parsed record in its format (forced, else found: see
+        :func:`ctxcli.formats.find`): where its messages are, and the conversation.
 
         Raises :class:`InputError` for a bad record or one no format fits.
         """
-        module = self.format or formats.detect(record, self.settings.messages_key)
-        if module is None:
+        found = formats.find(record, self.settings.messages_key, self.format)
+        if found is None:
             raise InputError(path, line, formats.no_fit(record, self.settings.messages_key))
-        conversation = module.read(
-            record, self.counter, path=path, line=line, messages_key=self.settings.messages_key
-        )
-        return module, conversation
+        try:
+            return found, found.read(record, self.counter, path=path, line=line)
+        except (LookupError, TypeError):  # a --messages-key path that leads nowhere
+            raise InputError(
+                path, line, formats.no_fit(record, self.settings.messages_key)
+            ) from None
 
     def conversation(self, record: Any, *, path: str = "<input>", line: int = 0) -> Result:
         """Compress one parsed record. Raises :class:`InputError` for a bad record."""
@@ -698,8 +710,8 @@ class Compressor:
         place = where(path, item.line, item.index)
         try:
             record = item.parse(path)
-            module, conversation = self.read(record, path=path, line=item.line or 0)
-            broken = module.problems(record, conversation)
+            found, conversation = self.read(record, path=path, line=item.line or 0)
+            broken = found.problems(record, conversation)
         except InputError as exc:
             return None, None, InputError(path, item.line, exc.reason, record=item.index)
 
@@ -707,18 +719,18 @@ class Compressor:
             result = run(conversation, stages, self.context)
             if not result.changed:
                 return result, None
-            written = module.write(record, result.after, messages_key=self.settings.messages_key)
-            self._check(module, record, written, result, place, broken)
+            written = found.write(record, result.after)
+            self._check(found, record, written, result, place, broken)
             return result, jsonio.dumps(written)
 
         result, out, fallback = contain(
             self.settings.stages, attempt, lambda: (self._as_read(conversation), None)
         )
         if broken:
-            result.warnings.append(_already_broken(place, conversation, module, broken))
+            result.warnings.append(_already_broken(place, conversation, found.format, broken))
         if fallback is not None:
             result.warnings.append(_fell_back(place, conversation, fallback))
-        return Tally.of(result, broken, fallback), out, None
+        return Tally.of(result, broken, fallback, found.implicit), out, None
 
     def _as_read(self, conversation: Conversation) -> Result:
         """``conversation`` written as it was read, for :func:`contain`."""
@@ -750,7 +762,7 @@ class Compressor:
             if not result.changed:
                 return result, events
             out = module.write(events, result.after)
-            self._check(module, events, out, result, path, broken)
+            self._check(formats.Found(module), events, out, result, path, broken)
             return result, out
 
         result, out, fallback = contain(
@@ -824,16 +836,17 @@ class Compressor:
 
     def _check(
         self,
-        module: ModuleType,
+        at: formats.Found,
         record: Any,
         out: Any,
         result: Result,
         place: str,
         known: list[str] | None = None,
     ) -> None:
-        """Raise :class:`InvariantError` when ``out`` breaks a rule of its format that
-        the input ``record`` kept (compared by reason, since positions move); ``known``:
-        the input's problems, when already found."""
+        """Raise :class:`InvariantError` when ``out`` breaks a rule of its format (read
+        where ``at`` says) that the input ``record`` kept (compared by reason, since
+        positions move); ``known``: the input's problems, when already found."""
+        module = at.format
         if module is openai_format and openai_format.writes_as_read(result.after):
             # The OpenAI writer puts the neutral messages in as they are: reading them
             # back would give ``result.after`` again, numbered by output position.
@@ -841,18 +854,16 @@ class Compressor:
                 [Message(m.data, m.tokens, i) for i, m in enumerate(result.after.messages)]
             )
         else:
-            try:
-                written = module.read(  # the rules need no token counts: count nothing
-                    out, _NO_COUNT, path=place, line=0, messages_key=self.settings.messages_key
-                )
+            try:  # the rules need no token counts: count nothing
+                written = at.read(out, _NO_COUNT, path=place, line=0)
             except InputError as exc:
                 problem = f"output could not be read back: {exc.reason}"
                 raise InvariantError(f"{place}: {problem}", (problem,)) from None
         found = []
-        broken = module.problems(out, written)
+        broken = at.problems(out, written)
         if broken:  # only then is it worth knowing what the input already broke
             if known is None:
-                known = module.problems(record, result.before)
+                known = at.problems(record, result.before)
             kept = Counter(_reason(p) for p in known)
             for problem in broken:
                 if kept[_reason(problem)]:

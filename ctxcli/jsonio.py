@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import sys
@@ -122,9 +123,75 @@ def read_records(
             raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
         return "jsonl", _jsonl(path, data), None
     if isinstance(whole, list):
-        items = (Record(None, i, None, value) for i, value in enumerate(whole))
+        spans = array_spans(data)
+        raws: list[bytes | None] = (
+            [data[a:b] for a, b in spans] if len(spans) == len(whole) else [None] * len(whole)
+        )
+        items = (Record(None, i, raws[i], value) for i, value in enumerate(whole))
         return "array", items, data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+#: A JSON string (with its escapes) or one of the characters that open, close or
+#: separate values: all :func:`array_spans` needs to see.
+_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]')
+
+
+def array_spans(data: bytes) -> list[tuple[int, int]]:
+    """Byte spans ``[start, end)`` of the elements of the JSON array that ``data`` (a
+    valid JSON text) holds, white space around them left out; ``[]`` when it holds
+    no array. Strings are skipped whole, so brackets inside them do not count."""
+    spans: list[tuple[int, int]] = []
+    depth, start = 0, -1
+
+    def add(begin: int, end: int) -> None:
+        while begin < end and data[begin] in b" \t\r\n":
+            begin += 1
+        while end > begin and data[end - 1] in b" \t\r\n":
+            end -= 1
+        if begin < end:
+            spans.append((begin, end))
+
+    for match in _STRUCTURE.finditer(data):
+        char = data[match.start()]
+        if char == 0x22:  # a string
+            continue
+        if char in b"[{":
+            depth += 1
+            if depth == 1 and char == 0x5B:
+                start = match.end()
+        elif char in b"]}":
+            depth -= 1
+            if depth == 0:
+                add(start, match.start())
+                break
+        elif depth == 1 and start >= 0:  # a comma between elements
+            add(start, match.start())
+            start = match.end()
+    return spans if start >= 0 else []
+
+
+def restyle(value: Any, original: bytes, span: tuple[int, int]) -> bytes:
+    """``value`` as JSON in the style of the text it replaces, ``original[span]``:
+    indented by the same step, each line after the first by the indentation of the
+    line the text starts on, with ``": "`` after keys when the original has it, and
+    non-ASCII characters as they are unless the file escapes them all."""
+    sample = original[span[0] : span[1]]
+    escape = b"\\u" in original and not _NON_ASCII.search(original)
+    if b"\n" not in sample:
+        if b'": ' not in sample:
+            return dumps(value)
+        return std_dumps(value, ensure_ascii=escape).encode()
+    line_start = original.rfind(b"\n", 0, span[0]) + 1
+    base = original[line_start : span[0]]
+    base = base[: len(base) - len(base.lstrip())]
+    second = sample.split(b"\n", 2)[1]
+    step = (len(second) - len(second.lstrip(b" "))) - len(base)
+    text = std_dumps(value, indent=step if step > 0 else 2, ensure_ascii=escape)
+    return text.replace("\n", "\n" + base.decode()).encode()
+
+
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def read_input(path: str) -> bytes | None:
@@ -244,9 +311,10 @@ class RecordSink:
 
     JSON lines are written as they come, each ended by ``newline``, after a byte
     order mark when ``bom`` (see :func:`line_style`: an unchanged line comes back as
-    the bytes read). An array is written as ``[`` records ``]``; a one-record file as
-    that record. For those two, when no record changed, ``original`` (the input's
-    bytes) is written instead, so a run that changes nothing gives back the very file.
+    the bytes read). An array or one-record file is written as ``original`` (the
+    input's bytes) with each changed record's text replaced by its new JSON in the
+    file's style (:func:`restyle`), so a record no stage changed keeps its very text,
+    indentation and all, and a run that changes nothing gives back the very file.
     """
 
     def __init__(
@@ -263,6 +331,7 @@ class RecordSink:
         self.original = original
         self.newline = newline
         self._held: list[bytes] = []
+        self._flags: list[bool] = []
         self._changed = False
         if bom and shape == "jsonl":
             writer.write(BOM)
@@ -273,6 +342,7 @@ class RecordSink:
             self.writer.write(record + self.newline)
             return
         self._held.append(record)
+        self._flags.append(changed)
         self._changed = self._changed or changed
 
     def close(self) -> None:
@@ -281,10 +351,28 @@ class RecordSink:
             return
         if not self._changed and self.original is not None:
             self.writer.write(self.original)
-        elif self.shape == "array":
-            self.writer.write(b"[\n" + b",\n".join(self._held) + b"\n]\n")
-        else:
-            self.writer.write(b"".join(self._held) + b"\n")
+            return
+        original = self.original or b""
+        spans = array_spans(original) if self.shape == "array" else [_body_span(original)]
+        if len(spans) != len(self._held):  # no original to follow (a record of its own)
+            held = b",\n".join(self._held)
+            self.writer.write(b"[\n" + held + b"\n]\n" if self.shape == "array" else held + b"\n")
+            return
+        out, at = [], 0
+        for (start, end), (record, changed) in zip(spans, zip(self._held, self._flags)):
+            new = restyle(loads(record, "", None), original, (start, end)) if changed else record
+            out += [original[at:start], new]
+            at = end
+        out.append(original[at:])
+        self.writer.write(b"".join(out))
+
+
+def _body_span(data: bytes) -> tuple[int, int]:
+    """The span of a one-record file's JSON text, without a BOM or white space."""
+    start = len(BOM) if data.startswith(BOM) else 0
+    body = data[start:]
+    start += len(body) - len(body.lstrip())
+    return start, start + len(body.strip())
 
 
 def loads(raw: bytes | str, path: str, line: int | None) -> Any:

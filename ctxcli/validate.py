@@ -61,17 +61,18 @@ def validate_file(
     for item in items:
         try:
             record = item.parse(path)
-            found = module or formats.detect(record, messages_key)
+            found = formats.find(record, messages_key, module)
             if found is None:
                 raise InputError(path, item.line, formats.no_fit(record, messages_key))
-            conversation = found.read(
-                record, counter, path=path, line=item.line or 0, messages_key=messages_key
-            )
+            conversation = found.read(record, counter, path=path, line=item.line or 0)
         except InputError as exc:
             yield Problem(path, item.line, item.index, exc.reason)
             continue
+        except (LookupError, TypeError):  # a --messages-key path that leads nowhere
+            yield Problem(path, item.line, item.index, formats.no_fit(record, messages_key))
+            continue
         for reason in found.problems(record, conversation):
-            yield Problem(path, item.line, item.index, f"{found.NAME}: {reason}")
+            yield Problem(path, item.line, item.index, f"{found.format.NAME}: {reason}")
 
 
 def _session(

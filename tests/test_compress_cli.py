@@ -101,7 +101,9 @@ def test_writes_output_and_stats_beside_the_input(tmp_path: Path) -> None:
     [
         pytest.param("{not json", "invalid JSON", id="not-json"),
         pytest.param("[1, 2]", "expected a JSON object, got an array", id="not-object"),
-        pytest.param('{"id": 1}', "no format fits this record: no 'messages'", id="no-messages"),
+        pytest.param(
+            '{"id": 1}', "no format fits this record (tried sharegpt, anthropic", id="no-messages"
+        ),
         pytest.param('{"messages": [{"content": "hi"}]}', "message 0 has no 'role'", id="no-role"),
         pytest.param(
             '{"messages": ["hi"]}', "message 0 is a string, not an object", id="not-message"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ctxcli import formats
+from ctxcli import formats, jsonio
 from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError, InputError
@@ -654,3 +654,127 @@ def test_a_session_whose_dropped_events_lack_uuids_still_finishes(tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert out.exists()
+
+
+def toolbench(n: int = 30) -> dict[str, Any]:
+    """A ToolBench-shaped record: the messages are the last of a list of snapshots."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are AutoGPT."}]
+    for i in range(n):
+        messages.append({"role": "user", "content": f"step {i}: " + "detail " * 40})
+        messages.append({"role": "assistant", "content": f"done {i}: " + "result " * 40})
+    messages.append({"role": "user", "content": "Finish."})
+    return {
+        "query": "find hotels",
+        "answer_generation": {"valid_data": True, "train_messages": [messages[:3], messages]},
+    }
+
+
+def test_messages_key_is_a_dotted_path_with_list_positions(tmp_path: Path) -> None:
+    record = toolbench()
+    source = tmp_path / "tb.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    args = ["compress", str(source), "--max-tokens", "300", "-o", "-", "-q"]
+    plain = CliRunner().invoke(cli, args)
+    assert plain.exit_code == 1
+    assert "try --messages-key answer_generation" not in plain.stderr  # not a list of messages
+    assert (
+        "no format fits this record (tried sharegpt, anthropic, responses, openai)" in plain.stderr
+    )
+    result = CliRunner().invoke(
+        cli, [*args, "--messages-key", "answer_generation.train_messages.-1"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    snapshots = out["answer_generation"]["train_messages"]
+    assert snapshots[0] == record["answer_generation"]["train_messages"][0]  # untouched
+    assert len(snapshots[1]) < len(record["answer_generation"]["train_messages"][1])
+    assert snapshots[1][0] == {"role": "system", "content": "You are AutoGPT."}
+    assert snapshots[1][-1] == {"role": "user", "content": "Finish."}
+    assert out["query"] == "find hotels" and out["answer_generation"]["valid_data"] is True
+    nowhere = CliRunner().invoke(cli, [*args, "--messages-key", "answer_generation.nope.0"])
+    assert nowhere.exit_code == 1
+    assert "'answer_generation.nope.0' holds no list of messages of any format" in nowhere.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "record"),
+    [
+        pytest.param(
+            "history", {"history": [{"role": "user", "content": "hi"}], "info": {}}, id="swe-agent"
+        ),
+        pytest.param(
+            "traj", {"task_id": 1, "traj": [{"role": "user", "content": "hi"}]}, id="tau-bench"
+        ),
+        pytest.param(
+            "conversations",
+            {
+                "conversations": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "yo"},
+                ]
+            },
+            id="hf-chat-is-openai",
+        ),
+    ],
+)
+def test_well_known_keys_are_found_and_named_in_the_stats(
+    tmp_path: Path, key: str, record: dict[str, Any]
+) -> None:
+    found = formats.find(record)
+    assert found is not None and found.format is formats.FORMATS["openai"] and found.key == key
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "-q"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "a.compressed.stats.json").read_text())
+    assert stats["messages_keys"] == {key: 1}
+
+
+def test_two_well_known_keys_with_messages_are_not_guessed() -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    assert formats.find({"history": messages, "traj": messages}) is None
+    assert "try --messages-key history" in formats.no_fit({"history": messages, "traj": messages})
+
+
+def test_a_session_line_read_as_a_record_suggests_the_format() -> None:
+    event = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s"}
+    assert "try --format claude-code (a whole file is one session)" in formats.no_fit(event)
+
+
+def test_a_json_array_keeps_the_text_of_every_record_no_stage_changed(tmp_path: Path) -> None:
+    records = [
+        {"id": f"r{i}", "messages": [{"role": "user", "content": "short"}]} for i in range(5)
+    ]
+    long = {"role": "assistant", "content": "word " * 400}
+    records[2] = {
+        "id": "r2",
+        "messages": [{"role": "user", "content": "q"}, long] * 5
+        + [{"role": "user", "content": "last"}],
+    }
+    text = (
+        "[\n" + ",\n".join(json.dumps(r, indent=4, ensure_ascii=False) for r in records) + "\n]\n"
+    )
+    text = text.replace('"r0"', '"r0"   ')  # odd spacing a re-serializer would lose
+    source = tmp_path / "a.json"
+    source.write_text(text)
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "300", "-q"])
+    assert result.exit_code == 0, result.output
+    out = (tmp_path / "a.compressed.json").read_text()
+    before, after = jsonio.array_spans(text.encode()), jsonio.array_spans(out.encode())
+    pieces = [(text.encode()[a:b], out.encode()[c:d]) for (a, b), (c, d) in zip(before, after)]
+    assert [old == new for old, new in pieces] == [True, True, False, True, True]
+    changed = pieces[2][1].decode()
+    assert changed.startswith('{\n    "id": "r2",\n    "messages": [\n        {')  # 4-space style
+    assert json.loads(out)[2]["messages"][-1] == {"role": "user", "content": "last"}
+    assert out.startswith("[\n{") and out.endswith("\n]\n")
+
+
+def test_array_spans_skip_brackets_and_commas_inside_strings() -> None:
+    data = b' [ {"a": "],[{"} , "x\\"]" ,[1,[2]], 3 ] '
+    assert [data[a:b] for a, b in jsonio.array_spans(data)] == [
+        b'{"a": "],[{"}',
+        b'"x\\"]"',
+        b"[1,[2]]",
+        b"3",
+    ]
+    assert jsonio.array_spans(b'{"a": [1, 2]}') == []

@@ -18,12 +18,16 @@ whole JSON lines file as one record, the list of its lines' objects: ``read`` an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from ctxcli.errors import ConfigError
 from ctxcli.formats import anthropic, claude_code, codex, openai, responses, sharegpt
 from ctxcli.formats._common import kind
+from ctxcli.model import Conversation
+from ctxcli.tokens import TokenCounter
 
 #: Format name -> adapter module, in the order :func:`detect` tries them.
 FORMATS: dict[str, ModuleType] = {
@@ -64,15 +68,129 @@ def detect(record: Any, messages_key: str | None = None) -> ModuleType | None:
     return None
 
 
+#: Keys that hold the messages of well-known logs (SWE-agent ``history``, tau-bench
+#: ``traj``, Hugging Face ``conversations`` ...), tried when a record has no
+#: ``messages`` and no format finds its messages under its own key.
+WELL_KNOWN_KEYS = ("history", "traj", "trajectory", "conversations", "input", "contents")
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a record's messages are and in which format: ``format``; ``key``, the
+    key its ``read`` and ``write`` take (``None``: the format's own); ``path``, the
+    keys and list positions from the record to the object holding ``key`` (empty:
+    the record itself; see :func:`split_key`); ``implicit``, the well-known key the
+    messages were found under without ``--messages-key`` (for the stats)."""
+
+    format: ModuleType
+    key: str | None = None
+    path: tuple[str | int, ...] = ()
+    implicit: str | None = None
+
+    def view(self, record: Any) -> Any:
+        """The object the format reads: the record, or what ``path`` leads to (a list
+        of messages reached by a position is read as ``{"messages": ...}``). Raises
+        ``LookupError`` or ``TypeError`` when the path leads nowhere."""
+        if not self.path:
+            return record
+        for step in self.path:
+            record = record[step]
+        return record if isinstance(record, Mapping) else {"messages": record}
+
+    def read(self, record: Any, counter: TokenCounter, *, path: str, line: int) -> Conversation:
+        """The format's ``read`` of :meth:`view` (raises what it raises)."""
+        view = self.view(record)
+        return self.format.read(view, counter, path=path, line=line, messages_key=self.key)  # type: ignore[no-any-return]
+
+    def write(self, record: Any, conversation: Conversation) -> Any:
+        """``record`` with the messages at this place written from ``conversation``
+        (the containers on the way copied, the rest shared)."""
+        written = self.format.write(self.view(record), conversation, messages_key=self.key)
+        return _put(record, self.path, written) if self.path else written
+
+    def problems(self, record: Any, conversation: Conversation) -> list[str]:
+        """The format's ``problems`` of :meth:`view`."""
+        return self.format.problems(self.view(record), conversation)  # type: ignore[no-any-return]
+
+
+def _put(value: Any, path: tuple[str | int, ...], written: Any) -> Any:
+    if not path:
+        return written if isinstance(value, Mapping) else written["messages"]
+    copy: Any = dict(value) if isinstance(value, Mapping) else list(value)
+    copy[path[0]] = _put(value[path[0]], path[1:], written)
+    return copy
+
+
+def split_key(messages_key: str) -> tuple[tuple[str | int, ...], str | None]:
+    """``--messages-key`` as a path: ``"a.b.-1"`` is ``record["a"]["b"][-1]`` (a list
+    position is a whole number, negative from the end). Returns the path to the
+    object holding the messages and the key there (``None`` when the path ends on a
+    list position: the messages are that element)."""
+    steps: list[str | int] = [
+        int(part) if part.lstrip("-").isdigit() else part for part in messages_key.split(".")
+    ]
+    last = steps[-1]
+    if isinstance(last, int):
+        return tuple(steps), None
+    return tuple(steps[:-1]), last
+
+
+def find(
+    record: Any, messages_key: str | None = None, format: ModuleType | None = None
+) -> Found | None:
+    """The format (``format`` when given) and place of ``record``'s messages: under
+    ``messages_key`` (a key or a dotted path, see :func:`split_key`); else where
+    :func:`detect` finds them; else, for a record without ``messages``, under the one
+    :data:`WELL_KNOWN_KEYS` key that holds messages of some format. ``None`` when
+    nothing fits."""
+    if messages_key:
+        path, key = split_key(messages_key)
+        if format is not None:
+            return Found(format, key, path)
+        try:
+            view = Found(FORMATS["openai"], key, path).view(record)
+        except (LookupError, TypeError):
+            return None
+        module = detect(view, key)
+        return None if module is None else Found(module, key, path)
+    if format is not None:
+        return Found(format)
+    module = detect(record)
+    if module is not None:
+        return Found(module)
+    if not isinstance(record, Mapping) or "messages" in record:
+        return None
+    fits = [
+        Found(m, k, implicit=k)
+        for k in WELL_KNOWN_KEYS
+        if isinstance(record.get(k), list)
+        and (m := detect(record, k)) is not None
+        and m.detect(record, k)
+    ]
+    return fits[0] if len(fits) == 1 else None
+
+
 def no_fit(record: Any, messages_key: str | None = None) -> str:
-    """Why no format fits ``record``: the reason an error gives."""
+    """Why no format fits ``record``, with what would help: the reason an error gives."""
     if not isinstance(record, dict):
         return f"expected a JSON object, got {kind(record)}"
     keys = ", ".join(map(repr, list(record)[:8]))
+    tried = ", ".join(n for n, m in FORMATS.items() if not getattr(m, "WHOLE_FILE", False))
     if messages_key:
-        return f"no format fits: {messages_key!r} holds no list of messages (keys: {keys})"
+        return (
+            f"no format fits: {messages_key!r} holds no list of messages of any format "
+            f"({tried}); keys: {keys}"
+        )
+    hint = next((f"try --messages-key {k}" for k, v in record.items() if _messages_like(v)), "")
+    whole = detect_file(record)
+    if whole is not None:
+        hint = f"try --format {whole.NAME} (a whole file is one session)"
+    return f"no format fits this record (tried {tried}); keys: {keys}; " + (
+        hint or "--format or --messages-key (a dotted path: a.b.-1) says where to look"
+    )
+
+
+def _messages_like(value: Any) -> bool:
     return (
-        "no format fits this record: no 'messages' list of role objects (OpenAI, "
-        "Anthropic) and no 'conversations' list of from/value turns (ShareGPT); "
-        f"keys: {keys}; --messages-key names another key"
+        isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value[:3])
     )
