@@ -931,10 +931,9 @@ class Compressor:
         self._shape, self._bar = shape, bar
         whole = self.format if getattr(self.format, "WHOLE_FILE", False) else None
         if self.format is None and shape == "jsonl":
-            first = next(items, None)
-            if first is not None:
-                items = itertools.chain([first], items)
-                whole = formats.detect_file(_peek(first, input_path))
+            head = list(itertools.islice(items, formats.HEAD_RECORDS))
+            items = itertools.chain(head, items)
+            whole = formats.detect_file([_peek(item, input_path) for item in head])
         items = _tracked(items, bar)  # counted as a driver reads them, not when peeked at
         driver = self.records if whole is None else functools.partial(self.session, module=whole)
         with contextlib.ExitStack() as stack:

@@ -8,11 +8,11 @@ read at all is a problem too.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from ctxcli import formats, jsonio
 from ctxcli.errors import InputError, where
@@ -50,11 +50,9 @@ def validate_file(
     counter = counter or NullCounter()  # the rules need no token counts
     shape, items, _ = jsonio.read_records(path)
     if module is None and shape == "jsonl":
-        first = next(items, None)
-        if first is not None:
-            items = itertools.chain([first], items)
-            with contextlib.suppress(InputError):
-                module = formats.detect_file(first.parse(path))
+        head = list(itertools.islice(items, formats.HEAD_RECORDS))
+        items = itertools.chain(head, items)
+        module = formats.detect_file([_parsed(item, path) for item in head])
     if module is not None and getattr(module, "WHOLE_FILE", False):
         yield from _session(path, items, counter, module)
         return
@@ -73,6 +71,13 @@ def validate_file(
             continue
         for reason in found.problems(record, conversation):
             yield Problem(path, item.line, item.index, f"{found.format.NAME}: {reason}")
+
+
+def _parsed(item: jsonio.Record, path: str) -> Any:
+    try:
+        return item.parse(path)
+    except InputError:
+        return None
 
 
 def _session(

@@ -778,3 +778,41 @@ def test_array_spans_skip_brackets_and_commas_inside_strings() -> None:
         b"3",
     ]
     assert jsonio.array_spans(b'{"a": [1, 2]}') == []
+
+
+def test_a_claude_code_session_is_found_whatever_its_first_lines(tmp_path: Path) -> None:
+    events = [
+        {"type": "summary", "summary": "Earlier work", "leafUuid": "x"},
+        {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s",
+            "message": {"role": "user", "content": "hi " * 50},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "yo " * 50}]},
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "a1",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "last"},
+        },
+    ]
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert formats.detect_file(events[:2]) is None  # no session event among them
+    assert formats.detect_file(events) is claude_code
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "60", "-q"])
+    assert result.exit_code == 0, result.output
+    out = (tmp_path / "s.compressed.jsonl").read_text().splitlines()
+    assert out[:2] == source.read_text().splitlines()[:2]  # written back as they were
+    stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
+    assert stats["conversations"] == 1 and stats["messages"]["before"] == 3

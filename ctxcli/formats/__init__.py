@@ -18,7 +18,7 @@ whole JSON lines file as one record, the list of its lines' objects: ``read`` an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -44,11 +44,25 @@ def get(name: str) -> ModuleType:
         raise ConfigError(f"unknown format {name!r}; known formats: {known}") from None
 
 
-def detect_file(first: Any) -> ModuleType | None:
-    """The whole-file format (see the module docstring) whose ``detect`` accepts
-    ``first``, a file's first record; ``None`` when none does."""
+#: How many of a file's first records :func:`detect_file` looks at.
+HEAD_RECORDS = 20
+
+
+def detect_file(head: Sequence[Any]) -> ModuleType | None:
+    """The whole-file format (see the module docstring) of a file whose first records
+    (up to :data:`HEAD_RECORDS`, parsed; ``None`` for a line that is not JSON) are
+    ``head``: one whose ``detect`` accepts one of them, when every one is an object
+    with a string ``type`` (a Claude Code session may open with ``summary``,
+    ``file-history-snapshot`` or other lines that carry no message). ``None`` when
+    none fits."""
+    if not head or not all(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head):
+        return None
     return next(
-        (m for m in FORMATS.values() if getattr(m, "WHOLE_FILE", False) and m.detect(first)),
+        (
+            m
+            for m in FORMATS.values()
+            if getattr(m, "WHOLE_FILE", False) and any(m.detect(r) for r in head)
+        ),
         None,
     )
 
@@ -182,7 +196,7 @@ def no_fit(record: Any, messages_key: str | None = None) -> str:
             f"({tried}); keys: {keys}"
         )
     hint = next((f"try --messages-key {k}" for k, v in record.items() if _messages_like(v)), "")
-    whole = detect_file(record)
+    whole = detect_file([record])
     if whole is not None:
         hint = f"try --format {whole.NAME} (a whole file is one session)"
     return f"no format fits this record (tried {tried}); keys: {keys}; " + (
