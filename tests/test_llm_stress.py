@@ -215,9 +215,7 @@ def test_a_drip_fed_reply_ends_each_attempt_at_the_timeout(
     assert len(drip.stayed) == 2 and max(drip.stayed) < 1.5
 
 
-def test_cli_llm_timeout_2_bounds_each_attempt_against_a_drip(
-    serve: Any, tmp_path: Path
-) -> None:
+def test_cli_llm_timeout_2_bounds_each_attempt_against_a_drip(serve: Any, tmp_path: Path) -> None:
     """The issue's case: one byte a second, ``--llm-timeout 2``, each attempt within 3 s."""
     drip = Drip(*_reply_bytes())
     server = serve(drip)
@@ -268,7 +266,9 @@ def test_only_the_summary_as_written_is_cached(serve: Any, tmp_path: Path) -> No
     summ = summarizer(server.url, cache=cache)
     text = summ.summarize(conversation()["messages"][1:], previous=None, max_tokens=60,
                           counter=COUNTER)  # fmt: skip
-    (stored,) = [row[0] for row in sqlite3.connect(cache.path).execute("SELECT text FROM summaries")]
+    (stored,) = [
+        row[0] for row in sqlite3.connect(cache.path).execute("SELECT text FROM summaries")
+    ]
     assert stored == text and COUNTER.text(stored) <= 60
 
 
@@ -371,11 +371,13 @@ class OneAtATime:
 def test_the_default_concurrency_works_against_a_one_at_a_time_server(
     serve: Any, tmp_path: Path
 ) -> None:
-    server = serve(OneAtATime(0.4))
-    result, stats = run_cli(tmp_path, server.url, "--llm-timeout", "1.5", "--no-cache", n=8)
+    """0.6 s a request, 1.5 s timeout: four at once time the last two out, and their
+    abandoned work delays the next ones (today's main: 4 of 6 summaries fall back)."""
+    server = serve(OneAtATime(0.6))
+    result, stats = run_cli(tmp_path, server.url, "--llm-timeout", "1.5", "--no-cache", n=6)
     assert result.exit_code == 0, result.output
     llm = stats["llm"]
-    assert llm["fallbacks"] == 0 and llm["calls"] == 8
+    assert llm["fallbacks"] == 0 and llm["calls"] == 6
     assert llm["concurrency_max"] >= 2 and llm["concurrency_min"] < 4
     assert 1 <= llm["concurrency_final"] <= 4
 
@@ -419,7 +421,11 @@ def test_limiter_halves_once_per_round_and_grows_after_a_run() -> None:
     for outcome, slot in zip(outcomes, slots):  # all 8 time out: one cut, not three
         outcome.append("overload")
         slot.__exit__(None, None, None)
-    assert limiter.readings() == {"concurrency_max": 8, "concurrency_min": 4, "concurrency_final": 4}
+    assert limiter.readings() == {
+        "concurrency_max": 8,
+        "concurrency_min": 4,
+        "concurrency_final": 4,
+    }
     for _ in range(3):
         with limiter.slot() as outcome:
             outcome.append("overload")
@@ -430,8 +436,12 @@ def test_limiter_halves_once_per_round_and_grows_after_a_run() -> None:
         assert limiter.readings()["concurrency_final"] == expected
     for kind in ("slow", "failed"):
         with limiter.slot() as outcome:
-            outcome.append(kind)  # type: ignore[arg-type]
-    assert limiter.readings() == {"concurrency_max": 1, "concurrency_min": 3, "concurrency_final": 3}
+            outcome.append(kind)
+    assert limiter.readings() == {
+        "concurrency_max": 1,
+        "concurrency_min": 3,
+        "concurrency_final": 3,
+    }
 
 
 def test_limiter_gates_threads_in_order_of_arrival() -> None:
@@ -439,9 +449,7 @@ def test_limiter_gates_threads_in_order_of_arrival() -> None:
     order: list[int] = []
     first = limiter.slot()
     first.__enter__()
-    threads = [
-        threading.Thread(target=lambda i=i: _take(limiter, order, i)) for i in range(5)
-    ]
+    threads = [threading.Thread(target=lambda i=i: _take(limiter, order, i)) for i in range(5)]
     for thread in threads:
         thread.start()
         time.sleep(0.02)  # each queues before the next starts

@@ -26,7 +26,7 @@ import time
 import urllib.request
 from collections.abc import Iterable, Iterator
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 
 def _http_modules() -> tuple[ModuleType, ModuleType]:
@@ -40,7 +40,11 @@ def _http_modules() -> tuple[ModuleType, ModuleType]:
     return importlib.import_module(f"httpx{suffix}"), importlib.import_module(f"httpcore{suffix}")
 
 
-httpx, httpcore = _http_modules()
+if TYPE_CHECKING:  # the pair the openai client of this environment is built on
+    import httpcore2 as httpcore
+    import httpx2 as httpx
+else:
+    httpx, httpcore = _http_modules()
 
 #: Bytes one reply may take on the wire (status line, headers and body): a summary of
 #: a few hundred tokens is a few kilobytes of JSON, so 1 MiB is ample and a larger
@@ -65,10 +69,11 @@ class _Attempt(threading.local):
 
     deadline = math.inf
     allowance = math.inf
+    max_bytes = 0
 
     def start(self, seconds: float, max_bytes: int) -> None:
         self.deadline = time.monotonic() + seconds
-        self.allowance = max_bytes
+        self.allowance = self.max_bytes = max_bytes
 
     def timeout(self, timeout: float | None, expired: type[Exception]) -> float | None:
         """``timeout`` capped at the time left; raises ``expired`` when none is."""
@@ -82,10 +87,10 @@ class _Attempt(threading.local):
     def received(self, size: int) -> None:
         self.allowance -= size
         if self.allowance < 0:
-            raise ReplyRejected(f"the model reply is over {MAX_REPLY_BYTES // 1024} KiB")
+            raise ReplyRejected(f"the model reply is over {self.max_bytes // 1024} KiB")
 
 
-class _Stream(httpcore.NetworkStream):  # type: ignore[misc]
+class _Stream(httpcore.NetworkStream):
     """A network stream whose operations keep to the current attempt's bounds."""
 
     def __init__(self, inner: httpcore.NetworkStream, attempt: _Attempt) -> None:
@@ -116,7 +121,7 @@ class _Stream(httpcore.NetworkStream):  # type: ignore[misc]
         return self._inner.get_extra_info(info)
 
 
-class _Backend(httpcore.NetworkBackend):  # type: ignore[misc]
+class _Backend(httpcore.NetworkBackend):
     """httpcore's own blocking backend, its streams wrapped in :class:`_Stream`."""
 
     def __init__(self, attempt: _Attempt) -> None:
@@ -139,7 +144,7 @@ class _Backend(httpcore.NetworkBackend):  # type: ignore[misc]
         self._inner.sleep(seconds)
 
 
-class _Body(httpx.SyncByteStream):  # type: ignore[misc]
+class _Body(httpx.SyncByteStream):
     def __init__(self, response: httpcore.Response) -> None:
         self._response = response
 
@@ -151,7 +156,7 @@ class _Body(httpx.SyncByteStream):  # type: ignore[misc]
         self._response.close()
 
 
-class BoundedTransport(httpx.BaseTransport):  # type: ignore[misc]
+class BoundedTransport(httpx.BaseTransport):
     """An httpx transport over httpcore whose every request is one attempt bounded by
     ``timeout`` seconds (from handing it the request to the last byte of the reply)
     and ``max_bytes`` bytes received; see the module docstring. An http(s) proxy named
@@ -180,7 +185,7 @@ class BoundedTransport(httpx.BaseTransport):  # type: ignore[misc]
                 scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
             ),
             headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]  # a sync stream here
+            content=request.stream,
             extensions=request.extensions,
         )
         with _as_httpx():
@@ -239,11 +244,12 @@ class Limiter:
     TCP's congestion window (RFC 5681). An ``overload`` (a timeout, HTTP 429 or 503)
     halves the limit, down to 1, once per round: a request started before the last cut
     does not cut again. A run of ``max(limit, GROWTH_RUN)`` ``ok`` outcomes in a row
-    raises it by one, up to ``ceiling``; ``slow`` (a success, but one that took long
-    enough to show a queue at the server) and ``failed`` neither cut nor count. Against
-    a server that runs one request at a time the limit falls to what it answers well
-    within the timeout, and the other requests wait here, first come first served,
-    where the wait does not count against their attempts. Thread-safe.
+    raises it by one, up to ``ceiling``; a ``slow`` success (one that took long enough
+    to show a queue at the server) ends the run without a cut, and ``failed`` neither
+    cuts nor counts. The limit starts at ``ceiling``. Against a server that runs one
+    request at a time it falls to what the server answers well within the timeout, and
+    the other requests wait here, first come first served, where the wait does not
+    count against their attempts. Thread-safe.
 
     :meth:`readings` gives, since the previous reading: ``concurrency_max`` the most
     requests in flight at once, ``concurrency_min`` the lowest limit; and
@@ -298,6 +304,8 @@ class Limiter:
                 self._run += 1
                 if self._run >= max(self._limit, self.GROWTH_RUN) and self._limit < self.ceiling:
                     self._limit, self._run = self._limit + 1, 0
+            elif outcome == "slow":
+                self._run = 0
             self._least = min(self._least, self._limit)
             self._changed.notify_all()
 

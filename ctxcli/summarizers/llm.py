@@ -3,7 +3,9 @@
 Works with OpenAI and with local servers (vLLM, llama.cpp, Ollama) alike: it only
 uses ``POST {base_url}/chat/completions`` with ``model``, ``messages``, ``max_tokens``
 and ``temperature``. The ``openai`` package is imported when a summarizer is built,
-never when this module is imported, so the offline path does not load it.
+never when this module is imported, so the offline path does not load it. Its HTTP
+client runs on :mod:`ctxcli.summarizers.endpoint`, which bounds each attempt in time and
+size, and the retries are made here, each through the adaptive :class:`Limiter`.
 
 Each request sends the prompt template (:data:`DEFAULT_TEMPLATE`, or the user's) as
 two messages: the text before a line ``$data`` is the system message; the user message
@@ -48,9 +50,9 @@ DEFAULT_TEMPLATE = "summary.md"
 #: the server's tokenizer needs a fifth more tokens than tiktoken for the same text.
 DEFAULT_INPUT_MAX_TOKENS = 2500
 DEFAULT_TIMEOUT = 60.0
-#: Retries after a 408/409/429/5xx reply, a timeout or a refused connection; the openai
-#: client waits with exponential backoff and jitter between them (and honours
-#: ``Retry-After``).
+#: Retries after a 408/409/429/5xx reply, a timeout or a refused connection, with
+#: exponential backoff and jitter between them (``Retry-After`` honoured): see
+#: :meth:`LLMSummarizer._request`.
 DEFAULT_RETRIES = 2
 DEFAULT_CONCURRENCY = 4
 #: The least room a chunk of transcript is given in a request (tokens).
@@ -205,11 +207,18 @@ class LLMSummarizer:
 
     ``base_url`` is the endpoint (``…/v1``), ``model`` the summary model (separate from
     the tokenizer model), ``api_key`` its key (``None`` for a local server that needs
-    none), ``timeout`` seconds per attempt, ``retries`` the client's retries on
-    429/5xx/timeouts, ``template`` the prompt template text (:func:`load_template`),
+    none), ``timeout`` seconds per attempt, the whole of it (see
+    :mod:`ctxcli.summarizers.endpoint`), ``retries`` the retries on 429/5xx/timeouts,
+    ``template`` the prompt template text (:func:`load_template`),
     ``input_max_tokens`` the bound on one request's prompt in tokens of the run's
     counter, ``cache`` a :class:`SummaryCache` or ``None``, ``concurrency`` how many
-    conversations the caller may summarize at once (requests in flight).
+    conversations the caller may summarize at once, and the most requests in flight:
+    :attr:`limiter` lowers that while the endpoint is overloaded.
+
+    A reply is a failure (:class:`SummaryError`, so the caller falls back) when it is
+    over :data:`ctxcli.summarizers.endpoint.MAX_REPLY_BYTES`, not a summary (see
+    ``_checked``) or an echo of its input (:func:`_echoed`); only the summary as
+    returned is cached.
 
     Thread-safe: the openai client, the cache and :attr:`stats` may be shared by
     threads. The key is only handed to the client: it is in no message, error or
@@ -286,7 +295,7 @@ class LLMSummarizer:
         merge) exceeds the bound however long the history is.
 
         Raises :class:`SummaryError` when a request fails after its retries, or the
-        reply is empty, a refusal or not a summary.
+        reply is too large, empty, a refusal, not a summary or an echo of its input.
         """
         lines = transcript(messages)
         lang = "Chinese (中文)" if language(lines) == "zh" else "the language the user writes in"
@@ -451,7 +460,7 @@ def _backoff(retry: int, exc: BaseException) -> float:
     asked = _retry_after(response.headers) if response is not None else None
     if asked is not None and 0 <= asked <= MAX_RETRY_AFTER:
         return asked
-    return min(INITIAL_BACKOFF * 2**retry, MAX_BACKOFF) * (1 - 0.25 * random.random())
+    return min(INITIAL_BACKOFF * 2.0**retry, MAX_BACKOFF) * (1 - 0.25 * random.random())
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
