@@ -14,6 +14,9 @@ import orjson
 from ctxcli.errors import ConfigError
 
 FILE_NAME = "summaries.sqlite"
+#: The longest text (characters) the cache holds: a summary is a few thousand at most,
+#: so anything longer is not one (an older ctxcli cached raw replies).
+MAX_TEXT_CHARS = 64 * 1024
 
 
 def default_dir(environ: Mapping[str, str]) -> Path:
@@ -58,12 +61,14 @@ class SummaryCache:
             raise ConfigError(f"{self.path}: cannot use as summary cache: {exc}") from None
 
     def get(self, cache_key: str) -> str | None:
-        """The stored text for ``cache_key``, or ``None`` (also when the file cannot be
-        read just now: the cache is an optimisation, never a reason to fail a run)."""
+        """The stored text for ``cache_key``, or ``None`` (also for a text over
+        :data:`MAX_TEXT_CHARS`, or when the file cannot be read just now: the cache is an
+        optimisation, never a reason to fail a run)."""
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT text FROM summaries WHERE key = ?", (cache_key,)
+                    "SELECT text FROM summaries WHERE key = ? AND length(text) <= ?",
+                    (cache_key, MAX_TEXT_CHARS),
                 ).fetchone()
         except sqlite3.Error:
             return None
@@ -71,7 +76,10 @@ class SummaryCache:
 
     def put(self, cache_key: str, text: str) -> bool:
         """Store ``text`` under ``cache_key`` (replacing an older one); ``False`` when
-        it could not be written (disk full, file locked too long)."""
+        it was not written: over :data:`MAX_TEXT_CHARS`, or the file could not be written
+        (disk full, locked too long)."""
+        if len(text) > MAX_TEXT_CHARS:
+            return False
         try:
             with self._lock:
                 self._db.execute(

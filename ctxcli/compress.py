@@ -983,7 +983,9 @@ class Compressor:
             self._warn(f"{input_path}: {hidden} more warnings not shown; the stats list them")
         if model_use is not None:
             now = self._model_use() or {}
-            stats.llm = {k: v - model_use.get(k, 0) for k, v in now.items()}
+            # Gauges (the concurrency used) are levels, not counts: taken as they are.
+            gauges = getattr(getattr(self.summarizer, "stats", None), "GAUGES", ())
+            stats.llm = {k: v if k in gauges else v - model_use.get(k, 0) for k, v in now.items()}
             stats.llm["wait_seconds"] = round(stats.llm["wait_seconds"], 3)
             stats.llm["fallbacks"] = stats.stage_events.get("summary", Counter())["fallbacks"]
         stats.elapsed_seconds = time.perf_counter() - started

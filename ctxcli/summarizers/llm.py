@@ -3,7 +3,9 @@
 Works with OpenAI and with local servers (vLLM, llama.cpp, Ollama) alike: it only
 uses ``POST {base_url}/chat/completions`` with ``model``, ``messages``, ``max_tokens``
 and ``temperature``. The ``openai`` package is imported when a summarizer is built,
-never when this module is imported, so the offline path does not load it.
+never when this module is imported, so the offline path does not load it. Its HTTP
+client runs on :mod:`ctxcli.summarizers.endpoint`, which bounds each attempt in time and
+size, and the retries are made here, each through the adaptive :class:`Limiter`.
 
 Each request sends the prompt template (:data:`DEFAULT_TEMPLATE`, or the user's) as
 two messages: the text before a line ``$data`` is the system message; the user message
@@ -15,6 +17,9 @@ such tag inside the data defused, so the model reads it as data.
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import random
 import re
 import string
 import threading
@@ -23,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +36,9 @@ from ctxcli.cache import SummaryCache, key
 from ctxcli.errors import ConfigError, SummaryError
 from ctxcli.summarizers.extractive import language, message_text, sentences
 from ctxcli.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ctxcli.summarizers.endpoint import Limiter
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -42,9 +50,9 @@ DEFAULT_TEMPLATE = "summary.md"
 #: the server's tokenizer needs a fifth more tokens than tiktoken for the same text.
 DEFAULT_INPUT_MAX_TOKENS = 2500
 DEFAULT_TIMEOUT = 60.0
-#: Retries after a 408/409/429/5xx reply, a timeout or a refused connection; the openai
-#: client waits with exponential backoff and jitter between them (and honours
-#: ``Retry-After``).
+#: Retries after a 408/409/429/5xx reply, a timeout or a refused connection, with
+#: exponential backoff and jitter between them (``Retry-After`` honoured): see
+#: :meth:`LLMSummarizer._request`.
 DEFAULT_RETRIES = 2
 DEFAULT_CONCURRENCY = 4
 #: The least room a chunk of transcript is given in a request (tokens).
@@ -73,11 +81,17 @@ MIN_SUMMARY_CHARS = 8
 class LLMStats:
     """Counters of one summarizer's model use, safe to update from several threads.
 
-    ``calls``: requests made (not counting retries); ``retries``: extra attempts the
-    client made; ``cache_hits``: summaries read from the cache; ``failures``: calls
-    that gave no usable summary; ``prompt_tokens`` / ``completion_tokens``: the
-    endpoint's ``usage`` (its own tokenizer); ``wait_seconds``: time spent waiting on
-    the endpoint, summed over threads.
+    ``calls``: requests made (not counting retries); ``retries``: extra attempts made;
+    ``cache_hits``: summaries read from the cache; ``failures``: calls that gave no
+    usable summary; ``prompt_tokens`` / ``completion_tokens``: the endpoint's ``usage``
+    (its own tokenizer); ``wait_seconds``: time spent on the endpoint's account
+    (attempts and the backoff between them, not the wait for a slot), summed over
+    threads. These count up: the difference of two snapshots is the use between them.
+
+    :data:`GAUGES` are levels instead, read from the summarizer's
+    :class:`ctxcli.summarizers.endpoint.Limiter` (see there): a snapshot starts a new
+    window for ``concurrency_max`` and ``concurrency_min``, so the one taken at the end
+    of a file describes that file when one was taken at its start.
     """
 
     FIELDS = (
@@ -89,19 +103,22 @@ class LLMStats:
         "completion_tokens",
         "wait_seconds",
     )
+    GAUGES = ("concurrency_max", "concurrency_min", "concurrency_final")
 
-    def __init__(self) -> None:
+    def __init__(self, limiter: Limiter | None = None) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._limiter = limiter
 
     def add(self, **counts: float) -> None:
         with self._lock:
             self._counts.update(counts)
 
     def snapshot(self) -> dict[str, float]:
-        """The counters now, every field present."""
+        """The counters now, every field present, and the gauges with a limiter."""
         with self._lock:
-            return {name: self._counts[name] for name in self.FIELDS}
+            counts = {name: self._counts[name] for name in self.FIELDS}
+        return {**counts, **(self._limiter.readings() if self._limiter else {})}
 
 
 def load_template(path: str | Path | None = None) -> str:
@@ -190,11 +207,18 @@ class LLMSummarizer:
 
     ``base_url`` is the endpoint (``…/v1``), ``model`` the summary model (separate from
     the tokenizer model), ``api_key`` its key (``None`` for a local server that needs
-    none), ``timeout`` seconds per attempt, ``retries`` the client's retries on
-    429/5xx/timeouts, ``template`` the prompt template text (:func:`load_template`),
+    none), ``timeout`` seconds per attempt, the whole of it (see
+    :mod:`ctxcli.summarizers.endpoint`), ``retries`` the retries on 429/5xx/timeouts,
+    ``template`` the prompt template text (:func:`load_template`),
     ``input_max_tokens`` the bound on one request's prompt in tokens of the run's
     counter, ``cache`` a :class:`SummaryCache` or ``None``, ``concurrency`` how many
-    conversations the caller may summarize at once (requests in flight).
+    conversations the caller may summarize at once, and the most requests in flight:
+    :attr:`limiter` lowers that while the endpoint is overloaded.
+
+    A reply is a failure (:class:`SummaryError`, so the caller falls back) when it is
+    over :data:`ctxcli.summarizers.endpoint.MAX_REPLY_BYTES`, not a summary (see
+    ``_checked``) or an echo of its input (:func:`_echoed`); only the summary as
+    returned is cached.
 
     Thread-safe: the openai client, the cache and :attr:`stats` may be shared by
     threads. The key is only handed to the client: it is in no message, error or
@@ -236,14 +260,19 @@ class LLMSummarizer:
         self.input_max_tokens = input_max_tokens
         self.cache = cache
         self.concurrency = concurrency
-        self.stats = LLMStats()
+        from ctxcli.summarizers import endpoint
+
+        self.limiter = endpoint.Limiter(concurrency)
+        self.stats = LLMStats(self.limiter)
         self._secret = api_key or ""
         self._openai = openai
+        self._endpoint = endpoint
         self._client = openai.OpenAI(
             api_key=api_key or _KEY_PLACEHOLDER,
             base_url=self.base_url,
             timeout=self.timeout,
-            max_retries=retries,
+            max_retries=0,  # retried here, each attempt through the limiter
+            http_client=endpoint.http_client(self.base_url, timeout=self.timeout),
         )
 
     def __repr__(self) -> str:
@@ -266,7 +295,7 @@ class LLMSummarizer:
         merge) exceeds the bound however long the history is.
 
         Raises :class:`SummaryError` when a request fails after its retries, or the
-        reply is empty, a refusal or not a summary.
+        reply is too large, empty, a refusal, not a summary or an echo of its input.
         """
         lines = transcript(messages)
         lang = "Chinese (中文)" if language(lines) == "zh" else "the language the user writes in"
@@ -307,29 +336,31 @@ class LLMSummarizer:
         if cached is not None:
             self.stats.add(cache_hits=1)
             return fit(cached, max_tokens, counter)
-        text = self._request(request, max_tokens)
+        text = fit(self._request(request, max_tokens), max_tokens, counter)
+        repeated = _echoed(text, prompt=f"{system}\n{after}", data=chunk)
+        if repeated:
+            self.stats.add(failures=1)
+            raise SummaryError(f"the model reply repeats the {repeated}")
         if self.cache:
-            self.cache.put(cache_key, text)
-        return fit(text, max_tokens, counter)
+            self.cache.put(cache_key, text)  # the summary as written, never the raw reply
+        return text
 
     def _request(self, request: list[Any], max_tokens: int) -> str:
-        """The model's checked reply to ``request``; raises :class:`SummaryError`."""
+        """The model's checked reply to ``request``, after up to :attr:`retries` retries
+        of the failures :meth:`_retried` names, with exponential backoff and jitter
+        (``Retry-After`` honoured up to a minute); raises :class:`SummaryError`."""
         self.stats.add(calls=1)
-        started = time.perf_counter()
-        try:
-            raw = self._client.chat.completions.with_raw_response.create(
-                model=self.model, messages=request, max_tokens=max_tokens, temperature=0
-            )
-            self.stats.add(retries=getattr(raw, "retries_taken", 0))
-            response = raw.parse()
-        except Exception as exc:  # any failure of the call means fallback, never a crash
-            # The client retries these kinds until its retries are spent (it says no
-            # more about how many it took on a failure).
-            spent = self.retries if self._retried(exc) else 0
-            self.stats.add(failures=1, retries=spent)
-            raise SummaryError(self._describe(exc)) from None
-        finally:
-            self.stats.add(wait_seconds=time.perf_counter() - started)
+        for attempt in range(self.retries + 1):
+            response, problem = self._attempt(request, max_tokens)
+            if problem is None:
+                break
+            if attempt == self.retries or not self._retried(problem):
+                self.stats.add(failures=1)
+                raise SummaryError(self._describe(problem, attempt)) from None
+            self.stats.add(retries=1)
+            pause = _backoff(attempt, problem)
+            time.sleep(pause)
+            self.stats.add(wait_seconds=pause)
         usage = getattr(response, "usage", None)
         self.stats.add(
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
@@ -344,32 +375,105 @@ class LLMSummarizer:
         # reaches an output, the cache or a warning.
         return text.replace(self._secret, "***") if self._secret else text
 
+    def _attempt(self, request: list[Any], max_tokens: int) -> tuple[Any, Exception | None]:
+        """One attempt, in a slot of :attr:`limiter`: the parsed completion, or the
+        exception that ended the attempt (any failure means fallback, never a crash)."""
+        with self.limiter.slot() as outcome:
+            started = time.perf_counter()
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.model, messages=request, max_tokens=max_tokens, temperature=0
+                )
+            except Exception as exc:
+                outcome.append("overload" if self._overload(exc) else "failed")
+                return None, exc
+            finally:
+                took = time.perf_counter() - started
+                self.stats.add(wait_seconds=took)
+            # A reply that took over half the timeout waited in a queue at the server:
+            # no sign that it takes more requests at once.
+            outcome.append("ok" if took < self.timeout / 2 else "slow")
+            return response, None
+
+    def _overload(self, exc: BaseException) -> bool:
+        """True for the signs of an endpoint with more requests than it can take: a
+        timeout, HTTP 429 or 503."""
+        return isinstance(exc, self._openai.APITimeoutError) or (
+            getattr(exc, "status_code", None) in (429, 503)
+        )
+
     def _retried(self, exc: BaseException) -> bool:
-        """True for the failures the openai client retries: timeouts, connection
-        errors, HTTP 408, 409, 429 and 5xx."""
+        """True for the failures worth another attempt: timeouts, connection errors,
+        HTTP 408, 409, 429 and 5xx; not a reply the endpoint would send again (too
+        large, compressed)."""
         openai = self._openai
+        if _rejection(exc) is not None:
+            return False
         if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
             return True
         status = getattr(exc, "status_code", None)
         return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
-    def _describe(self, exc: BaseException) -> str:
-        """A short reason for ``exc`` that never carries the key or a reply body."""
+    def _describe(self, exc: BaseException, retries: int) -> str:
+        """A short reason for ``exc``, the last of ``retries`` + 1 attempts, that never
+        carries the key or a reply body."""
         openai = self._openai
-        after = f" after {self.retries} retries" if self.retries else ""
-        if isinstance(exc, openai.APITimeoutError):
+        after = f" after {retries} retries" if retries else ""
+        rejection = _rejection(exc)
+        if rejection is not None:
+            reason = rejection
+        elif isinstance(exc, openai.APITimeoutError):
             reason = f"the model endpoint timed out ({self.timeout:g} s per attempt{after})"
         elif isinstance(exc, openai.APIConnectionError):
             reason = f"cannot reach the model endpoint {_shown(self.base_url)}{after}"
         elif isinstance(exc, openai.APIStatusError):
-            reason = f"the model endpoint answered HTTP {exc.status_code}"
-            if exc.status_code == 429 or exc.status_code >= 500:
-                reason += after
+            reason = f"the model endpoint answered HTTP {exc.status_code}{after}"
         elif isinstance(exc, (openai.APIResponseValidationError, ValueError)):
             reason = "the model endpoint sent a malformed reply"
         else:
             reason = f"the model call failed ({type(exc).__name__})"
         return reason.replace(self._secret, "***") if self._secret else reason
+
+
+def _rejection(exc: BaseException) -> str | None:
+    """The reason of the :class:`ctxcli.summarizers.endpoint.ReplyRejected` that caused
+    ``exc`` (the openai client wraps it in a connection error), or ``None``."""
+    from ctxcli.summarizers.endpoint import ReplyRejected
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ReplyRejected):
+            return seen.reason
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+#: Backoff between attempts (seconds): 0.5, 1, 2, … up to 8, less up to a quarter at
+#: random; a ``Retry-After`` (or ``retry-after-ms``) up to :data:`MAX_RETRY_AFTER` wins.
+#: The same schedule as the openai client's own.
+INITIAL_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER = 0.5, 8.0, 60.0
+
+
+def _backoff(retry: int, exc: BaseException) -> float:
+    """Seconds to wait before retry number ``retry`` + 1 after ``exc``."""
+    response = getattr(exc, "response", None)
+    asked = _retry_after(response.headers) if response is not None else None
+    if asked is not None and 0 <= asked <= MAX_RETRY_AFTER:
+        return asked
+    return min(INITIAL_BACKOFF * 2.0**retry, MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a ``retry-after-ms`` or ``Retry-After`` header (seconds or an HTTP date)
+    asks for, or ``None``."""
+    with contextlib.suppress(TypeError, ValueError):
+        return float(headers.get("retry-after-ms", "")) / 1000
+    value = headers.get("retry-after", "")
+    with contextlib.suppress(TypeError, ValueError):
+        return float(value)
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    return None
 
 
 def _checked(response: Any) -> str:
@@ -400,6 +504,46 @@ def _checked(response: Any) -> str:
         if len(parts) > 1 and not parts[-1].endswith((".", "!", "?", "。", "！", "？")):
             text = " ".join(parts[:-1])
     return text
+
+
+#: Echo detection (:func:`_echoed`) compares pieces of this many characters, after
+#: folding case and runs of whitespace: long enough that a summary's own wording rarely
+#: matches by chance, short enough to catch an echo with a changed word here and there.
+ECHO_PIECE_CHARS = 24
+#: A reply is an echo when at least this share of its pieces occurs in the prompt (the
+#: template's text) …
+ECHO_OF_PROMPT = 0.5
+#: … or in the transcript it was given (a summary quotes ids and errors, not most of
+#: its input).
+ECHO_OF_DATA = 0.8
+
+
+def _echoed(reply: str, *, prompt: str, data: str) -> str | None:
+    """``"prompt"`` or ``"transcript"`` when ``reply`` largely repeats that text (see
+    :data:`ECHO_OF_PROMPT`, :data:`ECHO_OF_DATA`), else ``None``. The earlier summary is
+    not compared: a model may rightly keep it as it was."""
+    if _repeated(reply, prompt) >= ECHO_OF_PROMPT:
+        return "prompt"
+    if _repeated(reply, data) >= ECHO_OF_DATA:
+        return "transcript"
+    return None
+
+
+def _repeated(reply: str, source: str) -> float:
+    """The share (0 to 1) of ``reply``'s overlapping pieces of :data:`ECHO_PIECE_CHARS`
+    characters that occur in ``source``; 0 for a reply too short to judge (under two
+    pieces' length)."""
+    size = ECHO_PIECE_CHARS
+    reply, source = _folded(reply), _folded(source)
+    count = len(reply) - size + 1
+    if count < size:
+        return 0.0
+    pieces = {source[i : i + size] for i in range(len(source) - size + 1)}
+    return sum(reply[i : i + size] in pieces for i in range(count)) / count
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 def _chunks(lines: Sequence[str], room: int, counter: TokenCounter) -> list[str]:
