@@ -104,7 +104,7 @@ def items(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_rollout_is_detected_from_its_first_line_and_read_as_what_the_model_sees() -> None:
     lines = rollout(steps=2)
-    assert detect_file(lines[0]) is codex
+    assert detect_file(lines[:1]) is codex
     conversation = codex.read(lines, COUNTER, path="r.jsonl", line=1)
     assert conversation.id == "sess-1"
     roles = [m.role for m in conversation.messages]
