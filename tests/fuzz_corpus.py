@@ -23,7 +23,20 @@ WORDS = (
     "ticket reservation payment amount flight hotel update config is to of and we "
     "please check why failed passed line module function user result value"
 ).split()
-CJK = ("订单", "退款", "发票号码", "你好", "请问", "東京", "の", "予約", "한국어", "결제", "。", "，")
+CJK = (
+    "订单",
+    "退款",
+    "发票号码",
+    "你好",
+    "请问",
+    "東京",
+    "の",
+    "予約",
+    "한국어",
+    "결제",
+    "。",
+    "，",
+)
 EMOJI = ("😀", "👍🏽", "👨\u200d👩\u200d👧", "🇯🇵", "❤️", "🧪", "🚀", "e\u0301")
 SPECIAL = (
     "<|endoftext|>",

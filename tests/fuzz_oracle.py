@@ -161,7 +161,9 @@ class Counter:
         return total + 3 + self.tools(record.get("tools"))
 
     def _openai(self, m: Mapping[str, Any]) -> int:
-        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or ()]
+        calls = [
+            (c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or ()
+        ]
         fc = m.get("function_call")
         function = (fc["name"], fc["arguments"]) if fc else None
         return self.message(
@@ -288,12 +290,20 @@ def openai_same(original: Mapping[str, Any], out: Any, store: Store) -> bool:
             for call, new in zip(a, b):
                 if call == new:
                     continue
-                if not (_same_except(call, new, "function") and _same_except(call["function"], new["function"], "arguments")):
+                if not (
+                    _same_except(call, new, "function")
+                    and _same_except(call["function"], new["function"], "arguments")
+                ):
                     return False
-                if not store.stands_for_arguments(new["function"]["arguments"], call["function"]["arguments"], as_json=True):
+                if not store.stands_for_arguments(
+                    new["function"]["arguments"], call["function"]["arguments"], as_json=True
+                ):
                     return False
         elif key == "function_call":
-            if not (_same_except(a, b, "arguments") and store.stands_for_arguments(b["arguments"], a["arguments"], as_json=True)):
+            if not (
+                _same_except(a, b, "arguments")
+                and store.stands_for_arguments(b["arguments"], a["arguments"], as_json=True)
+            ):
                 return False
         else:
             return False
@@ -379,7 +389,9 @@ def is_summary(message: Mapping[str, Any], fmt: str) -> bool:
 SAME = {"openai": openai_same, "anthropic": anthropic_same, "sharegpt": sharegpt_same}
 
 
-def match(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], store: Store) -> list[int | None]:
+def match(
+    fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], store: Store
+) -> list[int | None]:
     """The input position of each output message (``None``: a new summary), in order.
     Raises :class:`Bad` for a message that is neither."""
     same = SAME[fmt]
@@ -393,7 +405,10 @@ def match(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], store: Store)
         elif is_summary(out, fmt):
             found.append(None)
         else:
-            raise Bad("invalid", f"output message {n} is neither an input message (in order) nor a summary: {json.dumps(out, ensure_ascii=False)[:200]}")
+            raise Bad(
+                "invalid",
+                f"output message {n} is neither an input message (in order) nor a summary: {json.dumps(out, ensure_ascii=False)[:200]}",
+            )
     return found
 
 
@@ -442,13 +457,25 @@ def anthropic_rules(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
         thinking = [j for j, k in enumerate(kinds) if k in ("thinking", "redacted_thinking")]
         if thinking and (m["role"] != "assistant" or thinking != list(range(len(thinking)))):
             yield f"message {i}: thinking blocks not opening an assistant message"
-        uses = [b["id"] for b in blocks if b.get("type") == "tool_use"] if m["role"] == "assistant" else []
+        uses = (
+            [b["id"] for b in blocks if b.get("type") == "tool_use"]
+            if m["role"] == "assistant"
+            else []
+        )
     if uses:
         yield "the last calls are unanswered"
 
 
 def sharegpt_rules(turns: Sequence[Mapping[str, Any]]) -> Iterator[str]:
-    sides = {"human": "u", "user": "u", "observation": "u", "tool": "u", "gpt": "a", "assistant": "a", "function_call": "a"}
+    sides = {
+        "human": "u",
+        "user": "u",
+        "observation": "u",
+        "tool": "u",
+        "gpt": "a",
+        "assistant": "a",
+        "function_call": "a",
+    }
     senders = [t["from"] for t in turns]
     lead = next((i for i, s in enumerate(senders) if s != "system"), len(senders))
     if "system" in senders[lead:]:
@@ -461,7 +488,9 @@ def sharegpt_rules(turns: Sequence[Mapping[str, Any]]) -> Iterator[str]:
         if senders[i] in ("observation", "tool") and senders[i - 1] != "function_call":
             yield f"turn {i}: an observation without its function_call"
     for i, s in enumerate(senders):
-        if s == "function_call" and (i + 1 == len(senders) or senders[i + 1] not in ("observation", "tool")):
+        if s == "function_call" and (
+            i + 1 == len(senders) or senders[i + 1] not in ("observation", "tool")
+        ):
             yield f"turn {i}: a function_call without its observation"
 
 
@@ -502,7 +531,9 @@ def protected(fmt: str, inputs: Sequence[Any]) -> dict[int, str]:
     return keep
 
 
-def check_kept(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], found: list[int | None]) -> None:
+def check_kept(
+    fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], found: list[int | None]
+) -> None:
     at = {k: n for n, k in enumerate(found) if k is not None}
     for k, why in protected(fmt, inputs).items():
         if k not in at:
@@ -516,18 +547,30 @@ def check_kept(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], found: l
         content = inputs[-1]["content"]
         loop = isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
         assistants = [i for i, m in enumerate(inputs) if m["role"] == "assistant"]
-        if loop and assistants and (
-            assistants[-1] not in at or outputs[at[assistants[-1]]] != inputs[assistants[-1]]
+        if (
+            loop
+            and assistants
+            and (assistants[-1] not in at or outputs[at[assistants[-1]]] != inputs[assistants[-1]])
         ):
-            raise Bad("invalid", f"the last assistant turn (input {assistants[-1]}) of the tool loop was not kept exactly")
+            raise Bad(
+                "invalid",
+                f"the last assistant turn (input {assistants[-1]}) of the tool loop was not kept exactly",
+            )
 
 
 def check_record(before: Mapping[str, Any], after: Mapping[str, Any], store: Store) -> str:
     """Every rule for one record; returns its format. Raises :class:`Bad`."""
     fmt = format_of(before)
     key = "conversations" if fmt == "sharegpt" else "messages"
-    if {k: v for k, v in before.items() if k != key} != {k: v for k, v in after.items() if k != key}:
-        raise Bad("lost" if "system" in before and before.get("system") != after.get("system") else "invalid", "the record's other keys changed")
+    if {k: v for k, v in before.items() if k != key} != {
+        k: v for k, v in after.items() if k != key
+    }:
+        raise Bad(
+            "lost"
+            if "system" in before and before.get("system") != after.get("system")
+            else "invalid",
+            "the record's other keys changed",
+        )
     inputs, outputs = before[key], after[key]
     broken = list(RULES[fmt](outputs))
     if broken and not list(RULES[fmt](inputs)):
