@@ -389,26 +389,19 @@ def is_summary(message: Mapping[str, Any], fmt: str) -> bool:
 SAME = {"openai": openai_same, "anthropic": anthropic_same, "sharegpt": sharegpt_same}
 
 
-def match(
-    fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], store: Store
-) -> list[int | None]:
-    """The input position of each output message (``None``: a new summary), in order.
-    Raises :class:`Bad` for a message that is neither."""
+def match(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], store: Store) -> list[int]:
+    """The input position of each output message, in order: ``-1`` for a new summary,
+    ``-2`` for a message that is neither an input message nor a summary."""
     same = SAME[fmt]
-    found: list[int | None] = []
+    found: list[int] = []
     j = 0
-    for n, out in enumerate(outputs):
+    for out in outputs:
         k = next((k for k in range(j, len(inputs)) if same(inputs[k], out, store)), None)
         if k is not None:
             found.append(k)
             j = k + 1
-        elif is_summary(out, fmt):
-            found.append(None)
         else:
-            raise Bad(
-                "invalid",
-                f"output message {n} is neither an input message (in order) nor a summary: {json.dumps(out, ensure_ascii=False)[:200]}",
-            )
+            found.append(-1 if is_summary(out, fmt) else -2)
     return found
 
 
@@ -531,10 +524,8 @@ def protected(fmt: str, inputs: Sequence[Any]) -> dict[int, str]:
     return keep
 
 
-def check_kept(
-    fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], found: list[int | None]
-) -> None:
-    at = {k: n for n, k in enumerate(found) if k is not None}
+def check_kept(fmt: str, inputs: Sequence[Any], outputs: Sequence[Any], found: list[int]) -> None:
+    at = {k: n for n, k in enumerate(found) if k >= 0}
     for k, why in protected(fmt, inputs).items():
         if k not in at:
             raise Bad("lost", f"the {why} message (input {k}) was dropped")
@@ -577,4 +568,10 @@ def check_record(before: Mapping[str, Any], after: Mapping[str, Any], store: Sto
         raise Bad("invalid", "; ".join(broken))
     found = match(fmt, inputs, outputs, store)
     check_kept(fmt, inputs, outputs, found)
+    if -2 in found:
+        n = found.index(-2)
+        text = json.dumps(outputs[n], ensure_ascii=False)[:200]
+        raise Bad(
+            "invalid", f"output message {n} is neither an input message nor a summary: {text}"
+        )
     return fmt

@@ -251,3 +251,92 @@ def test_fuzz(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     elapsed = time.perf_counter() - started
     print(f"\nfuzz seed {seed}: {report.text()}\n  took {elapsed:.1f} s")
     assert not any(report.counts[kind] for kind in KINDS), report.text()
+
+
+def _broken(record: dict[str, Any], how: str) -> dict[str, Any]:
+    """``record`` (a valid output of itself) broken one way."""
+    out = json.loads(json.dumps(record))
+    key = "conversations" if "conversations" in out else "messages"
+    items = out[key]
+    if how == "drop first":
+        del items[0]
+    elif how == "drop a result":
+        del items[next(i for i, m in enumerate(items) if m.get("role") == "tool")]
+    elif how == "swap":
+        items[1], items[2] = items[2], items[1]
+    elif how == "edit last user":
+        users = [m for m in items if m.get("role") == "user" or m.get("from") == "human"]
+        users[-1]["content" if "content" in users[-1] else "value"] += "!"
+    elif how == "new message":
+        items.insert(1, {"role": "assistant", "content": "made up"})
+    elif how == "system kept":
+        out["system"] = "other"
+    return out
+
+
+OPENAI = {
+    "id": "o",
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "ls"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+        {"role": "user", "content": "and?"},
+    ],
+}
+ANTHROPIC = {
+    "id": "a",
+    "system": "Be brief.",
+    "messages": [
+        {"role": "user", "content": "ls"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a b"},
+                {"type": "text", "text": "and?"},
+            ],
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("record", "how", "kind"),
+    [
+        (OPENAI, "drop first", "lost"),
+        (OPENAI, "drop a result", "invalid"),
+        (OPENAI, "swap", "invalid"),
+        (OPENAI, "edit last user", "lost"),
+        (OPENAI, "new message", "invalid"),
+        (ANTHROPIC, "drop first", "invalid"),
+        (ANTHROPIC, "swap", "invalid"),
+        (ANTHROPIC, "system kept", "lost"),
+    ],
+)
+def test_the_oracle_sees_a_broken_output(record: dict[str, Any], how: str, kind: str) -> None:
+    assert check_record(record, record, Store()) in ("openai", "anthropic")
+    with pytest.raises(Bad) as raised:
+        check_record(record, _broken(record, how), Store())
+    assert raised.value.kind == kind
+
+
+def test_the_oracle_counts_by_the_cookbook_rule() -> None:
+    """3 per message + role + content, 3 per call + name + arguments, 3 priming."""
+    text = COUNTER.text
+    calls = 3 + text("ls") + text("{}")
+    messages = OPENAI["messages"]
+    expected = sum(3 + text(m["role"]) + text(m["content"] or "") for m in messages) + calls + 3
+    assert COUNTER.record(OPENAI) == expected
