@@ -10,7 +10,8 @@ crashes, hangs, failed restores and per-conversation fallbacks (the stats' ``fal
 list, when there is one). All must be 0.
 
 ``pytest tests/test_fuzz.py --fuzz-n 10000`` runs 10,000 conversations (the default
-run: 300); ``--fuzz-seed S`` another corpus; ``--fuzz-case S:K`` one case, printed.
+run: 300); ``--fuzz-seed S`` another corpus. A failure names its case ``S:K``, which
+``fuzz_corpus.case(S, K)`` gives again (records and settings) for a reproducer.
 """
 
 from __future__ import annotations
