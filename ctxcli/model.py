@@ -10,6 +10,7 @@ very dict that was read, so it is written back as it was.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,21 +23,51 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 
 #: What every summary ctxcli writes starts with.
 SUMMARY_MARKER = "[ctxcli summary]"
-#: How a later run recognises a ctxcli summary: the marker and the whole header line
-#: the summary stage writes (in English or Chinese), so that a user message that only
-#: quotes the marker is not taken for one.
-_SUMMARY_RE = re.compile(
-    r"\s*\[ctxcli summary\] "
-    r"(?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。)[ \t]*(?:\n|$)"
+#: Decimal digits of the seal that ends a summary's header line (ordinary text that
+#: happens to carry a valid one is one in 1e9). Digits cost the same tokens whatever
+#: they are (tiktoken's encodings split them in threes), so the cost is known before.
+SEAL_DIGITS = 9
+#: A summary's header line (in English or Chinese, as the summary stage writes it),
+#: then ``#`` and its seal.
+_SEALED_RE = re.compile(
+    r"(\[ctxcli summary\] (?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。))"
+    rf" #(\d{{{SEAL_DIGITS}}})\n"
 )
+#: The roles ctxcli writes a summary with.
+SUMMARY_ROLES = frozenset({"user", "system"})
+
+
+def seal(header: str, body: str) -> str:
+    """The text of a summary: its ``header`` line closed by `` #`` and a seal, then a
+    line end and ``body``, e.g. ``[ctxcli summary] 5 earlier messages folded. #037241995``.
+
+    The seal is :data:`SEAL_DIGITS` decimal digits of the SHA-256 of the header and
+    body, so a later run knows the summaries ctxcli wrote (and only those: text
+    that merely starts with the same header, or a summary edited since, carries no
+    valid seal) by their text alone, which every format keeps as it is. Where such a
+    summary is recognised is said in :func:`read_messages`.
+    """
+    return f"{header} #{_seal_of(header, body)}\n{body}"
+
+
+def _seal_of(header: str, body: str) -> str:
+    data = f"ctxcli summary\0{header}\n{body}".encode("utf-8", "surrogatepass")
+    number = int.from_bytes(hashlib.sha256(data).digest()[:8], "big") % 10**SEAL_DIGITS
+    return f"{number:0{SEAL_DIGITS}d}"
+
+
+def sealed(text: str) -> bool:
+    """True when ``text`` is a summary as :func:`seal` writes it, its seal intact."""
+    match = _SEALED_RE.match(text)
+    return match is not None and match.group(2) == _seal_of(match.group(1), text[match.end() :])
 
 
 def _leading_text(content: Any) -> str:
-    """The text a message opens with: its string content, or the text of its first
-    part when that is a text part (how Anthropic records hold a summary ctxcli wrote)."""
+    """The text of a summary ctxcli may have written: a string content, or the text of
+    a content that is one text part (how Anthropic records hold one); else ``""``."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list) and content and isinstance(content[0], Mapping):
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
         text = content[0].get("text") if content[0].get("type") == "text" else None
         return text if isinstance(text, str) else ""
     return ""
@@ -52,6 +83,8 @@ class Message:
     ``entry`` is the position of the source entry it was read from, for formats where
     one entry holds several neutral messages (an Anthropic user message with tool
     results and text): such messages stand or fall together with the latest user turn.
+    ``plain`` is true for a message read where ctxcli writes no summary
+    (:func:`read_messages`): it is never taken for one, whatever its text.
     """
 
     data: Mapping[str, Any]
@@ -59,9 +92,11 @@ class Message:
     index: int | None = None
     changed: bool = False
     entry: int | None = None
+    plain: bool = False
     #: ``data["role"]`` as a string (``""`` when missing).
     role: str = field(init=False, repr=False, compare=False)
-    #: True for a summary written by ctxcli (this run or an earlier one).
+    #: True for a summary written by ctxcli (this run or an earlier one): a user or
+    #: system message whose text is sealed (:func:`seal`), unless ``plain``.
     is_summary: bool = field(init=False, repr=False, compare=False)
     #: A system or developer message, which no stage drops or changes; a ctxcli
     #: summary written with the system role is not one: it is folded into the next.
@@ -70,7 +105,11 @@ class Message:
     def __post_init__(self) -> None:
         # Stages ask these of every message many times: worked out once, here.
         role = str(self.data.get("role", ""))
-        summary = bool(_SUMMARY_RE.match(_leading_text(self.data.get("content"))))
+        summary = (
+            not self.plain
+            and role in SUMMARY_ROLES
+            and sealed(_leading_text(self.data.get("content")))
+        )
         object.__setattr__(self, "role", role)
         object.__setattr__(self, "is_summary", summary)
         object.__setattr__(self, "is_system", role in SYSTEM_ROLES and not summary)
@@ -112,6 +151,11 @@ class Conversation:
     ``meta`` is the format adapter's own record of where each message came from.
     ``alternating`` is true for formats whose turns must alternate between the user
     side and the assistant side (:func:`side`), as trainers read ShareGPT data.
+    ``summary_role`` is the role a summary takes whatever the summary stage's option
+    (``None``: the option's): ``user`` in formats whose system prompt stands apart
+    from the dialogue (Anthropic's top-level ``system``, ShareGPT's leading system
+    turns, which LLaMA-Factory reads only first, Claude Code), where a summary is one
+    of the dialogue's user turns.
     """
 
     messages: tuple[Message, ...]
@@ -121,6 +165,7 @@ class Conversation:
     meta: Mapping[str, Any] = field(default_factory=dict)
     user_first: bool = False
     alternating: bool = False
+    summary_role: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -148,11 +193,44 @@ def make_conversation(
 ) -> Conversation:
     """Wrap OpenAI-style message dicts (already validated) in a :class:`Conversation`."""
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), i) for i, m in enumerate(messages)),
+        messages=read_messages(messages, counter),
         extra_tokens=counter.tools(tools),
         id=id,
         line=line,
     )
+
+
+def read_messages(
+    messages: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    *,
+    entries: Sequence[int | None] | None = None,
+    apart: int = 0,
+) -> tuple[Message, ...]:
+    """The neutral message dicts a format read, as :class:`Message` objects counted by
+    ``counter``; message ``i`` is ``index`` ``i`` and, with ``entries``, was read from
+    source entry ``entries[i]``.
+
+    A ctxcli summary is recognised by its seal (:func:`seal`) and only where ctxcli
+    writes one: right after the leading system messages, or right after a user
+    message, system messages aside (a summary of the steps follows the user's task;
+    a system message among the steps stays where it was). A sealed text anywhere
+    else, and in the first ``apart`` messages (a record's own system prompt, such as
+    Anthropic's top-level ``system``), is ordinary text. So a system prompt, a latest
+    user message or any other message is what it says it is, whatever its text.
+    """
+    out: list[Message] = []
+    before: Message | None = None  # the last message so far that is not a system one
+    for i, data in enumerate(messages):
+        entry = entries[i] if entries is not None else None
+        message = Message(data, counter.message(data), i, entry=entry, plain=i < apart)
+        after_user = before is not None and before.role == "user" and not before.is_summary
+        if message.is_summary and not (before is None or after_user):
+            message = dataclasses.replace(message, plain=True)
+        if not message.is_system:
+            before = message
+        out.append(message)
+    return tuple(out)
 
 
 def units(messages: Sequence[Message]) -> list[list[int]]:
@@ -225,31 +303,13 @@ def tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
 
 
 def latest_user_index(messages: Sequence[Message]) -> int | None:
-    """Position of the last ``user`` message, or ``None`` when there is none.
-
-    A ctxcli summary (role ``user``) that the summary stage wrote after the user's
-    task is skipped, so that it never passes for the task: it is one that follows a
-    user message with no assistant message between. A user's own message that only
-    looks like a summary (it starts with the same header) stands after an assistant
-    message, so it is never skipped, and never dropped as the latest user message.
-    """
+    """Position of the last ``user`` message that is not a ctxcli summary, or ``None``
+    when there is none. A user's own message is never a summary, whatever its text
+    (:func:`read_messages`)."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role != "user":
-            continue
-        if not messages[i].is_summary or not _follows_user(messages, i):
+        if messages[i].role == "user" and not messages[i].is_summary:
             return i
     return None
-
-
-def _follows_user(messages: Sequence[Message], position: int) -> bool:
-    """True when a user message comes before ``position`` with no assistant between."""
-    for i in range(position - 1, -1, -1):
-        role = messages[i].role
-        if role == "assistant":
-            return False
-        if role == "user" and not messages[i].is_summary:
-            return True
-    return False
 
 
 def pinned(messages: Sequence[Message], groups: list[list[int]] | None = None) -> set[int]:

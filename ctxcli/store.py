@@ -38,10 +38,11 @@ from ctxcli.stages.placeholder import (
 class StoreWriter:
     """Append originals to a store file written atomically (see :class:`AtomicWriter`).
 
-    ``entries`` and ``bytes`` say how many originals and bytes were written so far.
-    :func:`is_verbatim` entries wait until an original a placeholder replaced comes:
-    a store with only those is never written (the input's placeholders restore from
-    the store of the run that wrote them). Raises :class:`StoreError` when two
+    ``entries`` and ``bytes`` say how many originals and bytes were written so far,
+    :func:`is_verbatim` entries included: a store with only those is written too, so
+    that ``restore`` knows the output's placeholder-like texts for the input's own
+    (with no store it could not tell them from placeholders whose store was lost).
+    Raises :class:`StoreError` when two
     different kinds of content (a string and a list) share an id, which happens only
     if a string is exactly a list's canonical JSON.
     """
@@ -50,7 +51,6 @@ class StoreWriter:
         self.target = target
         self._writer = jsonio.AtomicWriter(target)
         self._kinds: dict[str, bool] = {}
-        self._waiting: list[bytes] = []
         self.entries = 0
         self.bytes = 0
 
@@ -68,14 +68,9 @@ class StoreWriter:
                 continue
             self._kinds[key] = is_text
             line = jsonio.dumps({"id": key, "content": content}) + b"\n"
-            if is_verbatim(content) and not self.entries:
-                self._waiting.append(line)
-                continue
-            for each in [*self._waiting, line]:
-                self._writer.write(each)
-                self.entries += 1
-                self.bytes += len(each)
-            self._waiting = []
+            self._writer.write(line)
+            self.entries += 1
+            self.bytes += len(line)
 
     def commit(self) -> None:
         """Move the store into place; a store with no entries is not written at all."""

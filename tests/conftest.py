@@ -40,3 +40,11 @@ def data() -> Path:
     if not DATA.is_dir():
         pytest.skip("../shared/data is not here")
     return DATA
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fuzz", "tests/test_fuzz.py")
+    group.addoption(
+        "--fuzz-n", type=int, default=300, help="conversations the fuzz test generates (300)"
+    )
+    group.addoption("--fuzz-seed", type=int, default=13, help="the fuzz corpus's seed (13)")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError
 from ctxcli.invariants import pairing_problems, problems
-from ctxcli.model import SUMMARY_MARKER, make_conversation, units
+from ctxcli.model import SUMMARY_MARKER, make_conversation, seal, units
 from ctxcli.pipeline import STAGES, Context, build_stage, run
 from ctxcli.tokens import TokenCounter
 
@@ -252,23 +252,42 @@ def test_unknown_stage_lists_the_known_ones() -> None:
         build_stage("trim")
 
 
+ENGLISH = f"{SUMMARY_MARKER} 4 earlier messages folded."
+CHINESE = f"{SUMMARY_MARKER} 已折叠较早的 3 条消息。"
+
+
 @pytest.mark.parametrize(
     ("content", "is_summary"),
     [
-        (f"{SUMMARY_MARKER} 4 earlier messages folded.\nRequests: refund", True),
-        (f"  {SUMMARY_MARKER} 1 earlier message folded.", True),
-        (f"{SUMMARY_MARKER} 已折叠较早的 3 条消息。\n请求：退款", True),
+        (seal(ENGLISH, "Requests: refund"), True),
+        (seal(CHINESE, "请求：退款"), True),
+        (seal(ENGLISH, "Requests: refund") + " and more", False),  # edited since
+        (seal(ENGLISH, "Requests: refund").replace("4 earlier", "5 earlier"), False),
+        ("  " + seal(ENGLISH, "Requests: refund"), False),
+        (f"{ENGLISH}\nRequests: refund", False),  # the header alone, as earlier versions wrote
+        (f"{ENGLISH} #123456789\nRequests: refund", False),  # a seal that does not match
         (f"{SUMMARY_MARKER} is what your tool writes, right?", False),
-        (f"{SUMMARY_MARKER}\nplease explain this header", False),
-        (f"quoting: {SUMMARY_MARKER} 4 earlier messages folded.", False),
+        (f"quoting: {seal(ENGLISH, 'Requests: refund')}", False),
     ],
 )
-def test_only_the_whole_summary_header_marks_a_summary(content: str, is_summary: bool) -> None:
-    """A user message that merely quotes the marker is a user message: a later run
-    must not fold it as an earlier summary."""
-    (message,) = make_conversation([{"role": "user", "content": content}], COUNTER).messages
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_only_a_sealed_summary_is_a_summary(content: str, is_summary: bool, role: str) -> None:
+    """Text that merely looks like a summary is what its role says: a later run must
+    not fold it as an earlier summary, nor drop a system prompt that reads so."""
+    (message,) = make_conversation([{"role": role, "content": content}], COUNTER).messages
     assert message.is_summary is is_summary
-    assert message.is_system is False
+    assert message.is_system is (role == "system" and not is_summary)
+
+
+def test_a_sealed_summary_is_one_only_where_ctxcli_writes_one() -> None:
+    """Right after the leading system messages or right after a user message (system
+    messages aside); anywhere else a sealed text is the message its role says."""
+    text = seal(ENGLISH, "Requests: refund")
+    turns = [("system", "hi"), ("user", text), ("assistant", "ok"), ("user", text)]
+    turns += [("user", "go"), ("developer", "hurry"), ("system", text), ("assistant", text)]
+    messages = [{"role": role, "content": content} for role, content in turns]
+    found = [m.is_summary for m in make_conversation(messages, COUNTER).messages]
+    assert found == [False, True, False, False, False, False, True, False]
 
 
 def test_an_older_user_message_quoting_the_marker_is_folded_as_a_message() -> None:
@@ -279,9 +298,9 @@ def test_an_older_user_message_quoting_the_marker_is_folded_as_a_message() -> No
         {"role": "user", "content": "thanks"},
     ]
     settings_ = resolve(
-        stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=80
+        stages="summary", stage_options={"summary": {"keep_last": 1}}, max_tokens=90
     )
-    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(80, COUNTER))
+    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(90, COUNTER))
     assert result.events["summary"]["messages_summarized"] == 3
     assert "summaries_merged" not in result.events["summary"]
     assert result.after.messages[-1].data == {"role": "user", "content": "thanks"}
@@ -314,7 +333,7 @@ def test_one_folded_message_is_named_in_the_singular() -> None:
     result = run(make_conversation(messages, COUNTER), settings_.stages, Context(40, COUNTER))
     assert result.events["summary"]["messages_summarized"] == 1
     (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
-    assert summary.startswith(f"{SUMMARY_MARKER} 1 earlier message folded.\n")
+    assert summary.startswith(f"{SUMMARY_MARKER} 1 earlier message folded. #")
 
 
 @pytest.mark.parametrize("budget", [200, 300, 600, 1200])

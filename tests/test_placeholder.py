@@ -4,12 +4,15 @@ restore after a placeholder-only pipeline gives back the input."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError
 from ctxcli.model import make_conversation
@@ -373,6 +376,40 @@ def test_compressing_again_keeps_the_inputs_placeholders_and_restores_with_both_
     # never saw, so it names it.
     _, _, problems = restore_record({"messages": later}, one.stored)
     assert problems == [f"unreadable placeholder {(MANGLED + BIG)[:60]!r}"]
+
+
+def test_clear_inputs_keeps_the_calls_of_the_current_state(tmp_path: Path) -> None:
+    """In a tool loop (the conversation ends on results) the last calls stay as they
+    were, arguments included: Anthropic wants the last assistant turn exactly (the file
+    aborted: 'the last assistant turn was not kept exactly'); earlier ones are cleared."""
+    messages = agent(BIG, "x")[:-1]
+    for i in (2, 4):
+        messages[i]["tool_calls"][0]["function"]["arguments"] = json.dumps({"patch": BIG})
+    out, result = apply(messages, threshold=100, keep_recent=0, clear_inputs=True)
+    assert parse_arguments(out[2]["tool_calls"][0]["function"]["arguments"])
+    assert out[4] == messages[4] and result.events["placeholder"]["inputs_cleared"] == 1
+    patch = {"path": "a.py", "content": "def f():\n    return 1\n" * 40}
+    thinking = {"type": "thinking", "thinking": "I will write it.", "signature": "sig=="}
+    use = {"type": "tool_use", "id": "t1", "name": "write", "input": patch}
+    record = {
+        "id": "a",
+        "messages": [
+            {"role": "user", "content": "Write the file."},
+            {"role": "assistant", "content": [thinking, use]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ],
+    }
+    source, config = tmp_path / "in.jsonl", tmp_path / "c.yaml"
+    source.write_text(json.dumps(record) + "\n")
+    config.write_text(
+        "stages:\n  - placeholder: {threshold: 20, keep_recent: 0, clear_inputs: true}\n"
+    )
+    done = CliRunner().invoke(cli, ["compress", str(source), "--config", str(config), "-o", "-"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == record
 
 
 def test_arguments_that_look_like_a_placeholder_are_kept_and_restore_as_they_were() -> None:

@@ -394,10 +394,29 @@ def test_compressing_an_output_again_needs_no_store_when_it_adds_no_placeholder(
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == out.read_text()
+
+
+def test_a_run_that_only_keeps_placeholders_writes_a_store_restore_reads(
+    source: Path, tmp_path: Path
+) -> None:
+    """Compressing an output again replaces nothing new: its store holds the texts it
+    kept as they were, so that restore leaves them (they restore from the first run's
+    store); with no store at all restore could not tell them from lost placeholders."""
+    compress(source, "--placeholder-threshold", "100")
+    out = tmp_path / "in.compressed.jsonl"
     again = tmp_path / "again.jsonl"
     result = compress(out, "--placeholder-threshold", "100", "-o", str(again))
-    assert "store" not in result.output  # a store of kept texts alone is not written
-    assert sorted(p.name for p in tmp_path.glob("*store*")) == ["in.compressed.store.jsonl"]
+    assert f"wrote {tmp_path / 'again.store.jsonl'} (1 originals" in result.output
+    back = CliRunner().invoke(cli, ["restore", str(again), "-o", "-"])
+    assert back.exit_code == 0, back.output
+    assert back.stdout == again.read_text()
+    assert "2 placeholders of an earlier run stay as" in back.stderr
+    both = tmp_path / "both.store.jsonl"
+    stores = ("in.compressed.store.jsonl", "again.store.jsonl")
+    both.write_text("".join((tmp_path / name).read_text() for name in stores))
+    back = CliRunner().invoke(cli, ["restore", str(again), "--store", str(both), "-o", "-"])
+    assert back.exit_code == 0, back.output
+    assert [json.loads(line) for line in back.stdout.splitlines()] == read_jsonl(source)
 
 
 def test_a_missing_store_is_empty_and_named_when_placeholders_need_it(tmp_path: Path) -> None:
@@ -433,3 +452,21 @@ def test_a_missing_store_is_empty_and_named_when_placeholders_need_it(tmp_path: 
     store.unlink()
     result = CliRunner().invoke(cli, ["restore", str(out), "--store", str(store), "-o", "-"])
     assert result.exit_code != 0 and f"{store} (no such file)" in result.output
+
+
+def test_a_result_that_looks_like_a_placeholder_restores_as_it_was(tmp_path: Path) -> None:
+    """The input holds a tool result that reads like a placeholder and the run replaces
+    nothing: restore gives back the input (it failed: 'cannot be restored ... (no such
+    file)', as the run wrote no store)."""
+    look_alike = (
+        '[ctxcli placeholder id=0123456789abcdef tool="cat" tokens=900 chars=3000 head=2 tail=0]'
+        "\nab\n[... 2998 characters omitted ...]"
+    )
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(record("r", look_alike)) + "\n")
+    done = CliRunner().invoke(cli, ["compress", str(source), "-q"])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "in.compressed.jsonl"
+    back = CliRunner().invoke(cli, ["restore", str(out), "-o", "-"])
+    assert back.exit_code == 0, back.output
+    assert back.stdout == source.read_text()

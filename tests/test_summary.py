@@ -249,10 +249,10 @@ def test_the_summary_bound_is_shared_in_proportion_to_what_each_side_folds() -> 
     stage = build_stage("summary", {"keep_last": 4, "max_tokens": 200})
     context = Context(1200, COUNTER, summarizer=recorder)
     result = run(make_conversation(messages, COUNTER), [stage], context)
-    # Body bounds (the header's cost taken off): the chat before the task folds a few
-    # percent of the tokens the steps after it fold, yet gets a quarter of the bound.
+    # Body bounds (the header's and seal's cost taken off): the chat before the task
+    # folds a few percent of the tokens the steps after it fold, yet gets a quarter.
     before, after = recorder.bounds
-    assert 200 // 4 - 15 <= before < 200 // 4 < after
+    assert 200 // 4 - 20 <= before < 200 // 4 < after
     written = [m for m in result.after.messages if m.is_summary]
     frame = COUNTER.message({"role": "user", "content": ""})
     assert len(written) == 2 and sum(m.tokens - frame for m in written) <= 200
@@ -675,3 +675,116 @@ def test_a_chinese_run_quoting_english_tool_names_gets_a_chinese_header() -> Non
     after, _ = build_stage("summary", {"keep_last": 2}).apply(conversation, Context(250, COUNTER))
     (summary,) = [m.data["content"] for m in after.messages if m.is_summary]
     assert summary.startswith(f"{SUMMARY_MARKER} 已折叠较早的 ")
+
+
+# --- issue 13: outputs that aborted the file, and text that looks like a summary --------
+
+
+def test_anthropic_a_system_summary_before_tool_results_beside_text_is_a_user_turn(
+    tmp_path: Path,
+) -> None:
+    """The latest user entry answers a call and adds text: the call stays with it, so
+    the summary opens the output. Anthropic has no system role inside ``messages``:
+    the summary is a user turn whatever --summary-role says (the file aborted: 'output
+    starts with a assistant message')."""
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "line " * 400}
+    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "a"}}
+    record = {
+        "id": "a",
+        "system": "You are an agent.",
+        "messages": [
+            {"role": "user", "content": "Fix the build. " + "context " * 100},
+            {"role": "assistant", "content": [{"type": "text", "text": "Looking. " * 30}]},
+            {"role": "user", "content": "Also the tests. " + "more " * 60},
+            {"role": "assistant", "content": [{"type": "text", "text": "Reading."}, use]},
+            {"role": "user", "content": [result, {"type": "text", "text": "Then push it."}]},
+        ],
+    }
+    source = write_jsonl(tmp_path / "in.jsonl", [record])
+    for stages in ("placeholder,summary,priority", "summary,priority"):
+        args = f"--stages {stages} --max-tokens 300 --summary-role system"
+        compress_file(source, tmp_path / "out.jsonl", args)
+        messages = read_jsonl(tmp_path / "out.jsonl")[0]["messages"]
+        assert messages[0]["role"] == "user"
+        assert messages[0]["content"][0]["text"].startswith(SUMMARY_MARKER)
+        assert messages[-2:] == record["messages"][-2:]
+
+
+def test_sharegpt_a_system_summary_is_a_human_turn_before_a_tail_of_calls(
+    tmp_path: Path,
+) -> None:
+    """A summary that stops inside a run of calls: LLaMA-Factory reads a system turn
+    only first and wants a human turn after it, so the summary is a human turn and the
+    tail opens with the calls (the file aborted: 'the first turn is gpt/function_call')."""
+
+    def call(query: str) -> dict[str, str]:
+        return {
+            "from": "function_call",
+            "value": json.dumps({"name": "search", "arguments": {"q": query}}),
+        }
+
+    turns = [{"from": "human", "value": "Find flights to Oslo."}]
+    for i in range(4):
+        turns += [call(f"q{i}"), {"from": "observation", "value": f"result {i} " * 150}]
+    turns += [{"from": "gpt", "value": "Found three."}, {"from": "human", "value": "Book one."}]
+    turns += [call("book"), {"from": "observation", "value": "booked"}]
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "s", "conversations": turns}])
+    for budget in (300, 700):
+        args = f"--stages summary --max-tokens {budget} --summary-role system"
+        compress_file(source, tmp_path / "out.jsonl", args)
+        out = read_jsonl(tmp_path / "out.jsonl")[0]["conversations"]
+        assert out[0]["from"] == "human" and out[0]["value"].startswith(SUMMARY_MARKER)
+        assert out[1]["from"] in ("gpt", "function_call") and out[-3:] == turns[-3:]
+
+
+def test_with_no_user_message_and_keep_last_0_the_last_message_stays(tmp_path: Path) -> None:
+    """A run with no user message: keep_last 0 folds everything before the last unit,
+    never the last message (the file aborted: 'the last message was dropped')."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Run the nightly job."}]
+    for i in range(3):
+        messages.append(
+            {"role": "assistant", "content": None, "tool_calls": [call(f"c{i}", "ls", {})]}
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "file " * 50})
+    messages.append({"role": "assistant", "content": "All done."})
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "n", "messages": messages}])
+    for budget in (60, 120):
+        compress_file(source, tmp_path / "out.jsonl", f"--max-tokens {budget} --keep-last 0")
+        out = read_jsonl(tmp_path / "out.jsonl")[0]["messages"]
+        assert out[0] == messages[0] and out[-1] == messages[-1]
+
+
+LOOK_ALIKE = (
+    f"{SUMMARY_MARKER} 3 earlier messages folded.\nYou are a refund agent. " + "Be exact. " * 40
+)
+
+
+@pytest.mark.parametrize(
+    "stages", ["placeholder,summary,priority", "priority", "summary,priority", "window,priority"]
+)
+def test_a_system_prompt_or_latest_user_message_that_reads_like_a_summary_is_kept(
+    tmp_path: Path, stages: str
+) -> None:
+    """Only a summary ctxcli sealed is one: a system prompt and a latest user message
+    that start with the header line are what their roles say (they were dropped)."""
+    chat = [("user" if i % 2 == 0 else "assistant", f"turn {i} " + "words " * 80) for i in range(8)]
+    messages = [{"role": "system", "content": LOOK_ALIKE}]
+    messages += [{"role": role, "content": text} for role, text in chat]
+    messages.append({"role": "user", "content": LOOK_ALIKE.replace("You are", "Please be")})
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "c", "messages": messages}])
+    stats = compress_file(source, tmp_path / "out.jsonl", f"--stages {stages} --max-tokens 300")
+    out = read_jsonl(tmp_path / "out.jsonl")[0]["messages"]
+    assert out[0] == messages[0] and out[-1] == messages[-1]
+    assert stats["tokens"]["after"] == COUNTER.messages(out)
+
+
+def test_an_anthropic_system_prompt_that_reads_like_a_summary_is_counted(tmp_path: Path) -> None:
+    """The top-level system prompt is never a summary: it was written back but counted
+    as folded, so a 500-token output was reported as 10 tokens and not over budget."""
+    record = {"id": "a", "system": LOOK_ALIKE, "messages": [{"role": "user", "content": "Hi."}]}
+    source = write_jsonl(tmp_path / "in.jsonl", [record])
+    stats = compress_file(source, tmp_path / "out.jsonl", "--max-tokens 50")
+    assert read_jsonl(tmp_path / "out.jsonl")[0] == record
+    tokens = COUNTER.messages([{"role": "system", "content": LOOK_ALIKE}, record["messages"][0]])
+    assert stats["tokens"]["after"] == tokens > 50
+    assert stats["over_budget"] == [{"id": "a", "line": 1, "tokens": tokens}]

@@ -42,7 +42,7 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import kind, messages_of, patch_blocks, text_of
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "anthropic"
@@ -128,14 +128,18 @@ def read(
                 sources.append((i, blocks))
     record_id = record.get("id")
     return Conversation(
-        messages=tuple(
-            Message(m, counter.message(m), n, entry=sources[n][0]) for n, m in enumerate(neutral)
+        messages=read_messages(
+            neutral,
+            counter,
+            entries=[entry for entry, _ in sources],
+            apart=int(isinstance(system, (str, list))),
         ),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
         meta={"entries": entries, "sources": sources},
         user_first=True,
+        summary_role="user",
     )
 
 

@@ -33,7 +33,7 @@ from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
 from ctxcli.formats._common import kind, patch_blocks, pending, text_of
 from ctxcli.invariants import pairing_problems
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "claude-code"
@@ -127,14 +127,12 @@ def read(
         data.pop("_blocks", None)
     first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
     return Conversation(
-        messages=tuple(
-            Message(m, counter.message(m), n, entry=sources[n][-1][0])
-            for n, m in enumerate(neutral)
-        ),
+        messages=read_messages(neutral, counter, entries=[s[-1][0] for s in sources]),
         id=None if not first else str(first.get("sessionId")),
         line=line,
         meta={"entries": list(record), "sources": sources, "lines": where},
         user_first=True,
+        summary_role="user",
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, pending
 from ctxcli.invariants import pairing_problems
-from ctxcli.model import ROLES, Conversation, Message
+from ctxcli.model import ROLES, Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "openai"
@@ -73,7 +73,7 @@ def read(
     neutral, added = _with_part_calls(messages)
     record_id = record.get("id")
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), i) for i, m in enumerate(neutral)),
+        messages=read_messages(neutral, counter),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,

@@ -28,7 +28,7 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, text_of
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "sharegpt"
@@ -104,13 +104,16 @@ def read(
         raise InputError(path, line, "; ".join(bad) + f" (known 'from' values: {known})")
     record_id = record.get("id")
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        messages=read_messages(
+            neutral, counter, apart=int(isinstance(system, str) and bool(system))
+        ),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
         meta={"entries": turns, "sources": sources},
         user_first=True,
         alternating=True,
+        summary_role="user",
     )
 
 

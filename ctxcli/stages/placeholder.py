@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from ctxcli import jsonio
-from ctxcli.model import Conversation, Message, tool_names
+from ctxcli.model import Conversation, Message, tool_names, units
 
 if TYPE_CHECKING:
     from ctxcli.pipeline import Context
@@ -312,7 +312,8 @@ class Placeholder:
     results are never replaced. ``tool_thresholds``: ``{tool name: tokens}`` overriding
     ``threshold`` per tool. ``keep_errors``: results that report an error stay whole
     (:func:`reports_error`). ``clear_inputs``: also replace tool-call arguments over the
-    threshold (not those of calls whose results ``keep_recent`` keeps). ``head_chars`` /
+    threshold (not those of calls whose results ``keep_recent`` keeps, nor those of the
+    last unit's calls: the conversation's current state). ``head_chars`` /
     ``tail_chars``: preview lengths in characters. Runs whatever the budget: a result
     is replaced only when its placeholder is smaller. The originals go to
     ``context.stored``. Text that looks like a placeholder where placeholders go is
@@ -395,8 +396,11 @@ class Placeholder:
             messages[i] = new
             _count(events, message, new)
         if self.clear_inputs:
+            # The last unit is the conversation's current state: in a tool loop the
+            # model goes on from those calls, which Anthropic wants exactly as they were.
+            current = units(messages)[-1][0] if messages else -1
             for i, message in enumerate(messages):
-                if message.role == "assistant":
+                if message.role == "assistant" and i != current:
                     keep_function = i in recent_calls
                     messages[i] = self._clear_calls(
                         message, recent_ids, context, events, held, keep_function=keep_function

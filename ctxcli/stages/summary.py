@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ctxcli.errors import SummaryError
 from ctxcli.model import (
+    SEAL_DIGITS,
     SUMMARY_MARKER,
     Conversation,
     Message,
     latest_turn,
+    seal,
     units,
 )
 from ctxcli.stages.placeholder import parse as parse_placeholder
@@ -22,6 +24,8 @@ from ctxcli.tokens import REPLY_PRIMING
 if TYPE_CHECKING:
     from ctxcli.pipeline import Context
 
+#: What a summary's seal adds to its header line, costed before the seal is known.
+_SEAL_LIKE = " #" + "0" * SEAL_DIGITS
 #: The fewest tokens a summary body is given, even when the kept messages already
 #: fill the budget (the priority stage may then drop the summary).
 MIN_SUMMARY_TOKENS = 32
@@ -53,7 +57,8 @@ class Summary:
     fold is left as it is, its summary included.
 
     ``max_tokens`` bounds the summaries together (tokens, header lines included; a
-    header, about 10 tokens, comes whole even past a smaller bound), and so does what
+    header, about 15 tokens with the seal that closes it (:func:`ctxcli.model.seal`),
+    comes whole even past a smaller bound), and so does what
     is left of the budget after the kept messages and a frame per summary; each
     summary gets a share in proportion to the tokens it folds, but at least a quarter
     and at least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when
@@ -66,11 +71,12 @@ class Summary:
     messages meet; a steps summary follows the user's task, which OpenAI accepts and
     the Anthropic Messages API merges into one user turn, and so may the summary before
     it when the budget leaves no room for what the task answers. With ``system``, both
-    summaries are system messages (Anthropic and Claude Code write every summary as a
-    user message): OpenAI accepts system messages anywhere, but chat templates that
-    take one only as the first message (Qwen's, served by vLLM or llama.cpp) reject
-    either summary, the steps summary after the user's task as well; keep ``user`` for
-    those.
+    summaries are system messages (in Anthropic, ShareGPT and Claude Code records a
+    summary is a user message whatever ``role`` says:
+    :attr:`ctxcli.model.Conversation.summary_role`): OpenAI accepts system messages
+    anywhere, but chat templates that take one only as the first message (Qwen's,
+    served by vLLM or llama.cpp) reject either summary, the steps summary after the
+    user's task as well; keep ``user`` for those.
     """
 
     name: ClassVar[str] = "summary"
@@ -93,18 +99,19 @@ class Summary:
         messages = conversation.messages
         groups = units(messages)
         turn = latest_turn(messages, groups)
-        frame = context.counter.message({"role": self.role, "content": ""})
+        role = conversation.summary_role or self.role
+        frame = context.counter.message({"role": role, "content": ""})
         lead = 0
         while lead < len(messages) and messages[lead].is_system:
             lead += 1
-        start = self._tail_start(messages, groups, turn)
+        start = self._tail_start(messages, groups, turn, role)
         # The steps folded after the latest user turn run from ``after`` to ``end``.
         steps_start = self._steps_start(conversation, groups, turn)
         after = turn[-1] + 1 if steps_start is not None else len(messages)
         end = after if steps_start is None else steps_start
         if context.max_tokens is not None:
             start, end = self._make_room(
-                conversation, (start, after, end), groups, turn, frame, context.max_tokens
+                conversation, (start, after, end), groups, turn, (role, frame), context.max_tokens
             )
         # Each summary stands where its messages were: what came before the latest user
         # turn right after the leading system messages, the steps after that turn at
@@ -139,7 +146,9 @@ class Summary:
                 share = total * weights[k] // sum(weights)
                 share = min(max(share, total // 4), total - total // 4)
             folded = [messages[i] for i in part]
-            summary, fell_back = self._summarize(conversation, folded, max(floor, share), context)
+            summary, fell_back = self._summarize(
+                conversation, folded, (role, max(floor, share)), context
+            )
             _add(events, "fallbacks", int(fell_back))
             if summary is None:
                 # Nothing worth keeping fits: a summary would only hide what was dropped.
@@ -165,10 +174,15 @@ class Summary:
         return conversation.with_messages(out), events
 
     def _summarize(
-        self, conversation: Conversation, folded: list[Message], bound: int, context: Context
+        self,
+        conversation: Conversation,
+        folded: list[Message],
+        role_bound: tuple[str, int],
+        context: Context,
     ) -> tuple[Message | None, bool]:
-        """One summary message of ``folded`` (earlier summaries among them merged), its
-        header and body within ``bound`` tokens; ``None`` when the body comes out empty.
+        """One summary message of ``folded`` (earlier summaries among them merged), with
+        the role and within the bound (tokens, header and seal included) of
+        ``role_bound``; ``None`` when the body comes out empty.
         The flag is true when the configured summarizer failed and the extractive one
         stood in (a warning says so). Raises :class:`SummaryError` when the extractive
         summarizer fails."""
@@ -178,10 +192,11 @@ class Summary:
         count = _entries(m for m in folded if not m.is_summary)
         count += sum(_folded_count(m) for m in earlier)
         counter = context.counter
+        role, bound = role_bound
         # The header is in the body's language, foreseen as the extractive summarizer
-        # picks it; its cost is reserved before the body.
+        # picks it; its cost is reserved before the body, with the seal's.
         foreseen = _EXTRACTIVE.language_of(fresh, previous=previous)
-        header_cost = counter.text(_header(count, foreseen)) + 1
+        header_cost = counter.text(_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
         fell_back = False
@@ -206,9 +221,9 @@ class Summary:
         # tool names it quotes); a model's body is in whatever language it wrote.
         extractive = summarizer is _EXTRACTIVE or fell_back
         header = _header(count, foreseen if extractive else language([body]))
-        if counter.text(header) + 1 > header_cost:  # a model wrote in another language
-            header = _header(count, foreseen)
-        data = {"role": self.role, "content": f"{header}\n{body}"}
+        if counter.text(header + _SEAL_LIKE) + 1 > header_cost:  # a model wrote in
+            header = _header(count, foreseen)  # another language
+        data = {"role": role, "content": seal(header, body)}
         return Message(data, counter.message(data), None, True), fell_back
 
     def _make_room(
@@ -217,7 +232,7 @@ class Summary:
         bounds: tuple[int, int, int],
         groups: list[list[int]],
         turn: list[int],
-        frame: int,
+        role_frame: tuple[str, int],
         budget: int,
     ) -> tuple[int, int]:
         """Later ``(start, end)`` when the kept messages leave no room for the summaries.
@@ -225,7 +240,8 @@ class Summary:
         ``bounds`` is ``(start, after, end)``: the fold before the latest user turn ends
         at ``start``, the fold of the steps after that turn runs from ``after`` to
         ``end`` (``after == end`` when no steps are folded); ``turn`` is that turn's
-        positions. Returns the first pair whose kept messages plus a ``frame`` per
+        positions; ``role_frame`` the summaries' role and the tokens each costs beyond
+        its text. Returns the first pair whose kept messages plus that frame per
         summary and :func:`_reserve` tokens fit ``budget`` (tokens), else the last pair:
         ``end`` is tried first, then each later unit start that may open a tail (the
         steps tail is what ``keep_last`` asks for); for each, ``start``, then each later
@@ -234,11 +250,12 @@ class Summary:
         unsummarized."""
         messages = conversation.messages
         start, after, end = bounds
+        role, frame = role_frame
         steps = end > after
         limit = turn[0] if turn else len(messages) - 1
         # In a chat a user summary is never followed by a user message (see the class);
         # once steps are folded one follows the user's task anyway, so one may precede it.
-        lone_user = self.role == "user" and not steps
+        lone_user = role == "user" and not steps
         befores = [
             g[0]
             for g in groups
@@ -292,10 +309,12 @@ class Summary:
         return starts[-1] if starts else None
 
     def _tail_start(
-        self, messages: Sequence[Message], groups: list[list[int]], turn: list[int]
+        self, messages: Sequence[Message], groups: list[list[int]], turn: list[int], role: str
     ) -> int:
         """Position of the first kept message: the last ``keep_last`` non-system
-        messages, moved back to a unit's start and never past the latest user turn."""
+        messages, moved back to a unit's start and never past the latest user turn nor
+        the last unit (kept whatever ``keep_last`` says, with no user message too);
+        ``role`` is the summary's."""
         unit_start = {}
         for group in groups:
             for i in group:
@@ -307,9 +326,9 @@ class Summary:
         if self.keep_last == 0:
             start = len(messages)
         turn_start = turn[0] if turn else len(messages)
-        start = min(start, turn_start)
+        start = min(start, turn_start, groups[-1][0])
         start = unit_start.get(start, start)
-        if self.role == "user":
+        if role == "user":
             starts = [g[0] for g in groups]
             # Fold older user messages too, so the tail does not open with one ...
             while start < turn_start and messages[start].role == "user":
@@ -372,8 +391,8 @@ def _folded_count(message: Message) -> int:
 
 
 def _header(count: int, lang: str) -> str:
-    """A summary's first line (what :data:`ctxcli.model.SUMMARY_MARKER` starts and a
-    later run recognises it by), in English or Chinese."""
+    """A summary's first line, in English or Chinese, before its seal (see
+    :func:`ctxcli.model.seal`, by which a later run recognises the summary)."""
     if lang == "zh":
         return f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
     return f"{SUMMARY_MARKER} {count} earlier message{'' if count == 1 else 's'} folded."
