@@ -10,10 +10,11 @@ Each format is a module with ``NAME``, ``DEFAULT_KEY`` (where its messages live)
 - ``problems(record, conversation) -> list[str]``: the rules of the format the record
   breaks (what ``ctxcli validate`` prints).
 
-A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts) reads a
-whole JSON lines file as one record, the list of its lines' objects: ``read`` and
-``write`` take that list (``read`` also their line numbers as ``lines``), and
-:func:`detect_file` tells one from a file's first line.
+A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts, Gemini
+CLI checkpoints) reads a whole file as one record, the list of its lines' objects
+(or of a JSON array's items): ``read`` and ``write`` take that list (``read`` also
+their line numbers as ``lines``), and :func:`detect_file` tells one from a file's
+first record.
 """
 
 from __future__ import annotations
@@ -22,12 +23,33 @@ from types import ModuleType
 from typing import Any
 
 from ctxcli.errors import ConfigError
-from ctxcli.formats import anthropic, claude_code, codex, openai, responses, sharegpt
+from ctxcli.formats import (
+    anthropic,
+    claude_code,
+    codex,
+    gemini,
+    gemini_checkpoint,
+    gemini_cli,
+    openai,
+    responses,
+    sharegpt,
+)
 from ctxcli.formats._common import kind
 
 #: Format name -> adapter module, in the order :func:`detect` tries them.
 FORMATS: dict[str, ModuleType] = {
-    m.NAME: m for m in (claude_code, codex, sharegpt, anthropic, responses, openai)
+    m.NAME: m
+    for m in (
+        claude_code,
+        codex,
+        gemini_checkpoint,
+        sharegpt,
+        anthropic,
+        gemini,
+        gemini_cli,
+        responses,
+        openai,
+    )
 }
 
 
