@@ -18,9 +18,9 @@ How it maps onto the neutral model (and back):
   ``tool_calls`` (id: the call's ``id``, else ``ctxcli-<content>-<part>``, never
   written out; arguments: the JSON of ``args``), its other parts stay content parts;
 - a user Content becomes one ``tool`` message per ``functionResponse`` part, then one
-  ``user`` message with its other parts. A response answers the call of the model
-  turn just before with its id, else the first still open one of its name, else the
-  first still open one (calls may have no ids: they pair by order within the turn).
+  ``user`` message with its other parts. A response answers a call of the model turn
+  just before (:func:`answered`: by id, else by name, else by order within the turn,
+  as calls may have no ids).
   Its content is the text of a ``response`` that is ``{"output": text}`` or
   ``{"error": text}`` (the API's convention), else the response object.
 
@@ -210,9 +210,10 @@ def neutral_messages(
             open_calls = list(data.get("tool_calls", ()))
             continue
         answers = [j for j, p in enumerate(parts) if field(p, "functionResponse") is not None]
-        for j in answers:
-            response = field(parts[j], "functionResponse")
-            neutral.append(tool_message(response, answered(response, open_calls, f"{i}-{j}")))
+        responses = [field(parts[j], "functionResponse") for j in answers]
+        ids = answered(responses, open_calls, [f"{i}-{j}" for j in answers])
+        for j, response, call_id in zip(answers, responses, ids):
+            neutral.append(tool_message(response, call_id))
             sources.append((i, (j,)))
         others = tuple(j for j in range(len(parts)) if j not in answers)
         if others or not answers:
@@ -248,23 +249,29 @@ def neutral_call(call: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
-def answered(response: Mapping[str, Any], open_calls: list[dict[str, Any]], where: str) -> str:
-    """The id of the open call (neutral, of the turn before) ``response`` answers:
-    the one of its id, else the first of its name, else the first; taken out of
-    ``open_calls``. A response that answers none keeps its own id (or
-    ``ctxcli-<where>``), so the pairing check names it."""
-    response_id = response.get("id")
-    name = response.get("name")
+def answered(
+    answers: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]], where: Sequence[str]
+) -> list[str]:
+    """The id of the call (neutral, of the turn before) each ``functionResponse`` of
+    ``answers`` answers: first those of the responses' ids, then of their names, then
+    in order, each call taken once. A response that answers none keeps its own id
+    (else ``ctxcli-<where>``), so the pairing check names it."""
+    ids: list[str | None] = [None] * len(answers)
+    left = list(calls)
     for fits in (
-        lambda c: response_id is not None and c["id"] == str(response_id),
-        lambda c: c["function"]["name"] == name,
-        lambda c: True,
+        lambda a, c: a.get("id") is not None and c["id"] == str(a["id"]),
+        lambda a, c: c["function"]["name"] == a.get("name"),
+        lambda a, c: True,
     ):
-        match = next((c for c in open_calls if fits(c)), None)
-        if match is not None:
-            open_calls.remove(match)
-            return str(match["id"])
-    return f"ctxcli-{where}" if response_id is None else str(response_id)
+        for n, answer in enumerate(answers):
+            match = next((c for c in left if fits(answer, c)), None) if ids[n] is None else None
+            if match is not None:
+                left.remove(match)
+                ids[n] = str(match["id"])
+    return [
+        i if i is not None else (f"ctxcli-{w}" if a.get("id") is None else str(a["id"]))
+        for i, a, w in zip(ids, answers, where)
+    ]
 
 
 def tool_message(response: Mapping[str, Any], call_id: str) -> dict[str, Any]:
