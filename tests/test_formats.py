@@ -492,11 +492,12 @@ def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path)
 def test_an_unknown_format_lists_the_known_ones() -> None:
     with pytest.raises(
         ConfigError,
-        match="known formats: claude-code, codex, sharegpt, anthropic, responses, openai",
+        match="known formats: claude-code, codex, gemini-checkpoint, sharegpt, anthropic, "
+        "gemini, gemini-cli, responses, openai",
     ):
-        formats.get("gemini")
-    result = CliRunner().invoke(cli, ["compress", "-", "--format", "gemini"], input="{}")
-    assert result.exit_code == 1 and "unknown format 'gemini'" in result.output
+        formats.get("bard")
+    result = CliRunner().invoke(cli, ["compress", "-", "--format", "bard"], input="{}")
+    assert result.exit_code == 1 and "unknown format 'bard'" in result.output
 
 
 def test_format_and_messages_key_come_from_a_config_file_too() -> None:

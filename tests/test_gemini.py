@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from test_responses import compress
 
 from ctxcli.cli import cli
 from ctxcli.formats import detect, detect_file, gemini, gemini_checkpoint
@@ -125,14 +126,6 @@ def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> lis
             if "thoughtSignature" in part:
                 assert part in signed_parts  # byte-exact, on the part it came with
     return errors
-
-
-def compress(tmp_path: Path, records: list[dict[str, Any]], *args: str) -> list[dict[str, Any]]:
-    source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in records))
-    result = CliRunner().invoke(cli, ["compress", str(source), "-o", "-", "-q", *args])
-    assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in result.stdout.splitlines()]
 
 
 def test_contents_are_detected_and_read_into_units() -> None:
