@@ -80,7 +80,7 @@ def format_options(func: F) -> F:
             "--format",
             "format_name",
             help="Read every record as this format: openai, anthropic, sharegpt, responses, "
-            "claude-code, codex "
+            "gemini, gemini-cli; or a whole file as claude-code, codex, gemini-checkpoint "
             "(default: detected per record).",
         ),
         click.option(

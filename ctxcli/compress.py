@@ -930,7 +930,7 @@ class Compressor:
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
         whole = self.format if getattr(self.format, "WHOLE_FILE", False) else None
-        if self.format is None and shape == "jsonl":
+        if self.format is None and shape in ("jsonl", "array"):
             head = list(itertools.islice(items, formats.HEAD_RECORDS))
             items = itertools.chain(head, items)
             whole = formats.detect_file([_peek(item, input_path) for item in head])

@@ -345,26 +345,39 @@ class RecordSink:
         self._flags.append(changed)
         self._changed = self._changed or changed
 
+    def _joined(self, original: bytes, spans: list[tuple[int, int]]) -> bytes:
+        """The held records as an array in the style of ``original``'s (its opening,
+        its separator between the first two elements, its closing), unchanged records
+        as read: for a whole-file format whose output has fewer records."""
+        if self.shape != "array" or not spans:
+            return b",\n".join(self._held) + b"\n"
+        first = spans[0]
+        between = original[first[1] : spans[1][0]] if len(spans) > 1 else b",\n"
+        held = [_restyled(r, c, original, first) for r, c in zip(self._held, self._flags)]
+        return original[: first[0]] + between.join(held) + original[spans[-1][1] :]
+
     def close(self) -> None:
         """Write what is held (array and one-record shapes)."""
         if self.shape == "jsonl":
             return
-        if not self._changed and self.original is not None:
-            self.writer.write(self.original)
-            return
         original = self.original or b""
         spans = array_spans(original) if self.shape == "array" else [_body_span(original)]
-        if len(spans) != len(self._held):  # no original to follow (a record of its own)
-            held = b",\n".join(self._held)
-            self.writer.write(b"[\n" + held + b"\n]\n" if self.shape == "array" else held + b"\n")
+        if not self._changed and self.original is not None and len(spans) == len(self._held):
+            self.writer.write(self.original)
+            return
+        if len(spans) != len(self._held):  # a whole-file format dropped some
+            self.writer.write(self._joined(original, spans))
             return
         out, at = [], 0
         for (start, end), (record, changed) in zip(spans, zip(self._held, self._flags)):
-            new = restyle(loads(record, "", None), original, (start, end)) if changed else record
-            out += [original[at:start], new]
+            out += [original[at:start], _restyled(record, changed, original, (start, end))]
             at = end
         out.append(original[at:])
         self.writer.write(b"".join(out))
+
+
+def _restyled(record: bytes, changed: bool, original: bytes, span: tuple[int, int]) -> bytes:
+    return restyle(loads(record, "", None), original, span) if changed else record
 
 
 def _body_span(data: bytes) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxcli import jsonio
 from ctxcli.errors import StoreError
-from ctxcli.formats import responses
+from ctxcli.formats import gemini, gemini_cli, responses
 from ctxcli.stages.placeholder import (
     ARGUMENTS_KEY,
     PLACEHOLDER_START,
@@ -140,7 +140,11 @@ def restore_record(
     - the whole string ``content`` of a tool result: a message whose ``role`` is
       ``tool`` or ``function`` (OpenAI, SWE-agent), a ``tool_result`` block (Anthropic,
       Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``),
-      the ``output`` of a Responses API call's output item;
+      the ``output`` of a Responses API call's output item; the text of a Gemini
+      ``functionResponse``'s ``response`` that is ``{"output" | "error": text}``
+      (:func:`ctxcli.formats.gemini.response_of` puts the original back), and of the
+      one ``functionResponse`` of a Gemini CLI tool call's ``result`` (whose original
+      may be the whole result, other parts beside the response);
     - tool-call arguments that are ``{"ctxcli_placeholder": <text>}``: as JSON text in
       ``tool_calls[].function.arguments`` or ``function_call.arguments``, as an object
       in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn, as
@@ -216,6 +220,11 @@ def restore_record(
         if kind in _RESPONSES_ARGUMENTS:
             key = _RESPONSES_ARGUMENTS[kind]
             out[key] = arguments(value.get(key), as_object=False)
+        answer = gemini.field(value, "functionResponse")
+        if isinstance(answer, Mapping):
+            out[gemini.key(value, "functionResponse")] = _gemini_answer(answer, original)
+        if isinstance(value.get("result"), list):
+            out["result"] = _gemini_result(value["result"], original)
         if value.get("type") == "tool_use" and "input" in value:
             out["input"] = arguments(value["input"], as_object=True)
         if value.get("from") == "function_call":
@@ -255,6 +264,34 @@ _KEEP: Any = object()
 _SHAREGPT_RESULTS = frozenset({"observation", "tool"})
 #: Where a Responses API call item holds its arguments, by its type.
 _RESPONSES_ARGUMENTS = {"function_call": "arguments", "custom_tool_call": "input"}
+
+
+def _gemini_answer(answer: Mapping[str, Any], restore: Any) -> Any:
+    """A Gemini ``functionResponse`` with its ``response`` restored, or ``_KEEP``."""
+    value = answer.get("response")
+    text = gemini.response_content(value)
+    found = restore(text) if text is not value else _KEEP
+    if found is _KEEP:
+        return _KEEP
+    return {**answer, "response": gemini.response_of(value, found)}
+
+
+def _gemini_result(result: list[Any], restore: Any) -> Any:
+    """A Gemini CLI tool call's ``result`` (its one ``functionResponse`` part holding a
+    placeholder) restored: the original result when a list was stored, else the part
+    with its response restored; the very list when it stays (never searched again);
+    ``_KEEP`` for any other list."""
+    answer = gemini_cli.single_response(result)
+    if answer is None or not looks_like(gemini.response_content(answer.get("response"))):
+        return _KEEP
+    found = restore(gemini.response_content(answer["response"]))
+    if found is _KEEP:
+        return result
+    if isinstance(found, list):
+        return found
+    part = result[0]
+    new = {**answer, "response": gemini.response_of(answer["response"], found)}
+    return [{**part, gemini.key(part, "functionResponse"): new}]
 
 
 def _with_arguments(function: Mapping[str, Any], restore: Any) -> Any:

@@ -61,6 +61,8 @@ DEFAULT_MODEL = "gpt-4o"
 MAX_BUDGET = 2**53
 
 _IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+#: The keys of a Gemini part (which has no ``type``) that holds a file's data.
+_GEMINI_MEDIA = ("inlineData", "fileData", "inline_data", "file_data")
 
 
 def encoding_name_for(model: str | None = None, encoding: str | None = None) -> str:
@@ -239,8 +241,9 @@ class TokenCounter:
         ``tool_use`` its name and the JSON of its input, ``tool_result`` its content
         (a string or nested blocks, counted by this same rule). OpenAI ``reasoning``
         parts count their summary text and :func:`opaque_tokens` of their encrypted
-        content, ``compaction`` parts the latter alone. Nothing here raises on
-        an unknown part: it counts as its JSON.
+        content, ``compaction`` parts the latter alone. Gemini ``inlineData`` and
+        ``fileData`` parts count as an image or a document (:meth:`_media`). Nothing
+        here raises on an unknown part: it counts as its JSON.
         """
         if content is None:
             return 0
@@ -258,6 +261,8 @@ class TokenCounter:
         kind = part.get("type")
         if kind in _IMAGE_PART_TYPES:
             return self.image_tokens
+        if kind is None and any(k in part for k in _GEMINI_MEDIA):
+            return self._media(part)
         if kind in _BLOCK_COUNTERS:
             return _BLOCK_COUNTERS[kind](self, part)
         for key in ("text", "value"):  # OpenAI parts; LLaMA-Factory's {type, value}
@@ -265,6 +270,14 @@ class TokenCounter:
             if isinstance(value, str):
                 return self.text(value)
         return self.text(_json_text(part))
+
+    def _media(self, part: Mapping[str, Any]) -> int:
+        """A Gemini ``inlineData`` / ``fileData`` part: an image at the fixed image
+        cost, any other file (a PDF, audio, video) at :data:`DOCUMENT_TOKENS`; never
+        the length of its base64 data."""
+        media = next((part[k] for k in _GEMINI_MEDIA if k in part), None)
+        mime = media.get("mimeType", media.get("mime_type")) if isinstance(media, Mapping) else None
+        return self.image_tokens if str(mime).startswith("image/") else DOCUMENT_TOKENS
 
     def message(self, message: Mapping[str, Any]) -> int:
         """Tokens of one chat message by the cookbook rule, tool calls included.

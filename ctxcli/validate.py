@@ -49,7 +49,7 @@ def validate_file(
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
     shape, items, _ = jsonio.read_records(path)
-    if module is None and shape == "jsonl":
+    if module is None and shape in ("jsonl", "array"):
         head = list(itertools.islice(items, formats.HEAD_RECORDS))
         items = itertools.chain(head, items)
         module = formats.detect_file([_parsed(item, path) for item in head])

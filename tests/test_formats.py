@@ -492,11 +492,12 @@ def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path)
 def test_an_unknown_format_lists_the_known_ones() -> None:
     with pytest.raises(
         ConfigError,
-        match="known formats: claude-code, codex, sharegpt, anthropic, responses, openai",
+        match="known formats: claude-code, codex, gemini-checkpoint, sharegpt, anthropic, "
+        "gemini, gemini-cli, responses, openai",
     ):
-        formats.get("gemini")
-    result = CliRunner().invoke(cli, ["compress", "-", "--format", "gemini"], input="{}")
-    assert result.exit_code == 1 and "unknown format 'gemini'" in result.output
+        formats.get("bard")
+    result = CliRunner().invoke(cli, ["compress", "-", "--format", "bard"], input="{}")
+    assert result.exit_code == 1 and "unknown format 'bard'" in result.output
 
 
 def test_format_and_messages_key_come_from_a_config_file_too() -> None:
@@ -677,9 +678,7 @@ def test_messages_key_is_a_dotted_path_with_list_positions(tmp_path: Path) -> No
     plain = CliRunner().invoke(cli, args)
     assert plain.exit_code == 1
     assert "try --messages-key answer_generation" not in plain.stderr  # not a list of messages
-    assert (
-        "no format fits this record (tried sharegpt, anthropic, responses, openai)" in plain.stderr
-    )
+    assert "no format fits this record (tried sharegpt, anthropic, " in plain.stderr
     result = CliRunner().invoke(
         cli, [*args, "--messages-key", "answer_generation.train_messages.-1"]
     )

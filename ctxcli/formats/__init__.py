@@ -10,10 +10,11 @@ Each format is a module with ``NAME``, ``DEFAULT_KEY`` (where its messages live)
 - ``problems(record, conversation) -> list[str]``: the rules of the format the record
   breaks (what ``ctxcli validate`` prints).
 
-A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts) reads a
-whole JSON lines file as one record, the list of its lines' objects: ``read`` and
-``write`` take that list (``read`` also their line numbers as ``lines``), and
-:func:`detect_file` tells one from a file's first line.
+A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts, Gemini
+CLI checkpoints) reads a whole file as one record, the list of its lines' objects
+(or of a JSON array's items): ``read`` and ``write`` take that list (``read`` also
+their line numbers as ``lines``), and :func:`detect_file` tells one from a file's
+first record.
 """
 
 from __future__ import annotations
@@ -24,14 +25,35 @@ from types import ModuleType
 from typing import Any
 
 from ctxcli.errors import ConfigError
-from ctxcli.formats import anthropic, claude_code, codex, openai, responses, sharegpt
+from ctxcli.formats import (
+    anthropic,
+    claude_code,
+    codex,
+    gemini,
+    gemini_checkpoint,
+    gemini_cli,
+    openai,
+    responses,
+    sharegpt,
+)
 from ctxcli.formats._common import kind
 from ctxcli.model import Conversation
 from ctxcli.tokens import TokenCounter
 
 #: Format name -> adapter module, in the order :func:`detect` tries them.
 FORMATS: dict[str, ModuleType] = {
-    m.NAME: m for m in (claude_code, codex, sharegpt, anthropic, responses, openai)
+    m.NAME: m
+    for m in (
+        claude_code,
+        codex,
+        gemini_checkpoint,
+        sharegpt,
+        anthropic,
+        gemini,
+        gemini_cli,
+        responses,
+        openai,
+    )
 }
 
 
@@ -51,20 +73,15 @@ HEAD_RECORDS = 20
 def detect_file(head: Sequence[Any]) -> ModuleType | None:
     """The whole-file format (see the module docstring) of a file whose first records
     (up to :data:`HEAD_RECORDS`, parsed; ``None`` for a line that is not JSON) are
-    ``head``: one whose ``detect`` accepts one of them, when every one is an object
-    with a string ``type`` (a Claude Code session may open with ``summary``,
-    ``file-history-snapshot`` or other lines that carry no message). ``None`` when
-    none fits."""
-    if not head or not all(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head):
-        return None
-    return next(
-        (
-            m
-            for m in FORMATS.values()
-            if getattr(m, "WHOLE_FILE", False) and any(m.detect(r) for r in head)
-        ),
-        None,
-    )
+    ``head``: one whose ``detect_head`` accepts them, or else whose ``detect`` accepts
+    the first. ``None`` when none fits."""
+    for module in FORMATS.values():
+        if not getattr(module, "WHOLE_FILE", False) or not head:
+            continue
+        accepts = getattr(module, "detect_head", None)
+        if accepts(head) if accepts is not None else module.detect(head[0]):
+            return module
+    return None
 
 
 def detect(record: Any, messages_key: str | None = None) -> ModuleType | None:

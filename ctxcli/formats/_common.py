@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
+
+if TYPE_CHECKING:
+    from ctxcli.model import Conversation, Message
+
+#: Where a neutral message was read from: the position of its source entry (``None``
+#: for a part of the record kept apart, such as a top-level system prompt) and the
+#: positions of its blocks in that entry's list (``None``: the entry's content is no
+#: list, as a string content).
+Source = tuple[int | None, tuple[int, ...] | None]
+#: Rewrites the blocks of an entry from the neutral message a stage changed: given the
+#: entry's blocks, the positions read into that message and its dict, the new blocks
+#: by position (:func:`patch_blocks` is Anthropic's).
+Patch = Callable[[list[Any], Iterable[int], Mapping[str, Any]], dict[int, Any]]
 
 
 def kind(value: Any) -> str:
@@ -104,3 +117,58 @@ def function_of(value: Any) -> dict[str, str]:
             arguments = jsonio.dumps(arguments).decode()
         return {"name": str(parsed["name"]), "arguments": arguments}
     return {"name": "", "arguments": value if isinstance(value, str) else str(value)}
+
+
+def rebuild_entries(
+    conversation: Conversation,
+    *,
+    key: str,
+    new_entry: Callable[[Message], dict[str, Any]],
+    patch: Patch,
+) -> list[Any]:
+    """The entries (messages) of a record whose entries each hold a list of blocks
+    under ``key`` (Anthropic ``content``, Gemini ``parts``), rebuilt from
+    ``conversation`` read with ``meta["entries"]`` and ``meta["sources"]`` (a
+    :data:`Source` per neutral message).
+
+    An entry whose neutral messages all survive unchanged is the very entry read; one
+    of which only some survive is written with its other keys and the blocks of the
+    survivors, in their original order, changed ones rewritten by ``patch``. A message
+    a stage wrote (or one whose entry held no list) becomes ``new_entry(message)``; a
+    message with no entry (the top-level system prompt) is left to the record.
+    """
+    entries: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
+    sources: Sequence[Source] = conversation.meta.get("sources", ())
+    pieces: list[tuple[int, list[int]] | dict[str, Any]] = []
+    patches: dict[int, dict[int, Any]] = {}
+    for message in conversation.messages:
+        source = sources[message.index] if message.index is not None else None
+        if source is None or (message.changed and source[1] is None):
+            pieces.append(new_entry(message))  # new, or a whole-string entry rewritten
+            continue
+        entry, blocks = source
+        if entry is None:
+            continue  # kept apart in the record, written back as it was
+        content = entries[entry].get(key)
+        if message.changed and isinstance(content, list):  # rewritten in its own blocks
+            patches.setdefault(entry, {}).update(patch(content, blocks or (), message.data))
+        last = pieces[-1] if pieces else None
+        if isinstance(last, tuple) and last[0] == entry:
+            last[1].extend(blocks or ())
+        else:
+            pieces.append((entry, list(blocks or ())))
+    written: list[Any] = []
+    for piece in pieces:
+        if isinstance(piece, dict):
+            written.append(piece)
+            continue
+        entry_at, kept = piece
+        original = entries[entry_at]
+        content = original.get(key)
+        patched = patches.get(entry_at, {})
+        if not isinstance(content, list) or (len(kept) == len(content) and not patched):
+            written.append(original)
+        else:
+            rebuilt = [patched.get(j, content[j]) for j in sorted(kept)]
+            written.append({**original, key: rebuilt})
+    return written

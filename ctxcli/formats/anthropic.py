@@ -41,7 +41,14 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of, patch_blocks, text_of
+from ctxcli.formats._common import (
+    Source,
+    kind,
+    messages_of,
+    patch_blocks,
+    rebuild_entries,
+    text_of,
+)
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
@@ -53,8 +60,6 @@ ROLES = ("user", "assistant")
 #: either way.
 _OWN_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
-
-Source = tuple[int | None, tuple[int, ...] | None]
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
@@ -195,42 +200,10 @@ def write(
 ) -> dict[str, Any]:
     """``record`` with ``messages`` rebuilt from ``conversation`` (see the module
     docstring for how partly kept entries and new messages are written)."""
-    entries: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
-    sources: Sequence[Source] = conversation.meta.get("sources", ())
-    pieces: list[tuple[int, list[int]] | dict[str, Any]] = []
-    patches: dict[int, dict[int, Any]] = {}
-    for message in conversation.messages:
-        source = sources[message.index] if message.index is not None else None
-        if source is None or (message.changed and source[1] is None):
-            pieces.append(_entry(message))  # new, or a whole-string entry rewritten
-            continue
-        entry, blocks = source
-        if entry is None:
-            continue  # the top-level system prompt, written back as it was
-        content = entries[entry].get("content")
-        if message.changed and isinstance(content, list):  # rewritten in its own blocks
-            patches.setdefault(entry, {}).update(patch_blocks(content, blocks or (), message.data))
-        last = pieces[-1] if pieces else None
-        if isinstance(last, tuple) and last[0] == entry:
-            last[1].extend(blocks or ())
-        else:
-            pieces.append((entry, list(blocks or ())))
-    written: list[Any] = []
-    for piece in pieces:
-        if isinstance(piece, dict):
-            written.append(piece)
-            continue
-        entry_at, kept = piece
-        original = entries[entry_at]
-        content = original.get("content")
-        patched = patches.get(entry_at, {})
-        if not isinstance(content, list) or (len(kept) == len(content) and not patched):
-            written.append(original)
-        else:
-            rebuilt = [patched.get(j, content[j]) for j in sorted(kept)]
-            written.append({**original, "content": rebuilt})
     out = dict(record)
-    out[messages_key or DEFAULT_KEY] = written
+    out[messages_key or DEFAULT_KEY] = rebuild_entries(
+        conversation, key="content", new_entry=_entry, patch=patch_blocks
+    )
     return out
 
 

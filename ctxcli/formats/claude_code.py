@@ -60,6 +60,15 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
     )
 
 
+def detect_head(head: Sequence[Any]) -> bool:
+    """True for a file's first records (parsed) when each is an object with a string
+    ``type`` and one is a session event (:func:`detect`): a real session may open with
+    ``summary``, ``file-history-snapshot`` or other lines that carry no message."""
+    return all(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head) and any(
+        detect(r) for r in head
+    )
+
+
 def _is_chat(event: Any) -> bool:
     return (
         isinstance(event, Mapping)

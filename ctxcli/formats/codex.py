@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcli.formats import responses
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "codex"
@@ -75,7 +75,7 @@ def read(
     meta: Any = next((e["payload"] for e in record if e.get("type") == "session_meta"), {})
     session_id = meta.get("id") if isinstance(meta, Mapping) else None
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        messages=read_messages(neutral, counter),
         id=None if session_id is None else str(session_id),
         line=line,
         meta={"entries": items, "sources": sources, "places": places},

@@ -48,7 +48,7 @@ from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import kind, messages_of, pending, text_of
 from ctxcli.invariants import pairing_problems
-from ctxcli.model import Conversation, Message
+from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses"
@@ -117,7 +117,7 @@ def read(
     neutral, sources = neutral_messages(items)
     record_id = record.get("id")
     return Conversation(
-        messages=tuple(Message(m, counter.message(m), n) for n, m in enumerate(neutral)),
+        messages=read_messages(neutral, counter),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
