@@ -207,7 +207,10 @@ def _rule(error: BaseException) -> str:
 @dataclass
 class FileStats:
     """What one input file went through. Token figures are tokens of the run's
-    encoding by the cookbook rule (messages, reply priming and ``tools``)."""
+    encoding by the cookbook rule (messages, reply priming and ``tools``).
+    ``out_of_context`` counts the messages of a session that stand before its last
+    compaction (a Claude Code ``compact_boundary``, a Codex ``compacted`` line): out of
+    the model's context, they are written back as read and not counted."""
 
     input: str
     output: str
@@ -228,6 +231,7 @@ class FileStats:
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
     not_listed: Counter[str] = field(default_factory=Counter)
     messages_keys: Counter[str] = field(default_factory=Counter)
+    out_of_context: int = 0
     warnings: int = 0
     elapsed_seconds: float = 0.0
     store: str | None = None
@@ -326,6 +330,7 @@ class FileStats:
             "by_role": {role: dict(c) for role, c in sorted(self.by_role.items())},
             "stage_events": {s: dict(c) for s, c in self.stage_events.items()},
             **({"messages_keys": dict(self.messages_keys)} if self.messages_keys else {}),
+            **({"out_of_context": self.out_of_context} if self.out_of_context else {}),
             "over_budget": self.over_budget,
             "errors": self.errors,
             "input_problems": self.input_problems,
@@ -774,6 +779,7 @@ class Compressor:
             self.warn(_fell_back(path, conversation, fallback))
         tally = Tally.of(result, broken, fallback)
         stats.add(tally)
+        stats.out_of_context += conversation.meta.get("out_of_context", 0)
         self._stash(result.stored, store, path)
         over = self._over_budget(path, f"session {result.after.label}", tally)
         if over:

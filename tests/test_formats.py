@@ -815,3 +815,70 @@ def test_a_claude_code_session_is_found_whatever_its_first_lines(tmp_path: Path)
     assert out[:2] == source.read_text().splitlines()[:2]  # written back as they were
     stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
     assert stats["conversations"] == 1 and stats["messages"]["before"] == 3
+
+
+def test_after_a_compact_boundary_only_what_the_model_sees_is_compressed(tmp_path: Path) -> None:
+    def chat(uuid: str, parent: str | None, role: str, text: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "type": role,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "message": {"role": role, "content": text},
+            **extra,
+        }
+
+    before = [
+        chat(
+            f"b{i}",
+            f"b{i - 1}" if i else None,
+            "user" if i % 2 == 0 else "assistant",
+            f"old turn {i} " + "words " * 60,
+        )
+        for i in range(10)
+    ]
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "cb",
+        "parentUuid": None,
+        "logicalParentUuid": "b9",
+        "sessionId": "s",
+        "compactMetadata": {"trigger": "auto"},
+    }
+    summary = chat(
+        "cs",
+        "cb",
+        "user",
+        "This session is being continued. " + "summary " * 40,
+        isCompactSummary=True,
+    )
+    after = [
+        chat(
+            f"a{i}",
+            "cs" if i == 0 else f"a{i - 1}",
+            "assistant" if i % 2 == 0 else "user",
+            f"new turn {i} " + "words " * 60,
+        )
+        for i in range(9)
+    ]
+    events = [
+        {"type": "summary", "summary": "s", "leafUuid": "b9"},
+        *before,
+        boundary,
+        summary,
+        *after,
+    ]
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in events))
+    checked = CliRunner().invoke(cli, ["validate", str(source)])
+    assert checked.exit_code == 0, checked.output  # no false problem for lines without uuid
+    conversation = claude_code.read(events, TokenCounter("o200k_base"), path="s", line=1)
+    assert len(conversation.messages) == 1 + len(after)  # the compact summary and what follows
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "300", "-q"])
+    assert result.exit_code == 0, result.output
+    out = (tmp_path / "s.compressed.jsonl").read_text().splitlines()
+    assert out[: 2 + len(before)] == source.read_text().splitlines()[: 2 + len(before)]
+    stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
+    assert stats["out_of_context"] == len(before)
+    assert stats["messages"]["before"] == 1 + len(after) > stats["messages"]["after"]

@@ -69,6 +69,23 @@ def detect_head(head: Sequence[Any]) -> bool:
     )
 
 
+def context_start(events: Sequence[Any]) -> int:
+    """Where the model's context starts: after the last ``compact_boundary`` system
+    event (the compact summary, marked ``isCompactSummary``, follows it), else at the
+    first event. The messages before it were compacted away: they stay in the file
+    as they are, and are neither counted nor compressed."""
+    return next(
+        (
+            e + 1
+            for e in range(len(events) - 1, -1, -1)
+            if isinstance(events[e], Mapping)
+            and events[e].get("type") == "system"
+            and events[e].get("subtype") == "compact_boundary"
+        ),
+        0,
+    )
+
+
 def _is_chat(event: Any) -> bool:
     return (
         isinstance(event, Mapping)
@@ -98,10 +115,11 @@ def read(
     neutral: list[dict[str, Any]] = []
     sources: list[Source] = []
     previous_id: Any = None
+    start = context_start(record)
     for e, event in enumerate(record):
         if not isinstance(event, Mapping):
             raise InputError(path, where[e], f"event is {kind(event)}, not an object")
-        if not _is_chat(event):
+        if e < start or not _is_chat(event):
             previous_id = None
             continue
         message = event["message"]
@@ -139,7 +157,12 @@ def read(
         messages=read_messages(neutral, counter, entries=[s[-1][0] for s in sources]),
         id=None if not first else str(first.get("sessionId")),
         line=line,
-        meta={"entries": list(record), "sources": sources, "lines": where},
+        meta={
+            "entries": list(record),
+            "sources": sources,
+            "lines": where,
+            "out_of_context": sum(map(_is_chat, record[:start])),
+        },
         user_first=True,
         summary_role="user",
     )
@@ -240,9 +263,12 @@ def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
         parent = event.get("parentUuid")
         if parent is not None and parent not in seen:
             found.append(f"line {lines[e]}: parentUuid {parent!r} names no earlier event")
-        if event.get("uuid") in seen:
-            found.append(f"line {lines[e]}: uuid {event.get('uuid')!r} is used twice")
-        seen.add(event.get("uuid"))
+        uuid_here = event.get("uuid")
+        if uuid_here is None:  # summary, file-history-snapshot ... lines carry none
+            continue
+        if uuid_here in seen:
+            found.append(f"line {lines[e]}: uuid {uuid_here!r} is used twice")
+        seen.add(uuid_here)
     messages = conversation.messages
     if messages and messages[0].role != "user":
         found.append(f"line {lines[sources[0][0][0]]}: the session opens with {messages[0].role}")

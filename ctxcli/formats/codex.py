@@ -78,8 +78,21 @@ def read(
         messages=read_messages(neutral, counter),
         id=None if session_id is None else str(session_id),
         line=line,
-        meta={"entries": items, "sources": sources, "places": places},
+        meta={
+            "entries": items,
+            "sources": sources,
+            "places": places,
+            "out_of_context": _before_compaction(record, places),
+        },
     )
+
+
+def _before_compaction(events: Sequence[Any], places: Sequence[Place]) -> int:
+    """How many items stand before the last ``compacted`` line (out of the context)."""
+    cut = next((p[0] for p in places if isinstance(p, tuple)), None)
+    if cut is None:
+        return 0
+    return sum(1 for e in events[:cut] if e.get("type") == "response_item")
 
 
 def context_places(events: Sequence[Any]) -> list[Place]:
