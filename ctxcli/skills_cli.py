@@ -45,6 +45,11 @@ def dir_option(f: F) -> F:
     )(f)
 
 
+def _examples(lines: str) -> str:
+    """A help epilog of example command lines, kept as written."""
+    return "Examples:\n\n\b\n" + lines
+
+
 def _dirs(given: tuple[Path, ...]) -> tuple[Path, ...]:
     """The folders to read: those given, else :func:`ctxcli.skills.default_dirs`,
     saying on stderr when that is the shipped skills."""
@@ -80,7 +85,17 @@ def skills() -> None:
     """
 
 
-@skills.command(name="list", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="list",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills list
+  ctxcli skills list --tokens
+  ctxcli skills list --format anthropic --dir skills --dir ~/.agents/skills
+"""
+    ),
+)
 @dir_option
 @click.option(
     "--format",
@@ -102,12 +117,6 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     With --tokens the bodies are read to count them, showing what lazy loading
     saves; the table gets token columns and other formats get a summary on stderr.
     For the table the listing is counted as the xml prompt block.
-
-    \b
-    Examples:
-      ctxcli skills list
-      ctxcli skills list --tokens
-      ctxcli skills list --format anthropic --dir skills --dir ~/.agents/skills
     """
     dirs = _dirs(dirs)
     with _errors():
@@ -130,7 +139,16 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
         click.echo(_token_summary(report, export_fmt), err=True)
 
 
-@skills.command(name="show", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="show",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills show read_file
+  ctxcli skills show search_code --format json --dir ~/.agents/skills
+"""
+    ),
+)
 @click.argument("name")
 @dir_option
 @click.option(
@@ -146,11 +164,6 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
 
     Files beside a SKILL.md are listed, not read. NAME is the front matter name;
     names with '/' or '..' are refused.
-
-    \b
-    Examples:
-      ctxcli skills show read_file
-      ctxcli skills show search_code --format json --dir ~/.agents/skills
     """
     try:
         lib.check_name(name)
@@ -166,7 +179,16 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
         click.echo(_show_text(detail))
 
 
-@skills.command(name="validate", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="validate",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills validate --dir skills
+  ctxcli skills validate --dir my-skills --strict
+"""
+    ),
+)
 @dir_option
 @option(
     "--strict",
@@ -182,11 +204,6 @@ def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
 
     Use --strict for skills to be shared under the Agent Skills rules (the bundled
     ones are named like tools, read_file, which those rules do not allow).
-
-    \b
-    Examples:
-      ctxcli skills validate --dir skills
-      ctxcli skills validate --dir my-skills --strict
     """
     dirs = _dirs(dirs)
     with _errors():
