@@ -56,8 +56,8 @@ class _Commands(click.Group):
     epilog="""Examples:
 
 \b
-  ctxcli compress logs.jsonl --max-tokens 4000
-  ctxcli count ~/.claude/projects --by role
+  ctxcli compress samples/agent_run.jsonl --max-tokens 2000
+  ctxcli count ~/.claude/projects --per-conversation --by role
   ctxcli skills show read_file
 """,
 )
@@ -213,7 +213,7 @@ Config-only options (set them in the --config file, under the stage's name):
 
 \b
   placeholder: exclude_tools   tools whose results stay whole [none]
-               tool_thresholds {tool: tokens} over --placeholder-threshold [none]
+               tool_thresholds {tool: tokens}, per tool [none]
                keep_errors     results reporting an error stay whole [true]
                clear_inputs    also replace large tool-call arguments [false]
                head_chars      preview characters kept at the start [100]
@@ -226,11 +226,11 @@ COMPRESS_EXAMPLES = """\
 Examples:
 
 \b
-  # every conversation to at most 2000 tokens: samples/agent_run.compressed.jsonl
+  # at most 2000 tokens each, written to samples/agent_run.compressed.jsonl
   ctxcli compress samples/agent_run.jsonl --max-tokens 2000
   # tau-bench runs keep their messages under "traj": compress them to stdout
   ctxcli compress runs.json --messages-key traj --max-tokens 4000 -o - | jq .
-  # the CI gate: exit 1 naming each fixture --in-place would shrink (3: over budget)
+  # the CI gate: exit 1 naming each fixture --in-place would shrink
   ctxcli compress tests/fixtures --dry-run --check
 """
 
@@ -849,7 +849,7 @@ Examples:
 
 \b
   # the original transcript again, from the store beside the compressed file
-  ctxcli restore samples/agent_run.compressed.jsonl -o agent_run.restored.jsonl
+  ctxcli restore samples/agent_run.compressed.jsonl -o agent_run.jsonl
   # a fixture compressed --in-place: its store, run.store.jsonl, is beside it
   ctxcli restore tests/fixtures/run.jsonl -o run.original.jsonl
 """

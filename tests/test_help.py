@@ -6,6 +6,7 @@ import dataclasses
 import re
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -48,6 +49,8 @@ COMMANDS = [
 def help_of(path: list[str]) -> str:
     result = CliRunner().invoke(cli, [*path, "--help"], terminal_width=80)
     assert result.exit_code == 0, result.output
+    too_wide = [line for line in result.output.splitlines() if len(line) > 80]
+    assert not too_wide, too_wide  # examples and notes are kept as written: keep them short
     return result.output
 
 
@@ -119,3 +122,11 @@ def test_config_only_options_are_listed_in_compress_help() -> None:
                 assert f"{name}:" in listed and f" {field.name} " in listed, (name, field.name)
     for key in ("retries", "template"):
         assert f" {key} " in listed
+
+
+def test_the_readme_shows_every_example_of_the_help() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for path, _ in commands():
+        examples = help_of(path).split("Examples:")[-1].splitlines()
+        for line in (line.strip() for line in examples):
+            assert not line or line in readme, f"README lacks {line!r} ({' '.join(path)} --help)"
