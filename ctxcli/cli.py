@@ -685,10 +685,8 @@ def count(
             messages_key=messages_key,
         )
         counting = Counting(
-            model=settings.model,
-            encoding=settings.encoding,
-            format=settings.format,
-            messages_key=settings.messages_key,
+            settings,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
             cache_dir=None if no_cache else _cache_dir(),
         )
         counts = [

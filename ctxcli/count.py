@@ -1,9 +1,9 @@
 """Count the tokens of transcripts, as ``compress`` counts them before compressing.
 
 Files are read as :meth:`ctxcli.compress.Compressor.file` reads them (the shapes of
-:func:`ctxcli.jsonio.read_records`, each record's format forced or detected by
-:func:`ctxcli.formats.detect`, a Claude Code session log as one conversation), and a
-conversation's tokens are :attr:`ctxcli.model.Conversation.tokens`: the cookbook rule
+:func:`ctxcli.jsonio.read_records`, each record by
+:meth:`ctxcli.compress.Compressor.read`, a Claude Code session log as one
+conversation), and a conversation's tokens are :attr:`ctxcli.model.Conversation.tokens`: the cookbook rule
 of :mod:`ctxcli.tokens` for every message, the reply priming and the record's
 ``tools``. So a file's total is the ``tokens before`` of ``compress`` with the same
 model or encoding. One :class:`ctxcli.tokens.TokenCounter` serves the whole run, so a
@@ -13,19 +13,18 @@ text repeated across records and files is encoded once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from ctxcli import formats, jsonio
-from ctxcli.compress import reads_as_session
+from ctxcli import jsonio
+from ctxcli.compress import Compressor, reads_as_session
+from ctxcli.config import Settings, resolve
 from ctxcli.errors import InputError
 from ctxcli.formats import claude_code
 from ctxcli.formats._common import kind
 from ctxcli.model import Conversation
-from ctxcli.tokens import TokenCounter, encoding_name_for
 
 #: The name of the part of a conversation's tokens no message holds: the reply
 #: priming (:data:`ctxcli.tokens.REPLY_PRIMING`) and the record's ``tools``.
@@ -96,10 +95,10 @@ def total(counts: list[FileCount]) -> FileCount:
 
 
 class Counting:
-    """Counts files with one encoding (``encoding``, else ``model``'s; see
-    :func:`ctxcli.tokens.encoding_name_for`), ``format`` forced or detected per
-    record, messages under ``messages_key``; ``cache_dir`` as for
-    :class:`ctxcli.tokens.TokenCounter`.
+    """Counts files as a :class:`ctxcli.compress.Compressor` of ``settings`` reads
+    them (its :meth:`~ctxcli.compress.Compressor.read`, its token counter): the
+    encoding, the format forced or detected, the messages key. ``warn`` and
+    ``cache_dir`` are the compressor's.
 
     Raises :class:`ctxcli.errors.ConfigError` for an unknown format and
     :class:`ctxcli.errors.TokenizerError` for an encoding that cannot be loaded.
@@ -107,17 +106,14 @@ class Counting:
 
     def __init__(
         self,
+        settings: Settings | None = None,
         *,
-        model: str | None = None,
-        encoding: str | None = None,
-        format: str | None = None,
-        messages_key: str | None = None,
+        warn: Callable[[str], None] | None = None,
         cache_dir: str | Path | None = None,
     ) -> None:
-        self.encoding = encoding_name_for(model, encoding)
-        self.counter = TokenCounter(self.encoding, cache_dir=cache_dir)
-        self.format: ModuleType | None = formats.get(format) if format else None
-        self.messages_key = messages_key
+        self.reader = Compressor(settings or resolve(), warn=warn, cache_dir=cache_dir)
+        self.counter = self.reader.counter
+        self.encoding = self.reader.encoding
 
     def file(self, path: str, *, per_conversation: bool = False) -> FileCount:
         """Count ``path`` (``-``: stdin). Raises :class:`InputError` naming the file
@@ -130,7 +126,7 @@ class Counting:
     def conversations(self, path: str) -> Iterator[ConversationCount]:
         """Each conversation of ``path`` counted, in file order."""
         shape, items, _ = jsonio.read_records(path)
-        session, items = reads_as_session(self.format, shape, items, path)
+        session, items = reads_as_session(self.reader.format, shape, items, path)
         if session:
             yield self._session(list(items), path)
             return
@@ -139,19 +135,9 @@ class Counting:
 
     def _read(self, item: jsonio.Record, path: str) -> Conversation:
         record = item.parse(path)
-        module = self.format or formats.detect(record, self.messages_key)
         try:
-            if module is None:
-                raise InputError(path, item.line, formats.no_fit(record, self.messages_key))
-            conversation: Conversation = module.read(
-                record,
-                self.counter,
-                path=path,
-                line=item.line or 0,
-                messages_key=self.messages_key,
-            )
-            return conversation
-        except InputError as exc:
+            return self.reader.read(record, path=path, line=item.line or 0)[1]
+        except InputError as exc:  # named as compress names it: by record in an array
             raise InputError(path, item.line, exc.reason, record=item.index) from None
 
     def _session(self, items: list[jsonio.Record], path: str) -> ConversationCount:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ctxcli.cli import cli
+from ctxcli.config import resolve
 from ctxcli.count import OVERHEAD, Counting
 from ctxcli.tokens import TokenCounter
 
@@ -39,7 +40,7 @@ def test_a_conversation_counts_by_the_cookbook_rule_and_its_roles_sum_to_it(
     tmp_path: Path,
 ) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [record("Be brief.", "Hi there", "Hello!", "Bye")])
-    [item] = list(Counting(encoding="o200k_base").conversations(str(path)))
+    [item] = list(Counting(resolve(encoding="o200k_base")).conversations(str(path)))
     counter = TokenCounter("o200k_base")
     # 3 per message + role + content, and 3 for the reply priming (the cookbook's rule)
     expected = {
@@ -56,7 +57,7 @@ def test_a_conversation_counts_by_the_cookbook_rule_and_its_roles_sum_to_it(
 def test_the_table_has_a_row_per_file_and_a_total(tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", [record("x", "y"), record("z", "w")])
     b = write_jsonl(tmp_path / "b.jsonl", [record("q")])
-    counting = Counting(encoding="o200k_base")
+    counting = Counting(resolve(encoding="o200k_base"))
     tokens = [counting.file(str(p)).tokens for p in (a, b)]
     result = invoke("count", str(a), str(b), "--encoding", "o200k_base")
     assert result.exit_code == 0, result.output
