@@ -3,11 +3,12 @@
 Files are read as :meth:`ctxcli.compress.Compressor.file` reads them (the shapes of
 :func:`ctxcli.jsonio.read_records`, each record by
 :meth:`ctxcli.compress.Compressor.read`, a Claude Code session log as one
-conversation), and a conversation's tokens are :attr:`ctxcli.model.Conversation.tokens`: the cookbook rule
-of :mod:`ctxcli.tokens` for every message, the reply priming and the record's
-``tools``. So a file's total is the ``tokens before`` of ``compress`` with the same
-model or encoding. One :class:`ctxcli.tokens.TokenCounter` serves the whole run, so a
-text repeated across records and files is encoded once.
+conversation), and a conversation's tokens are
+:attr:`ctxcli.model.Conversation.tokens`: the cookbook rule of :mod:`ctxcli.tokens`
+for every message, the reply priming and the record's ``tools``. So a file's total is
+the ``tokens before`` of ``compress`` with the same model or encoding. One
+:class:`ctxcli.tokens.TokenCounter` serves the whole run, so a text repeated across
+records and files is encoded once.
 """
 
 from __future__ import annotations

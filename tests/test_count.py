@@ -168,3 +168,12 @@ def test_settings_errors_name_what_is_known(tmp_path: Path, args: list[str], mes
     result = invoke("count", str(path), *args)
     assert result.exit_code == 1
     assert message in result.output
+
+
+def test_the_api_counts_a_file(tmp_path: Path) -> None:
+    import ctxcli
+
+    path = write_jsonl(tmp_path / "a.jsonl", [record("x", "y"), record("z")])
+    counted = ctxcli.Counting(ctxcli.resolve(encoding="o200k_base")).file(str(path))
+    assert (counted.conversations, counted.messages) == (2, 3)
+    assert counted.tokens == sum(counted.by_role.values())
