@@ -44,6 +44,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     wheels = wheelhouse.build(root / "wheels", requirements)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PIP_")}
     env.update(
+        PIP_CONFIG_FILE=os.devnull,  # no index or links from the user's pip.conf
         PIP_NO_INDEX="1",
         PIP_FIND_LINKS=str(wheels),
         PIP_DISABLE_PIP_VERSION_CHECK="1",
