@@ -11,6 +11,8 @@ alike), each time in a fresh process, so its peak RSS is its own:
   work no exact counter can avoid;
 - ``ctxcli --jobs N``: ``ctxcli compress --stages summary,priority`` (``--stages``)
   in-process, for each N in ``--jobs``;
+- ``ctxcli count``: ``ctxcli count`` of the same input (``--encoding``), in-process:
+  the same reading and counting as compress's "tokens before", and nothing else;
 - ``ctxcli --stages window --jobs 1``: the like-for-like operation to
   ``trim_messages``: keep the last messages that fit the budget (``--keep-last`` set
   out of reach, so only the budget limits);
@@ -24,10 +26,10 @@ alike), each time in a fresh process, so its peak RSS is its own:
   each record's messages go through ``convert_to_messages``, as a user's must;
 - ``trim_messages (hand-written counter)``: the same with a plain tiktoken function
   by the same cookbook rule (if ``langchain-core`` is installed);
-- with ``--distinct``, the floor and ``ctxcli --jobs N`` again on a second input of
-  the same size whose copies differ (every string ``content`` of a user, assistant or
-  tool message ends in `` [copy K]``), so a per-process memo has little to reuse; only
-  system prompts and tool call arguments repeat;
+- with ``--distinct``, the floor, ``ctxcli --jobs N`` and ``ctxcli count`` again on a
+  second input of the same size whose copies differ (every string ``content`` of a
+  user, assistant or tool message ends in `` [copy K]``), so a per-process memo has
+  little to reuse; only system prompts and tool call arguments repeat;
 - with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
 
 It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
@@ -65,6 +67,7 @@ DEFAULT_SOURCE = HERE.parents[1] / "shared/data/tau-bench/gpt-4o-airline.json"
 CHAT_MODELS = {"o200k_base": "gpt-4o", "cl100k_base": "gpt-4"}
 FLOOR = "tiktoken floor"
 WINDOW = "ctxcli --stages window --jobs 1"
+COUNT = "ctxcli count"
 TRIM_CHAT = "trim_messages (ChatOpenAI counter)"
 TRIM_HAND = "trim_messages (hand-written counter)"
 DISTINCT = " (distinct copies)"
@@ -140,6 +143,16 @@ def compress(path: str, args: list[str]) -> None:
         raise SystemExit(result.output)
 
 
+def count(path: str, args: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from ctxcli.cli import cli
+
+    result = CliRunner().invoke(cli, ["count", path, "--format", "json", *args])
+    if result.exit_code != 0:
+        raise SystemExit(result.output)
+
+
 def hand_counter(encoding: str) -> Callable[[list[BaseMessage]], int]:
     """A plain tiktoken counter by the OpenAI cookbook rule: 3 tokens a message, its
     type and text, 3 a tool call with its name and JSON arguments, 3 for the reply."""
@@ -199,6 +212,8 @@ def child(kind: str, path: str, rest: list[str]) -> None:
         langchain(path, chat_counter(rest[0]), int(rest[1]))
     elif kind == "trim-hand":
         langchain(path, hand_counter(rest[0]), int(rest[1]))
+    elif kind == "count":
+        count(path, rest)
     else:
         compress(path, rest)
     seconds = time.perf_counter() - started
@@ -298,6 +313,7 @@ def main() -> None:
     add(FLOOR, "tiktoken", small, [options.encoding])
     for jobs in options.jobs.split(","):
         add(f"ctxcli --jobs {jobs}", "compress", small, [*base, "--jobs", jobs])
+    add(COUNT, "count", small, ["--encoding", options.encoding])
     window = ["--stages", "window", "--keep-last", "1000000", *budget, "--jobs", "1"]
     add(WINDOW, "compress", small, window)
     if not options.no_langchain:
@@ -323,6 +339,7 @@ def main() -> None:
         add(FLOOR + DISTINCT, "tiktoken", other, [options.encoding])
         for jobs in options.jobs.split(","):
             add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
+        add(COUNT + DISTINCT, "count", other, ["--encoding", options.encoding])
     if options.large_mb:
         add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     results = measure(variants, options.repeat)
@@ -384,6 +401,8 @@ def report(
 
     one, two = "ctxcli --jobs 1", "ctxcli --jobs 2"
     ratio("jobs 1 / floor", one, FLOOR, "<= 1.5")
+    ratio("count / floor", COUNT, FLOOR, "<= 1.2")
+    ratio("count / floor (distinct copies)", COUNT + DISTINCT, FLOOR + DISTINCT, "<= 1.2")
     ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
     ratio("jobs 1 / floor (distinct copies)", one + DISTINCT, FLOOR + DISTINCT, "<= 1.5")
     ratio("jobs 1 / jobs 2 (distinct copies)", one + DISTINCT, two + DISTINCT, ">= 1.7")

@@ -6,6 +6,7 @@ The command line is a thin skin over this API::
     compressor = Compressor(resolve(stages="window,priority", max_tokens=2000))
     result = compressor.conversation({"messages": [...]})
     result.after.messages, result.over_budget
+    ctxcli.Counting(resolve(model="gpt-4o")).file("logs.jsonl").tokens  # as compress counts
 
 Skills (``ctxcli skills``) have their own API in :mod:`ctxcli.skills`: ``list_skills``,
 ``get_skill``, ``load_detail``, ``scan_skills``, ``export_skills``.
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 _WHERE = {
     "Compressor": "ctxcli.compress",
     "FileStats": "ctxcli.compress",
+    "Counting": "ctxcli.count",
     "Settings": "ctxcli.config",
     "resolve": "ctxcli.config",
     "ConfigError": "ctxcli.errors",
@@ -50,6 +52,7 @@ __all__ = [
     "ConfigError",
     "Context",
     "Conversation",
+    "Counting",
     "CtxcliError",
     "FileStats",
     "InputError",
@@ -72,6 +75,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ctxcli.compress import Compressor, FileStats
     from ctxcli.config import Settings, resolve
+    from ctxcli.count import Counting
     from ctxcli.errors import (
         ConfigError,
         CtxcliError,

@@ -15,11 +15,25 @@ from typing import Any, TypeVar
 
 import click
 
+from ctxcli.clihelp import option
 from ctxcli.errors import CtxcliError
 from ctxcli.tokens import MAX_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+#: The names of :data:`ctxcli.formats.FORMATS` (a test holds them equal), here so
+#: that ``--help`` loads no format.
+FORMAT_NAMES = (
+    "openai",
+    "anthropic",
+    "sharegpt",
+    "responses",
+    "gemini",
+    "gemini-cli",
+    "claude-code",
+    "codex",
+    "gemini-checkpoint",
+)
 
 
 def _stop_cleanly_on_sigterm() -> None:
@@ -46,160 +60,328 @@ class _Commands(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-@click.group(cls=_Commands, context_settings=CONTEXT)
+@click.group(
+    cls=_Commands,
+    context_settings=CONTEXT,
+    epilog="""Examples:
+
+\b
+  ctxcli compress samples/agent_run.jsonl --max-tokens 2000
+  ctxcli count ~/.claude/projects --per-conversation --by role
+  ctxcli skills show read_file
+""",
+)
 @click.version_option(package_name="ctxcli")
 def cli() -> None:
     """Compress LLM conversation transcripts to a token budget, in batch.
 
-    Example: ctxcli compress logs.jsonl --max-tokens 4000
+    Each command's --help has its options, their defaults and examples.
     """
+
+
+def _apply(func: F, options: list[Callable[[F], F]]) -> F:
+    for each in reversed(options):
+        func = each(func)
+    return func
+
+
+def token_options(func: F) -> F:
+    """The options that say how tokens are counted."""
+    return _apply(
+        func,
+        [
+            option("--model", shown="gpt-4o", help="Count tokens as this model does."),
+            option(
+                "--encoding",
+                shown="--model's",
+                help="tiktoken encoding, overriding --model (e.g. cl100k_base).",
+            ),
+        ],
+    )
 
 
 def budget_options(func: F) -> F:
     """The options that say how tokens are counted and what the budget is."""
-    options = [
-        click.option(
-            "--max-tokens",
-            type=click.IntRange(min=0, max=MAX_BUDGET),
-            help="Token budget per conversation (default 8000; 0 for none).",
-        ),
-        click.option("--model", help="Count tokens as this model does (default gpt-4o)."),
-        click.option(
-            "--encoding", help="tiktoken encoding, overriding --model (e.g. cl100k_base)."
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    budget = option(
+        "--max-tokens",
+        type=click.IntRange(min=0, max=MAX_BUDGET),
+        metavar="N",
+        shown="8000",
+        hide_range=True,
+        help="Token budget per conversation; 0 for none.",
+    )
+    return _apply(func, [budget, token_options])
 
 
-def format_options(func: F) -> F:
-    """The options that say how records are read: their format and messages key."""
-    options = [
-        click.option(
-            "--format",
-            "format_name",
-            help="Read every record as this format: openai, anthropic, sharegpt, responses, "
-            "gemini, gemini-cli; or a whole file as claude-code, codex, gemini-checkpoint "
-            "(default: detected per record).",
-        ),
-        click.option(
-            "--messages-key",
-            help="Record key holding the messages, e.g. traj or history "
-            "(default: messages, or conversations for ShareGPT).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+def format_options(flag: str = "--format") -> Callable[[F], F]:
+    """The options that say how records are read: their format (under ``flag``) and
+    messages key."""
+    return lambda func: _apply(
+        func,
+        [
+            option(
+                flag,
+                "format_name",
+                metavar="NAME",
+                shown="detected per record",
+                help=f"Read every record as this format: {', '.join(FORMAT_NAMES)}.",
+            ),
+            option(
+                "--messages-key",
+                metavar="KEY",
+                shown="messages; conversations for ShareGPT",
+                help="Record key holding the messages, e.g. traj (tau-bench) or history "
+                "(SWE-agent).",
+            ),
+        ],
+    )
+
+
+def glob_option(func: F) -> F:
+    """``--glob``: which files a folder input finds."""
+    from ctxcli.inputs import DEFAULT_GLOBS
+
+    return option(
+        "--glob",
+        "globs",
+        multiple=True,
+        metavar="PATTERN",
+        shown=", ".join(DEFAULT_GLOBS),
+        help="Files a folder input finds, at any depth (repeatable); ctxcli's own "
+        "outputs are never included.",
+    )(func)
 
 
 def summarizer_options(func: F) -> F:
     """The options that choose the summarizer and how it reaches a model."""
-    options = [
-        click.option(
-            "--summarizer",
-            type=click.Choice(["extractive", "llm"]),
-            help="extractive (offline, default) or llm (an OpenAI-compatible endpoint).",
-        ),
-        click.option("--summary-model", help="Model that writes summaries (default gpt-4o-mini)."),
-        click.option(
-            "--base-url", help="Endpoint, e.g. http://127.0.0.1:8080/v1 [OPENAI_BASE_URL]."
-        ),
-        click.option(
-            "--api-key-env", help="Environment variable holding the key (default OPENAI_API_KEY)."
-        ),
-        click.option(
-            "--llm-timeout",
-            type=click.FloatRange(min=0, min_open=True),
-            help="Seconds per model request attempt (default 60).",
-        ),
-        click.option(
-            "--llm-concurrency", type=click.IntRange(min=1), help="Requests in flight (default 4)."
-        ),
-        click.option(
-            "--summary-input-max-tokens",
-            type=click.IntRange(min=1),
-            help="Bound on one summary request; more is done in chunks (default 2500).",
-        ),
-        click.option(
-            "--cache",
-            "cache_path",
-            help="Summary cache file (SQLite; default in the user cache dir).",
-        ),
-        click.option(
-            "--no-cache",
-            is_flag=True,
-            help="Neither read nor write the caches (summaries, parsed tokenizer).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _apply(
+        func,
+        [
+            option(
+                "--summarizer",
+                type=click.Choice(["extractive", "llm"]),
+                shown="extractive",
+                help="extractive (offline) or llm (an OpenAI-compatible endpoint).",
+            ),
+            option("--summary-model", shown="gpt-4o-mini", help="Model that writes summaries."),
+            option(
+                "--base-url",
+                shown="$OPENAI_BASE_URL, else OpenAI",
+                help="Endpoint, e.g. http://127.0.0.1:8080/v1.",
+            ),
+            option(
+                "--api-key-env",
+                metavar="NAME",
+                shown="OPENAI_API_KEY",
+                help="Environment variable holding the key.",
+            ),
+            option(
+                "--llm-timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                metavar="SECONDS",
+                shown="60",
+                hide_range=True,
+                help="Seconds per model request attempt.",
+            ),
+            option(
+                "--llm-concurrency",
+                type=click.IntRange(min=1),
+                metavar="N",
+                shown="4",
+                hide_range=True,
+                help="Requests in flight.",
+            ),
+            option(
+                "--summary-input-max-tokens",
+                type=click.IntRange(min=1),
+                metavar="N",
+                shown="2500",
+                hide_range=True,
+                help="Bound on one summary request; more is done in chunks.",
+            ),
+            option(
+                "--cache",
+                "cache_path",
+                metavar="PATH",
+                shown="$XDG_CACHE_HOME/ctxcli/summaries.sqlite",
+                help="Summary cache file (SQLite).",
+            ),
+            option(
+                "--no-cache",
+                is_flag=True,
+                shown="caches on",
+                help="Neither read nor write the caches (summaries, parsed tokenizer).",
+            ),
+        ],
+    )
 
 
-@cli.command(context_settings=CONTEXT)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@click.option("-o", "--output", help="Output file, or - for stdout (one input only).")
-@click.option("--out-dir", type=click.Path(file_okay=False), help="Folder for the outputs.")
-@click.option("--stats", "stats_path", help="Stats JSON path (one input only).")
-@click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), help="YAML settings file."
+#: What ``compress --help`` says of the stage options that only a config file sets;
+#: a test holds it to the stages' own option fields.
+CONFIG_ONLY = """\
+Config-only options (set them in the --config file, under the stage's name):
+
+\b
+  placeholder: exclude_tools   tools whose results stay whole [none]
+               tool_thresholds {tool: tokens}, per tool [none]
+               keep_errors     results reporting an error stay whole [true]
+               clear_inputs    also replace large tool-call arguments [false]
+               head_chars      preview characters kept at the start [100]
+               tail_chars      preview characters kept at the end [50]
+  summarizer:  retries         retries of a failed model request [2]
+               template        the prompt file [the packaged summary.md]
+"""
+
+COMPRESS_EXAMPLES = """\
+Examples:
+
+\b
+  # at most 2000 tokens each, written to samples/agent_run.compressed.jsonl
+  ctxcli compress samples/agent_run.jsonl --max-tokens 2000
+  # tau-bench runs keep their messages under "traj": compress them to stdout
+  ctxcli compress runs.json --messages-key traj --max-tokens 4000 -o - | jq .
+  # the CI gate: exit 1 naming each fixture --in-place would shrink
+  ctxcli compress tests/fixtures --dry-run --check
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Compress conversations to a token budget.",
+    epilog=CONFIG_ONLY + "\n" + COMPRESS_EXAMPLES,
 )
-@click.option(
-    "--stages", help="Stages in order, comma-separated (default placeholder,summary,priority)."
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@option(
+    "-o",
+    "--output",
+    metavar="PATH",
+    shown="<name>.compressed.<ext> beside the input",
+    help="Output file, or - for stdout (one input only).",
+)
+@option(
+    "--out-dir",
+    type=click.Path(file_okay=False),
+    shown="beside each input",
+    help="Folder for the outputs, at each input's path under the folder it was found in.",
+)
+@option(
+    "--in-place",
+    is_flag=True,
+    shown="off: inputs are never modified",
+    help="Rewrite each input with its compressed form (atomically, its mode kept; a file "
+    "with nothing to change is left alone); the store goes beside it.",
+)
+@option(
+    "--dry-run",
+    is_flag=True,
+    shown="off",
+    help="Write nothing; name each file compressing would change, with its tokens before "
+    "and after, and exit 1 if any would.",
+)
+@glob_option
+@option(
+    "--stats",
+    "stats_path",
+    metavar="PATH",
+    shown="<output stem>.stats.json; none in place or to stdout",
+    help="Stats JSON path (one input only).",
+)
+@option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    shown="none",
+    help="YAML settings file; options given here win.",
+)
+@option(
+    "--stages",
+    metavar="LIST",
+    shown="placeholder,summary,priority",
+    help="Stages in order, comma-separated, from: window, placeholder, summary, priority.",
 )
 @budget_options
-@click.option(
+@option(
     "--keep-last",
     type=click.IntRange(min=0),
-    help="Messages window and summary keep (default: window 10, summary 6).",
+    metavar="N",
+    shown="window 10, summary 6",
+    hide_range=True,
+    help="Messages the window keeps, and the summary keeps after what it folds.",
 )
-@click.option("--summary-role", type=click.Choice(["user", "system"]), help="Role of the summary.")
-@click.option(
+@option(
+    "--summary-role",
+    type=click.Choice(["user", "system"]),
+    shown="user",
+    help="Role of the summary message (system suits OpenAI only).",
+)
+@option(
     "--summary-max-tokens",
     type=click.IntRange(min=1),
-    help="Bound on the summaries of a conversation in tokens, headers included (400).",
+    metavar="N",
+    shown="400",
+    hide_range=True,
+    help="Bound on the summaries of a conversation in tokens, headers included.",
 )
-@click.option("--priority-order", help="Classes priority drops first, e.g. assistant,user,tool.")
-@format_options
-@click.option(
+@option(
+    "--priority-order",
+    metavar="LIST",
+    shown="assistant,user,tool,summary",
+    help="Classes of messages the priority stage drops first.",
+)
+@format_options()
+@option(
     "--placeholder-threshold",
     type=click.IntRange(min=0),
-    help="Replace tool results over this many tokens with placeholders (default 500).",
+    metavar="N",
+    shown="500",
+    hide_range=True,
+    help="Replace tool results over this many tokens with placeholders.",
 )
-@click.option(
+@option(
     "--placeholder-keep-recent",
     type=click.IntRange(min=0),
-    help="The last N tool results stay whole (default 3).",
+    metavar="N",
+    shown="3",
+    hide_range=True,
+    help="The last N tool results stay whole.",
 )
-@click.option(
+@option(
     "--store",
     "store_path",
-    help="Store of placeholder originals (default <output stem>.store.jsonl).",
+    metavar="PATH",
+    shown="<output stem>.store.jsonl",
+    help="Store of the originals placeholders replaced.",
 )
 @summarizer_options
-@click.option(
+@option(
     "--on-error",
     type=click.Choice(["fail", "keep"]),
-    help="On a bad line: stop (default), or copy it unchanged and go on.",
+    shown="fail",
+    help="On a bad line: stop, or copy it unchanged and go on.",
 )
-@click.option(
+@option(
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
-    help="Worker processes (default: one per usable core for inputs over 8 MB; 1 for none).",
+    metavar="N",
+    shown="one per usable core for inputs of 8 MB or more, else 1",
+    hide_range=True,
+    help="Worker processes.",
 )
-@click.option(
+@option(
     "--check",
     is_flag=True,
+    shown="off",
     help="Exit 3 if a conversation stays over budget.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar or table.")
+@option("-q", "--quiet", is_flag=True, shown="off", help="No progress bar or table.")
 def compress(
     inputs: tuple[str, ...],
     output: str | None,
     out_dir: str | None,
+    in_place: bool,
+    dry_run: bool,
+    globs: tuple[str, ...],
     stats_path: str | None,
     config_path: str | None,
     stages: str | None,
@@ -229,56 +411,51 @@ def compress(
     check: bool,
     quiet: bool,
 ) -> None:
-    """Compress conversations in JSONL files to a token budget.
+    """Compress conversations in transcript files to a token budget.
 
     Each INPUT is a JSONL file (one conversation per line), a JSON file holding an
-    array of them or one of them, a folder of JSONL files, or - for stdin. Records may
-    be OpenAI, Anthropic or ShareGPT; a Claude Code session log is one conversation.
-    Writes <name>.compressed.<ext> (same shape and format) and
-    <name>.compressed.stats.json beside each input, and a summary table on stderr.
-    With the placeholder stage (on by default), large tool results become placeholders
-    whose originals go to <name>.compressed.store.jsonl; ctxcli restore puts them back.
+    array of them or one of them (a .traj), a folder (searched at any depth, see
+    --glob), or - for stdin. Records may be OpenAI, Anthropic or ShareGPT; a Claude
+    Code session log is one conversation. Writes <name>.compressed.<ext> (same shape
+    and format) and <name>.compressed.stats.json beside each input (or under
+    --out-dir), and a table on stderr. With the placeholder stage (on by default),
+    large tool results become placeholders whose originals go to
+    <name>.compressed.store.jsonl; ctxcli restore puts them back. Inputs are never
+    modified unless --in-place is given.
 
     With --summarizer llm a model writes the summaries (see the README); a summary
-    that fails falls back to the extractive one, with a warning.
+    that fails falls back to the extractive one, with a warning. In GitHub Actions
+    (GITHUB_ACTIONS=true) every warning is also a ::warning file=...,line=...::
+    annotation, and a bad input line an ::error one.
 
-    Exit status: 0 done; 1 a bad input line or setting (nothing written); 3 with
-    --check, a conversation over budget; 5 a conversation's compressed form broke a
-    rule and a safer one was written (listed under fallbacks in the stats); 4 a model
-    summary fell back. When several hold, the first in that order.
-
-    Example: ctxcli compress samples/agent_run.jsonl --max-tokens 2000
+    \b
+    Exit status (the first that applies):
+      1  a bad input line or setting (nothing written for that file)
+      3  with --check, a conversation stays over budget
+      1  with --dry-run, a file would change
+      5  a conversation's compressed form broke a rule and a safer one was
+         written (listed under fallbacks in the stats: a ctxcli bug)
+      4  a model summary fell back to the extractive one
+      0  otherwise
     """
-    from ctxcli import config
-    from ctxcli.compress import Compressor, plan
+    from ctxcli import config, inplace
+    from ctxcli.compress import Compressor
+    from ctxcli.inputs import plan
 
     _stop_cleanly_on_sigterm()
-
+    warn = _Warnings(os.environ)
     try:
-        file_settings = config.load_file(config_path) if config_path else None
-        stage_options: dict[str, dict[str, Any]] = {
-            "window": {},
-            "summary": {},
-            "priority": {},
-            "placeholder": {},
-        }
-        if keep_last is not None:
-            stage_options["window"]["keep_last"] = keep_last
-            stage_options["summary"]["keep_last"] = keep_last
-        if summary_role:
-            stage_options["summary"]["role"] = summary_role
-        if summary_max_tokens:
-            stage_options["summary"]["max_tokens"] = summary_max_tokens
-        if priority_order:
-            stage_options["priority"]["order"] = [p.strip() for p in priority_order.split(",")]
-        if placeholder_threshold is not None:
-            stage_options["placeholder"]["threshold"] = placeholder_threshold
-        if placeholder_keep_recent is not None:
-            stage_options["placeholder"]["keep_recent"] = placeholder_keep_recent
         settings = config.resolve(
-            file_settings,
+            config.load_file(config_path) if config_path else None,
             stages=stages,
-            stage_options=stage_options,
+            stage_options=_stage_options(
+                keep_last=keep_last,
+                summary_role=summary_role,
+                summary_max_tokens=summary_max_tokens,
+                priority_order=priority_order,
+                placeholder_threshold=placeholder_threshold,
+                placeholder_keep_recent=placeholder_keep_recent,
+            ),
             max_tokens=max_tokens,
             model=model,
             encoding=encoding,
@@ -303,29 +480,31 @@ def compress(
             stats=stats_path,
             store=store_path,
             restorable="placeholder" in settings.stage_names,
+            globs=globs,
+            in_place=in_place,
         )
         compressor = Compressor(
             settings,
-            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            warn=warn,
             summarizer=_summarizer(settings.summarizer),
             jobs=jobs,
             cache_dir=None if no_cache else _cache_dir(),
         )
-        progress = not quiet and sys.stderr.isatty()
-        results = [
-            compressor.file(
-                item.input,
-                item.output,
-                stats_path=item.stats,
-                store_path=item.store,
-                progress=progress,
+        outcomes = []
+        for item in plans:
+            warn.file = item.input
+            outcomes.append(
+                inplace.run(
+                    compressor, item, dry_run=dry_run, progress=not quiet and sys.stderr.isatty()
+                )
             )
-            for item in plans
-        ]
     except CtxcliError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise _failure(exc) from None
+    results = [o.stats for o in outcomes]
     if not quiet:
-        click.echo(_table(results), err=True)
+        click.echo(_table(results, wrote=not (in_place or dry_run)), err=True)
+    if in_place or dry_run:
+        _report_changes(outcomes, dry_run=dry_run, annotate=warn.github, quiet=quiet)
     fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
     if fallbacks:
         summaries = sum(s.stage_events["summary"]["summaries_written"] for s in results)
@@ -346,6 +525,8 @@ def compress(
     if check and over:
         click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
         sys.exit(3)
+    if dry_run and any(o.changes for o in outcomes):
+        sys.exit(1)
     if contained:
         sys.exit(5)
     if fallbacks:
@@ -353,28 +534,237 @@ def compress(
         sys.exit(4)
 
 
-@cli.command(context_settings=CONTEXT)
+def _stage_options(
+    *,
+    keep_last: int | None,
+    summary_role: str | None,
+    summary_max_tokens: int | None,
+    priority_order: str | None,
+    placeholder_threshold: int | None,
+    placeholder_keep_recent: int | None,
+) -> dict[str, dict[str, Any]]:
+    """The stage options given on the command line, by stage (see
+    :func:`ctxcli.config.resolve`)."""
+    options: dict[str, dict[str, Any]] = {
+        "window": {},
+        "summary": {},
+        "priority": {},
+        "placeholder": {},
+    }
+    if keep_last is not None:
+        options["window"]["keep_last"] = keep_last
+        options["summary"]["keep_last"] = keep_last
+    if summary_role:
+        options["summary"]["role"] = summary_role
+    if summary_max_tokens:
+        options["summary"]["max_tokens"] = summary_max_tokens
+    if priority_order:
+        options["priority"]["order"] = [p.strip() for p in priority_order.split(",")]
+    if placeholder_threshold is not None:
+        options["placeholder"]["threshold"] = placeholder_threshold
+    if placeholder_keep_recent is not None:
+        options["placeholder"]["keep_recent"] = placeholder_keep_recent
+    return options
+
+
+def _report_changes(outcomes: list[Any], *, dry_run: bool, annotate: bool, quiet: bool) -> None:
+    """Say which inputs changed (or with ``dry_run`` would), by how many tokens."""
+    from ctxcli import github, inplace
+
+    changing = [o for o in outcomes if o.changes]
+    for outcome in changing:
+        line = inplace.describe(outcome, dry_run=dry_run)
+        click.echo(line, err=True)
+        if dry_run and annotate:
+            click.echo(github.command("error", line, file=outcome.stats.input), err=True)
+        if outcome.rewritten and outcome.stats.store and not quiet:
+            stats = outcome.stats
+            click.echo(f"  originals in {stats.store} ({stats.store_entries:,} in all)", err=True)
+    left = len(outcomes) - len(changing)
+    if dry_run:
+        click.echo(
+            f"{len(changing)} of {_count(len(outcomes), 'file')} would change"
+            + ("; --in-place writes them" if changing else ""),
+            err=True,
+        )
+    elif left and not quiet:
+        click.echo(f"left {_count(left, 'file')} as found: nothing to change", err=True)
+
+
+class _Warnings:
+    """Prints each warning to stderr, and in GitHub Actions also as an annotation on
+    the input being read (``file``) at the line the warning opens with."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        from ctxcli import github
+
+        self.github = github.enabled(environ)
+        self.file: str | None = None
+
+    def __call__(self, text: str) -> None:
+        click.echo(f"warning: {text}", err=True)
+        if self.github:
+            from ctxcli import github
+
+            line = github.line_in(text, self.file) if self.file else None
+            click.echo(github.command("warning", text, file=self.file, line=line), err=True)
+
+
+def _failure(exc: CtxcliError) -> click.ClickException:
+    """The exception a command raises for ``exc`` (exit 1); in GitHub Actions a bad
+    input line is also printed as an ``::error`` annotation on it."""
+    from ctxcli import github
+    from ctxcli.errors import InputError
+
+    if isinstance(exc, InputError) and github.enabled(os.environ):
+        click.echo(github.command("error", exc.reason, file=exc.path, line=exc.line), err=True)
+    return click.ClickException(str(exc))
+
+
+COUNT_EXAMPLES = """\
+Examples:
+
+\b
+  # tokens of each file, and of all of them
+  ctxcli count samples/agent_run.jsonl samples/customer_service_zh.jsonl
+  # every Claude Code session, conversation by conversation, split by role
+  ctxcli count ~/.claude/projects --per-conversation --by role
+  # tau-bench runs (messages under "traj"), as CSV for a spreadsheet
+  ctxcli count runs.json --messages-key traj --format csv > tokens.csv
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Count the tokens of transcripts, as compress does.",
+    epilog=COUNT_EXAMPLES,
+)
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@option(
+    "--per-conversation", is_flag=True, shown="off: a row per file", help="A row per conversation."
+)
+@option(
+    "--by",
+    type=click.Choice(["role"]),
+    shown="none",
+    help="role: also a token column per message role, and one for the overhead (reply "
+    "priming and tool definitions); together they make the total.",
+)
+@option(
+    "--format",
+    "out_format",
+    type=click.Choice(["table", "json", "csv"]),
+    shown="table",
+    default="table",
+    help="table for people; json or csv for scripts. Every one ends with the total.",
+)
+@token_options
+@format_options("--input-format")
+@glob_option
+@option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    shown="none",
+    help="compress's YAML settings file: its model, encoding, format and messages_key.",
+)
+@option(
+    "--no-cache",
+    is_flag=True,
+    shown="cache on",
+    help="Do not keep the parsed tokenizer in the user cache folder.",
+)
+def count(
+    inputs: tuple[str, ...],
+    per_conversation: bool,
+    by: str | None,
+    out_format: str,
+    model: str | None,
+    encoding: str | None,
+    format_name: str | None,
+    messages_key: str | None,
+    globs: tuple[str, ...],
+    config_path: str | None,
+    no_cache: bool,
+) -> None:
+    """Count the tokens of conversations in transcript files.
+
+    Reads every INPUT as compress does (JSONL, a JSON array or one record, a
+    folder at any depth, - for stdin; OpenAI, Anthropic, ShareGPT, Claude Code
+    sessions) and counts tokens by the same rule, so a file's total is compress's
+    "tokens before" with the same settings. The report goes to stdout.
+    """
+    from ctxcli import config
+    from ctxcli.count import Counting, render
+    from ctxcli.inputs import expand_inputs
+
+    try:
+        settings = config.resolve(
+            config.load_file(config_path) if config_path else None,
+            model=model,
+            encoding=encoding,
+            format=format_name,
+            messages_key=messages_key,
+        )
+        counting = Counting(
+            settings,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            cache_dir=None if no_cache else _cache_dir(),
+        )
+        counts = [
+            counting.file(path, per_conversation=per_conversation)
+            for path in expand_inputs(inputs, globs)
+        ]
+    except CtxcliError as exc:
+        raise _failure(exc) from None
+    click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by == "role"))
+
+
+VALIDATE_EXAMPLES = """\
+Examples:
+
+\b
+  # check what compress wrote
+  ctxcli validate samples/agent_run.compressed.jsonl
+  # a SWE-agent trajectory keeps its messages under "history"
+  ctxcli validate run.traj --messages-key history
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Check transcripts against their formats' rules.",
+    epilog=VALIDATE_EXAMPLES,
+)
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE...")
-@format_options
+@format_options()
 def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str | None) -> None:
     """Check transcripts against the rules of their formats.
 
     Prints each problem (tool calls without results, results without calls, a first
     message the provider rejects, altered thinking blocks, broken session links) with
-    its file and line, and exits 1 if there is any.
-
-    Example: ctxcli validate logs.compressed.jsonl
+    its file and line, and exits 1 if there is any. In GitHub Actions
+    (GITHUB_ACTIONS=true) each is also an ::error annotation on its file and line.
     """
+    from ctxcli import github
     from ctxcli.validate import validate_file
 
+    in_actions = github.enabled(os.environ)
     count = 0
     try:
         for path in inputs:
             for problem in validate_file(path, format=format_name, messages_key=messages_key):
                 click.echo(str(problem))
+                if in_actions:
+                    click.echo(
+                        github.command(
+                            "error", problem.reason, file=problem.path, line=problem.line
+                        ),
+                        err=True,
+                    )
                 count += 1
     except CtxcliError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise _failure(exc) from None
     if count:
         click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
         sys.exit(1)
@@ -403,22 +793,46 @@ def _summarizer(options: Mapping[str, Any]) -> Any:
     return summarizers.build(options, api_key=os.environ.get(key_variable) or None)
 
 
-def _table(results: list[Any]) -> str:
+Pair = tuple[int, int]
+
+
+def _table(results: list[Any], *, wrote: bool = True) -> str:
+    """The end-of-run table on stderr: a row per input, a ``total`` row when there are
+    several, then what the placeholders saved and the files written (``wrote``)."""
     header = ("file", "convs", "msgs before→after", "tokens before→after", "ratio", "over")
     rows = [header]
-    for s in results:
+
+    def row(name: str, convs: int, msgs: Pair, tokens: Pair, over: int) -> None:
+        ratio = tokens[1] / tokens[0] if tokens[0] else 1.0
         rows.append(
             (
-                s.input,
-                str(s.conversations),
-                f"{s.messages_before:,}→{s.messages_after:,}",
-                f"{s.tokens_before:,}→{s.tokens_after:,}",
-                f"{s.ratio:.2f}",
-                str(s.total("over_budget")),
+                name,
+                f"{convs:,}",
+                f"{msgs[0]:,}→{msgs[1]:,}",
+                f"{tokens[0]:,}→{tokens[1]:,}",
+                f"{ratio:.2f}",
+                f"{over:,}",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+    for s in results:
+        row(
+            s.input,
+            s.conversations,
+            (s.messages_before, s.messages_after),
+            (s.tokens_before, s.tokens_after),
+            s.total("over_budget"),
+        )
+    if len(results) > 1:
+        row(
+            f"total ({len(results)} files)",
+            sum(s.conversations for s in results),
+            (sum(s.messages_before for s in results), sum(s.messages_after for s in results)),
+            (sum(s.tokens_before for s in results), sum(s.tokens_after for s in results)),
+            sum(s.total("over_budget") for s in results),
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     for s in results:
         placeholders = s.stage_events.get("placeholder", {})
         if placeholders.get("placeholders_written"):
@@ -436,7 +850,7 @@ def _table(results: list[Any]) -> str:
                 f"{s.llm['prompt_tokens']:,}+{s.llm['completion_tokens']:,} tokens, "
                 f"{s.llm['wait_seconds']:.1f} s waiting"
             )
-    for s in results:
+    for s in results if wrote else ():
         if s.output != "-":
             lines.append(f"wrote {s.output}")
         if s.store and s.store == os.devnull:
@@ -450,13 +864,29 @@ def _table(results: list[Any]) -> str:
     return "\n".join(lines)
 
 
-@cli.command(context_settings=CONTEXT)
+RESTORE_EXAMPLES = """\
+Examples:
+
+\b
+  # the original transcript again, from the store beside the compressed file
+  ctxcli restore samples/agent_run.compressed.jsonl -o agent_run.jsonl
+  # a fixture compressed --in-place: its store, run.store.jsonl, is beside it
+  ctxcli restore tests/fixtures/run.jsonl -o run.original.jsonl
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Put the originals back in place of placeholders.",
+    epilog=RESTORE_EXAMPLES,
+)
 @click.argument("compressed")
-@click.option(
+@option(
     "--store",
     "store_path",
-    help="The store compress wrote (default: where compress writes it for that output, "
-    "<stem>.store.jsonl beside COMPRESSED).",
+    metavar="PATH",
+    shown="<stem>.store.jsonl beside COMPRESSED",
+    help="The store compress wrote (where compress writes it for that output).",
 )
 @click.option(
     "-o", "--output", default="-", show_default=True, help="Output file, or - for stdout."
@@ -466,10 +896,8 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
 
     Lines without placeholders are written back as they are. Placeholders the store
     cannot resolve are an error naming them (exit 1), and nothing is written.
-
-    Example: ctxcli restore logs.compressed.jsonl -o logs.jsonl
     """
-    from ctxcli.compress import default_store
+    from ctxcli.inputs import default_store
     from ctxcli.store import restore_file
 
     if store_path is None:

@@ -41,6 +41,14 @@ from ctxcli.errors import (
 from ctxcli.formats import anthropic, claude_code
 from ctxcli.formats import openai as openai_format
 from ctxcli.formats._common import kind
+
+# Re-exported where they were before ctxcli.inputs held them.
+from ctxcli.inputs import Plan as Plan
+from ctxcli.inputs import default_output as default_output
+from ctxcli.inputs import default_stats as default_stats
+from ctxcli.inputs import default_store as default_store
+from ctxcli.inputs import expand_inputs as expand_inputs
+from ctxcli.inputs import plan as plan
 from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map, process_map
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
@@ -53,8 +61,6 @@ from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_mo
 LISTED_MAX = 10_000
 #: The stats' lists of conversations, each bounded by :data:`LISTED_MAX`.
 LISTS = ("over_budget", "errors", "input_problems", "fallbacks")
-#: Files a directory input never includes: what ctxcli itself wrote there.
-OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
 
 Warn = Callable[[str], None]
 _NO_COUNT = NullCounter()
@@ -343,54 +349,6 @@ class FileStats:
         }
 
 
-def expand_inputs(inputs: Iterable[str]) -> list[str]:
-    """Paths to read: files as given, a directory's ``*.jsonl`` (sorted, without the
-    files ctxcli writes), ``-`` for stdin. Raises :class:`ConfigError` for a missing
-    path or an empty directory."""
-    paths: list[str] = []
-    for item in inputs:
-        path = Path(item)
-        if item == "-" or path.is_file():
-            paths.append(item)
-        elif path.is_dir():
-            found = sorted(
-                str(p) for p in path.glob("*.jsonl") if not p.name.endswith(OWN_SUFFIXES)
-            )
-            if not found:
-                raise ConfigError(f"{item}: no *.jsonl files in this directory")
-            paths += found
-        else:
-            raise ConfigError(f"{item}: no such file or directory")
-    return paths
-
-
-def default_output(input_path: str, out_dir: str | None = None) -> str:
-    """``<stem>.compressed<suffix>`` beside the input, or in ``out_dir``: the input's
-    suffix is kept (the output has its shape), ``.jsonl`` when it has none."""
-    path = Path(input_path)
-    suffix = path.suffix or ".jsonl"
-    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
-    return str(Path(out_dir or path.parent) / f"{stem}.compressed{suffix}")
-
-
-def default_stats(output_path: str) -> str:
-    """``<output stem>.stats.json`` beside the output."""
-    path = Path(output_path)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    return str(path.with_name(f"{stem}.stats.json"))
-
-
-def default_store(output_path: str, input_path: str = "-") -> str | None:
-    """``<output stem>.store.jsonl`` beside the output; with output to stdout,
-    ``<input stem>.store.jsonl`` beside the input; ``None`` for stdin to stdout."""
-    base = output_path if output_path != "-" else input_path
-    if base == "-":
-        return None
-    path = Path(base)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    return str(path.with_name(f"{stem}.store.jsonl"))
-
-
 @dataclass
 class Piece:
     """A run of JSON lines records after compression, as a worker process sends it
@@ -406,87 +364,6 @@ class Piece:
     error: InputError | InvariantError | None = None
     learned: dict[str, memo.Results] = field(default_factory=dict)
     size: int = 0
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Where one input's results go: ``output`` (``-``: stdout), ``stats`` and
-    ``store`` paths (``None``: not written)."""
-
-    input: str
-    output: str
-    stats: str | None
-    store: str | None
-
-
-def plan(
-    inputs: Iterable[str],
-    *,
-    output: str | None = None,
-    out_dir: str | None = None,
-    stats: str | None = None,
-    store: str | None = None,
-    restorable: bool = False,
-) -> list[Plan]:
-    """Decide every file a run writes, and refuse what would lose data.
-
-    Defaults: ``<stem>.compressed<ext>`` beside each input (or in ``out_dir``), stats
-    beside the output (none when the output is stdout or a device), the store beside
-    the output when ``restorable`` (``/dev/null`` when the output is). Raises
-    :class:`ConfigError` when ``output``, ``stats`` or ``store`` is given with several
-    inputs, when ``stats`` or ``store`` is ``-``, when an output is a folder, when two
-    files the run writes, or one and an input, are the same file, or when the output
-    is stdout and the default store beside the input already exists (it may hold an
-    earlier run's originals).
-    """
-    paths = expand_inputs(inputs)
-    if len(paths) > 1 and (output or stats or store):
-        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
-    for name, value in (("--stats", stats), ("--store", store)):
-        if value == "-":
-            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
-    plans = []
-    for path in paths:
-        target = output or ("-" if path == "-" and not out_dir else default_output(path, out_dir))
-        if target != "-" and Path(target).is_dir():
-            raise ConfigError(f"{target}: is a folder; -o names the output file")
-        streamed = jsonio.is_stream(target)
-        kept = store or (default_store("-" if streamed else target, path) if restorable else None)
-        if kept and not store and target == os.devnull:
-            kept = os.devnull  # the output is thrown away: so are the originals
-        if streamed and not store and kept and not jsonio.is_stream(kept) and Path(kept).exists():
-            # Named after the input, it may be the store of the run that wrote the
-            # input: replacing it would lose that run's originals for good.
-            raise ConfigError(
-                f"{kept} exists (the store of the run that wrote {path}?); with output to "
-                f"{'stdout' if target == '-' else target} give --store PATH, or name that "
-                "file to replace it"
-            )
-        plans.append(
-            Plan(
-                input=path,
-                output=target,
-                stats=stats or (None if streamed else default_stats(target)),
-                store=kept,
-            )
-        )
-    written: dict[str, str] = {}
-    inputs_seen = [p.input for p in plans if p.input != "-"]
-    for item in plans:
-        targets = (("output", item.output), ("stats", item.stats), ("store", item.store))
-        for role, written_to in targets:
-            if written_to is None or jsonio.is_stream(written_to):
-                continue
-            key = str(Path(written_to).resolve())
-            if key in written:
-                raise ConfigError(
-                    f"{written_to}: the {role} of {item.input} would overwrite the {written[key]}"
-                )
-            written[key] = f"{role} of {item.input}"
-            clash = next((i for i in inputs_seen if jsonio.same_file(i, written_to)), None)
-            if clash is not None:
-                raise ConfigError(f"{written_to}: the {role} would overwrite the input {clash}")
-    return plans
 
 
 class Compressor:
@@ -935,11 +812,7 @@ class Compressor:
         shape, items, original = jsonio.read_records(input_path, data)
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
-        whole = self.format if getattr(self.format, "WHOLE_FILE", False) else None
-        if self.format is None and shape in ("jsonl", "array"):
-            head = list(itertools.islice(items, formats.HEAD_RECORDS))
-            items = itertools.chain(head, items)
-            whole = formats.detect_file([_peek(item, input_path) for item in head])
+        whole, items = whole_file_format(self.format, shape, items, input_path)
         items = _tracked(items, bar)  # counted as a driver reads them, not when peeked at
         driver = self.records if whole is None else functools.partial(self.session, module=whole)
         with contextlib.ExitStack() as stack:
@@ -1108,6 +981,24 @@ def _news(piece: Piece) -> dict[str, memo.Results] | None:
     """What a piece's worker learned, for the other workers (taken out of the piece)."""
     learned, piece.learned = piece.learned, {}
     return learned or None
+
+
+def whole_file_format(
+    format: ModuleType | None, shape: str, items: Iterator[jsonio.Record], path: str
+) -> tuple[ModuleType | None, Iterator[jsonio.Record]]:
+    """The whole-file format the records of ``path`` (of ``shape``, see
+    :func:`ctxcli.jsonio.read_records`) are, when they are one conversation rather
+    than a conversation each (a Claude Code session, a Codex rollout, a Gemini
+    checkpoint: see :mod:`ctxcli.formats`): ``format`` when forced, else found by
+    :func:`ctxcli.formats.detect_file` from the first records; ``None`` otherwise.
+    Returns that and the records, the first ones included."""
+    if format is not None:
+        return (format if getattr(format, "WHOLE_FILE", False) else None), items
+    if shape not in ("jsonl", "array"):
+        return None, items
+    head = list(itertools.islice(items, formats.HEAD_RECORDS))
+    found = formats.detect_file([_peek(item, path) for item in head])
+    return found, itertools.chain(head, items)
 
 
 def _progress(path: str) -> Any:

@@ -413,6 +413,25 @@ def _check_parameters(
 
 # --------------------------------------------------------------------------- discovery
 
+#: The folder a skills command reads when given none, when it exists (relative to the
+#: working directory).
+DEFAULT_DIR = "skills"
+
+
+def shipped_dir() -> Path:
+    """The skills that ship with ctxcli: package data, ``ctxcli/shipped_skills`` (the
+    repository's top-level ``skills`` is a link to it)."""
+    return Path(__file__).resolve().parent / "shipped_skills"
+
+
+def default_dirs(cwd: str | os.PathLike[str] = ".") -> tuple[list[Path], bool]:
+    """Where to look for skills when no folder is given: ``cwd/skills`` when it is a
+    folder, else :func:`shipped_dir`; and whether that is the shipped one."""
+    local = Path(cwd) / DEFAULT_DIR
+    if local.is_dir():
+        return [Path(DEFAULT_DIR) if str(cwd) == "." else local], False
+    return [shipped_dir()], True
+
 
 def _inside(path: Path, root: Path) -> bool:
     """Whether ``path``, with every symlink followed, stays under ``root`` (resolved)."""

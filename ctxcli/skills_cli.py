@@ -11,6 +11,7 @@ from typing import Any, Literal, TypeVar
 import click
 
 from ctxcli import skills as lib
+from ctxcli.clihelp import option
 from ctxcli.errors import SkillError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,35 +30,72 @@ def _errors() -> Iterator[None]:
 
 
 def dir_option(f: F) -> F:
-    """``--dir PATH``, repeatable, default ``./skills`` or ``CTXCLI_SKILLS_DIR``."""
-    return click.option(
+    """``--dir PATH``, repeatable, else ``CTXCLI_SKILLS_DIR``, else ``./skills`` when it
+    exists, else the skills shipped with ctxcli (see :func:`_dirs`)."""
+    return option(
         "--dir",
         "dirs",
         multiple=True,
-        default=("skills",),
-        show_default=True,
         envvar="CTXCLI_SKILLS_DIR",
         show_envvar=True,
+        shown="./skills if it exists, else the skills shipped with ctxcli",
         type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Skills directory (flat NAME.md or NAME/SKILL.md); repeat for several.",
+        help="Skills directory (flat NAME.md or NAME/SKILL.md); repeat for several. "
+        "A folder given here replaces the shipped skills.",
     )(f)
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+def _examples(lines: str) -> str:
+    """A help epilog of example command lines, kept as written."""
+    return "Examples:\n\n\b\n" + lines
+
+
+def _dirs(given: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The folders to read: those given, else :func:`ctxcli.skills.default_dirs`,
+    saying on stderr when that is the shipped skills."""
+    if given:
+        return given
+    found, shipped = lib.default_dirs()
+    if shipped:
+        click.echo(
+            f"note: no ./skills folder here: using the skills shipped with ctxcli "
+            f"({found[0]}); --dir or CTXCLI_SKILLS_DIR names others",
+            err=True,
+        )
+    return tuple(found)
+
+
+@click.group(
+    context_settings=CONTEXT_SETTINGS,
+    short_help="List, show and validate skills (Markdown tools).",
+    epilog="""Examples:
+
+\b
+  ctxcli skills list
+  ctxcli skills show read_file
+  ctxcli skills list --format openai > tools.json
+""",
+)
 def skills() -> None:
     """List, show and validate skills: Markdown tools with YAML front matter.
 
     A listing reads each file's front matter only; the usage guide is read when a
-    skill is shown.
-
-    Example:
-
-    \b
-        ctxcli skills list --format openai > tools.json
+    skill is shown. Without --dir, CTXCLI_SKILLS_DIR or a ./skills folder, the
+    skills shipped with ctxcli are used (a note on stderr says so).
     """
 
 
-@skills.command(name="list", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="list",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills list
+  ctxcli skills list --tokens
+  ctxcli skills list --format anthropic --dir skills --dir ~/.agents/skills
+"""
+    ),
+)
 @dir_option
 @click.option(
     "--format",
@@ -67,9 +105,10 @@ def skills() -> None:
     show_default=True,
     help="table for people; json; openai/anthropic/mcp tool definitions; xml prompt block.",
 )
-@click.option(
+@option(
     "--tokens",
     is_flag=True,
+    shown="off",
     help="Also count tokens (o200k_base) of the listing and of every full body.",
 )
 def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
@@ -78,13 +117,8 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     With --tokens the bodies are read to count them, showing what lazy loading
     saves; the table gets token columns and other formats get a summary on stderr.
     For the table the listing is counted as the xml prompt block.
-
-    Example:
-
-    \b
-        ctxcli skills list
-        ctxcli skills list --format anthropic --dir skills --dir ~/.agents/skills
     """
+    dirs = _dirs(dirs)
     with _errors():
         result = lib.scan_skills(dirs)
         _echo_warnings(result)
@@ -105,7 +139,16 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
         click.echo(_token_summary(report, export_fmt), err=True)
 
 
-@skills.command(name="show", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="show",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills show read_file
+  ctxcli skills show search_code --format json --dir ~/.agents/skills
+"""
+    ),
+)
 @click.argument("name")
 @dir_option
 @click.option(
@@ -121,16 +164,12 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
 
     Files beside a SKILL.md are listed, not read. NAME is the front matter name;
     names with '/' or '..' are refused.
-
-    Example:
-
-    \b
-        ctxcli skills show read_file
     """
     try:
         lib.check_name(name)
     except SkillError as e:
         raise click.BadParameter(str(e), param_hint="NAME") from e
+    dirs = _dirs(dirs)
     with _errors():
         detail = lib.load_detail(lib.get_skill(name, dirs))
     if fmt == "json":
@@ -140,11 +179,21 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
         click.echo(_show_text(detail))
 
 
-@skills.command(name="validate", context_settings=CONTEXT_SETTINGS)
+@skills.command(
+    name="validate",
+    context_settings=CONTEXT_SETTINGS,
+    epilog=_examples(
+        """\
+  ctxcli skills validate --dir skills
+  ctxcli skills validate --dir my-skills --strict
+"""
+    ),
+)
 @dir_option
-@click.option(
+@option(
     "--strict",
     is_flag=True,
+    shown="off",
     help="Add the Agent Skills rules: lowercase-hyphen names, descriptions <= 1024 characters.",
 )
 def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
@@ -153,14 +202,10 @@ def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
     Prints one line per problem, PATH:LINE: error|warning: message, then a
     summary on stderr.
 
-    Example:
-
-    \b
-        ctxcli skills validate --dir skills
-
     Use --strict for skills to be shared under the Agent Skills rules (the bundled
     ones are named like tools, read_file, which those rules do not allow).
     """
+    dirs = _dirs(dirs)
     with _errors():
         result = lib.scan_skills(dirs, strict=strict)
     for problem in result.problems:

@@ -60,7 +60,7 @@ def test_every_command_has_help_with_an_example() -> None:
     def walk(command: Any, path: list[str]) -> None:
         result = invoke(*path, "--help")
         assert result.exit_code == 0, path
-        assert "Example:" in result.output, f"{' '.join(path) or 'ctxcli'} --help has no example"
+        assert "Examples:" in result.output, f"{' '.join(path) or 'ctxcli'} --help has no example"
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, [*path, name])
 

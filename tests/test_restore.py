@@ -176,7 +176,7 @@ def test_store_takes_one_input(source: Path, tmp_path: Path) -> None:
 def test_restore_has_help() -> None:
     result = CliRunner().invoke(cli, ["restore", "-h"])
     assert result.exit_code == 0
-    assert "Put the originals back" in result.output and "Example:" in result.output
+    assert "Put the originals back" in result.output and "Examples:" in result.output
 
 
 @pytest.mark.parametrize(

@@ -780,8 +780,8 @@ def iter_commands() -> Iterator[tuple[str, ...]]:
 def test_every_command_has_help_with_an_example(path: tuple[str, ...], flag: str) -> None:
     result = invoke(*path, flag)
     assert result.exit_code == 0
-    assert "Example:" in result.stdout
-    assert "ctxcli skills" in result.stdout.split("Example:")[1]
+    assert "Examples:" in result.stdout
+    assert "ctxcli skills" in result.stdout.split("Examples:")[1]
 
 
 @pytest.mark.parametrize(

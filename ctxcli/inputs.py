@@ -1,0 +1,235 @@
+"""Which files a run reads, and where each one's results go.
+
+An input is a file, ``-`` (stdin), or a folder, searched recursively for transcripts
+(:data:`DEFAULT_GLOBS`, or the patterns given) without ctxcli's own outputs
+(:func:`is_own_output`) or anything hidden. :func:`plan` then names every file a
+``compress`` run writes, beside each input, under ``out_dir`` at the input's path
+relative to its folder, or over the input itself (``in_place``), and refuses a plan
+in which one file would replace another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from ctxcli import jsonio
+from ctxcli.errors import ConfigError
+
+#: What a folder input finds when no ``--glob`` is given: JSON lines, JSON (an array
+#: of conversations or one), SWE-agent trajectories.
+DEFAULT_GLOBS = ("*.jsonl", "*.json", "*.traj")
+#: Parts of a file name that mark what ctxcli writes: ``x.compressed.jsonl``, its
+#: ``x.compressed.stats.json``, a store ``x.store.jsonl`` (in place: beside ``x.jsonl``).
+OWN_MARKERS = (".compressed.",)
+OWN_SUFFIXES = (".store.jsonl", ".stats.json")
+
+
+def is_own_output(name: str) -> bool:
+    """True for a file name ctxcli writes (an output, a store, a stats file), which a
+    folder input never includes."""
+    return any(m in name for m in OWN_MARKERS) or name.endswith(OWN_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One input file: ``path`` as it is read, and ``relative``, its path under the
+    folder it was found in (``None`` for a file named on its own, or ``-``)."""
+
+    path: str
+    relative: str | None = None
+
+
+def find_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[Found]:
+    """The files to read: files as given, ``-`` for stdin, and each folder's files
+    matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against the path under
+    the folder, from the right, as :meth:`pathlib.PurePath.match` does: ``*.json`` is any
+    ``.json`` file, ``runs/*.json`` one in a folder ``runs``), at any depth, sorted by
+    that path, leaving out ctxcli's own outputs and hidden files and folders.
+
+    Raises :class:`ConfigError` for a missing path or a folder where nothing matches.
+    """
+    patterns = tuple(globs or DEFAULT_GLOBS)
+    found: list[Found] = []
+    for item in inputs:
+        path = Path(item)
+        if item == "-" or path.is_file():
+            found.append(Found(item))
+        elif path.is_dir():
+            inside = _search(path, patterns)
+            if not inside:
+                raise ConfigError(f"{item}: no {', '.join(patterns)} files in this folder")
+            found += inside
+        else:
+            raise ConfigError(f"{item}: no such file or directory")
+    return found
+
+
+def _search(folder: Path, patterns: Sequence[str]) -> list[Found]:
+    found = []
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.startswith(".") or is_own_output(name):
+                continue
+            relative = PurePath(parent, name).relative_to(folder)
+            if any(relative.match(p) for p in patterns):
+                found.append((relative.as_posix(), str(Path(parent, name))))
+    return [Found(path, relative) for relative, path in sorted(found)]
+
+
+def expand_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[str]:
+    """The paths :func:`find_inputs` finds."""
+    return [item.path for item in find_inputs(inputs, globs)]
+
+
+def default_output(input_path: str, out_dir: str | None = None, relative: str | None = None) -> str:
+    """``<stem>.compressed<suffix>`` beside the input, or in ``out_dir`` (in the folders
+    of ``relative``, the input's path under the folder it was found in): the input's
+    suffix is kept (the output has its shape), ``.jsonl`` when it has none."""
+    path = Path(input_path)
+    suffix = path.suffix or ".jsonl"
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    folder = Path(out_dir) / PurePath(relative).parent if out_dir and relative else None
+    return str((folder or Path(out_dir or path.parent)) / f"{stem}.compressed{suffix}")
+
+
+def default_stats(output_path: str) -> str:
+    """``<output stem>.stats.json`` beside the output."""
+    path = Path(output_path)
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return str(path.with_name(f"{stem}.stats.json"))
+
+
+def default_store(output_path: str, input_path: str = "-") -> str | None:
+    """``<output stem>.store.jsonl`` beside the output; with output to stdout,
+    ``<input stem>.store.jsonl`` beside the input; ``None`` for stdin to stdout."""
+    base = output_path if output_path != "-" else input_path
+    if base == "-":
+        return None
+    path = Path(base)
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return str(path.with_name(f"{stem}.store.jsonl"))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where one input's results go: ``output`` (``-``: stdout; the input itself when
+    ``in_place``), ``stats`` and ``store`` paths (``None``: not written)."""
+
+    input: str
+    output: str
+    stats: str | None
+    store: str | None
+    in_place: bool = False
+
+
+def plan(
+    inputs: Iterable[str],
+    *,
+    output: str | None = None,
+    out_dir: str | None = None,
+    stats: str | None = None,
+    store: str | None = None,
+    restorable: bool = False,
+    globs: Sequence[str] | None = None,
+    in_place: bool = False,
+) -> list[Plan]:
+    """Decide every file a run writes, and refuse what would lose data.
+
+    Defaults: ``<stem>.compressed<ext>`` beside each input (or under ``out_dir``, see
+    :func:`default_output`), stats beside the output (none when the output is stdout
+    or a device), the store beside the output when ``restorable`` (``/dev/null`` when
+    the output is). ``in_place``: the output is the input, the store
+    ``<stem>.store.jsonl`` beside it, and no stats unless ``stats`` is given.
+
+    Raises :class:`ConfigError` when ``output``, ``stats`` or ``store`` is given with
+    several inputs, when ``stats`` or ``store`` is ``-``, when an output is a folder,
+    when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
+    writes, or one and an input (other than its own, in place), are the same file, or
+    when the output is stdout and the default store beside the input already exists
+    (it may hold an earlier run's originals).
+    """
+    found = find_inputs(inputs, globs)
+    if len(found) > 1 and (output or stats or store):
+        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+    for name, value in (("--stats", stats), ("--store", store)):
+        if value == "-":
+            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
+    if in_place and (output or out_dir):
+        raise ConfigError("--in-place writes over each input: it takes neither -o nor --out-dir")
+    if in_place and any(item.path == "-" for item in found):
+        raise ConfigError("--in-place needs files: stdin (-) has no place to write back to")
+    if in_place:
+        plans = [
+            Plan(f.path, f.path, stats, store or (default_store(f.path) if restorable else None))
+            for f in found
+        ]
+        plans = [dataclasses.replace(p, in_place=True) for p in plans]
+    else:
+        plans = [_plan_one(f, output, out_dir, stats, store, restorable) for f in found]
+    _refuse_clashes(plans)
+    return plans
+
+
+def _plan_one(
+    found: Found,
+    output: str | None,
+    out_dir: str | None,
+    stats: str | None,
+    store: str | None,
+    restorable: bool,
+) -> Plan:
+    path = found.path
+    target = output or (
+        "-" if path == "-" and not out_dir else default_output(path, out_dir, found.relative)
+    )
+    if target != "-" and Path(target).is_dir():
+        raise ConfigError(f"{target}: is a folder; -o names the output file")
+    streamed = jsonio.is_stream(target)
+    kept = store or (default_store("-" if streamed else target, path) if restorable else None)
+    if kept and not store and target == os.devnull:
+        kept = os.devnull  # the output is thrown away: so are the originals
+    if streamed and not store and kept and not jsonio.is_stream(kept) and Path(kept).exists():
+        # Named after the input, it may be the store of the run that wrote the
+        # input: replacing it would lose that run's originals for good.
+        raise ConfigError(
+            f"{kept} exists (the store of the run that wrote {path}?); with output to "
+            f"{'stdout' if target == '-' else target} give --store PATH, or name that "
+            "file to replace it"
+        )
+    return Plan(
+        input=path,
+        output=target,
+        stats=stats or (None if streamed else default_stats(target)),
+        store=kept,
+    )
+
+
+def _refuse_clashes(plans: Sequence[Plan]) -> None:
+    """Raise :class:`ConfigError` when two files of the plans are one, or one would
+    replace an input (an in-place output replaces its own input only)."""
+    written: dict[str, str] = {}
+    inputs_seen = [p.input for p in plans if p.input != "-"]
+    for item in plans:
+        targets = (("output", item.output), ("stats", item.stats), ("store", item.store))
+        for role, written_to in targets:
+            if written_to is None or jsonio.is_stream(written_to):
+                continue
+            key = str(Path(written_to).resolve())
+            if key in written:
+                raise ConfigError(
+                    f"{written_to}: the {role} of {item.input} would overwrite the {written[key]}"
+                )
+            written[key] = f"{role} of {item.input}"
+            own = item.in_place and role == "output"
+            clash = (
+                None
+                if own
+                else next((i for i in inputs_seen if jsonio.same_file(i, written_to)), None)
+            )
+            if clash is not None:
+                raise ConfigError(f"{written_to}: the {role} would overwrite the input {clash}")

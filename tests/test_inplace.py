@@ -1,0 +1,158 @@
+"""``compress --in-place`` and ``--dry-run``: what CI jobs and pre-commit hooks use."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers import read_jsonl
+
+from ctxcli import github
+from ctxcli.cli import cli
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+#: Over budget whatever is dropped: a system prompt of about 1,200 tokens.
+TOO_BIG = {
+    "messages": [{"role": "system", "content": "rule " * 1200}, {"role": "user", "content": "hi"}]
+}
+
+
+def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env={"GITHUB_ACTIONS": None, **(env or {})})
+
+
+def fixtures(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder with a fixture compressing shrinks (agent_run) and one it leaves alone."""
+    folder = tmp_path / "fixtures"
+    folder.mkdir()
+    big = folder / "agent_run.jsonl"
+    big.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    small = folder / "chat.jsonl"
+    small.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    return big, small
+
+
+def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> None:
+    big, small = fixtures(tmp_path)
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (big, small)}
+    result = invoke("compress", str(big.parent), "--in-place", "--dry-run")
+    assert result.exit_code == 1, result.output
+    assert (
+        f"would rewrite {big}: 1 of 1 conversation changed, 8,396→1,073 tokens (-87%)\n"
+        in result.stderr
+    )
+    assert str(small) + ":" not in result.stderr
+    assert result.stderr.endswith("1 of 2 files would change; --in-place writes them\n")
+    assert sorted(big.parent.iterdir()) == sorted(before)
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (big, small)} == before
+
+
+def test_in_place_rewrites_what_changes_keeps_its_mode_and_then_passes(tmp_path: Path) -> None:
+    big, small = fixtures(tmp_path)
+    big.chmod(0o640)
+    small_stamp = small.stat().st_mtime_ns
+    inode = small.stat().st_ino
+    result = invoke("compress", str(big.parent), "--in-place")
+    assert result.exit_code == 0, result.output
+    assert f"rewrote {big}: 1 of 1 conversation changed" in result.stderr
+    assert "left 1 file as found: nothing to change" in result.stderr
+    assert stat.S_IMODE(big.stat().st_mode) == 0o640
+    assert (small.stat().st_mtime_ns, small.stat().st_ino) == (small_stamp, inode)
+    store = big.with_name("agent_run.store.jsonl")
+    assert sorted(p.name for p in big.parent.iterdir()) == sorted(
+        [big.name, small.name, store.name]
+    )  # no stats, no temporary file left behind
+    assert len(store.read_text().splitlines()) == 4
+    again = invoke("compress", str(big.parent), "--in-place", "--dry-run")
+    assert again.exit_code == 0, again.output
+    assert again.stderr.endswith("0 of 2 files would change\n")
+    restored = tmp_path / "restored.jsonl"
+    assert invoke("restore", str(big), "-o", str(restored)).exit_code == 0
+    assert read_jsonl(restored) == read_jsonl(SAMPLES / "agent_run.jsonl")
+
+
+def test_in_place_adds_to_the_store_beside_it_never_replacing_it(tmp_path: Path) -> None:
+    big, _ = fixtures(tmp_path)
+    assert invoke("compress", str(big), "--in-place").exit_code == 0
+    store = big.with_name("agent_run.store.jsonl")
+    first = store.read_bytes()
+    # Another run appended to the fixture; compressing it again keeps the first originals.
+    big.write_bytes(big.read_bytes() + (SAMPLES / "agent_run.jsonl").read_bytes())
+    assert invoke("compress", str(big), "--in-place").exit_code == 0
+    assert store.read_bytes().startswith(first)
+    restored = tmp_path / "restored.jsonl"
+    assert invoke("restore", str(big), "-o", str(restored)).exit_code == 0
+    assert read_jsonl(restored) == read_jsonl(SAMPLES / "agent_run.jsonl") * 2
+
+
+def test_in_place_follows_a_symlink_to_the_file(tmp_path: Path) -> None:
+    big, _ = fixtures(tmp_path)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(big)
+    assert invoke("compress", str(link), "--in-place", "--stages", "window").exit_code == 0
+    assert link.is_symlink()
+    assert len(read_jsonl(big)[0]["messages"]) < 15
+
+
+def test_a_failed_in_place_run_leaves_the_input_as_it_was(tmp_path: Path) -> None:
+    big, _ = fixtures(tmp_path)
+    big.write_bytes(big.read_bytes() + b"{broken\n")
+    before = big.read_bytes()
+    result = invoke("compress", str(big), "--in-place")
+    assert result.exit_code == 1
+    assert f"{big}:2: invalid JSON" in result.output
+    assert big.read_bytes() == before
+    assert sorted(p.name for p in big.parent.iterdir()) == ["agent_run.jsonl", "chat.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        pytest.param(["--dry-run"], 1, id="dry-run"),
+        pytest.param(["--dry-run", "--check"], 3, id="check-wins"),
+        pytest.param(["--in-place", "--check"], 3, id="in-place-check"),
+        pytest.param(["--in-place"], 0, id="in-place"),
+    ],
+)
+def test_exit_status_of_the_gates(tmp_path: Path, args: list[str], code: int) -> None:
+    big, _ = fixtures(tmp_path)
+    (big.parent / "huge.jsonl").write_text(json.dumps(TOO_BIG) + "\n")
+    result = invoke("compress", str(big.parent), "--max-tokens", "1000", *args)
+    assert result.exit_code == code, result.output
+
+
+def test_github_actions_get_annotations(tmp_path: Path) -> None:
+    big, _ = fixtures(tmp_path)
+    huge = big.parent / "huge.jsonl"
+    huge.write_text(json.dumps({"id": "h", **TOO_BIG}) + "\n")
+    env = {"GITHUB_ACTIONS": "true"}
+    result = invoke("compress", str(huge), "--max-tokens", "1000", "--dry-run", env=env)
+    assert f"::warning file={huge},line=1::{huge}:1: conversation h is over budget" in result.stderr
+    bad = big.parent / "bad.jsonl"
+    bad.write_text("{}\n{broken\n")
+    failed = invoke("compress", str(bad), env=env)
+    assert f"::error file={bad},line=1::no format fits" in failed.stderr
+    checked = invoke("validate", str(big), env=env)
+    assert "::" not in checked.stderr  # no problems, no annotations
+    assert "::" not in invoke("compress", str(huge), "--max-tokens", "1000").stderr
+
+
+def test_workflow_commands_escape_what_github_reads_as_syntax() -> None:
+    assert github.command("warning", "50% done\nnext", file="a,b:c.jsonl", line=3) == (
+        "::warning file=a%2Cb%3Ac.jsonl,line=3::50%25 done%0Anext"
+    )
+    assert github.command("error", "x", file="-", line=2) == "::error::x"
+    assert github.line_in("a.jsonl:12: over budget", "a.jsonl") == 12
+    assert github.line_in("a.jsonl[record 2]: over budget", "a.jsonl") is None
+
+
+def test_inputs_are_never_modified_without_in_place(tmp_path: Path) -> None:
+    big, small = fixtures(tmp_path)
+    before = {p: p.read_bytes() for p in (big, small)}
+    assert invoke("compress", str(big.parent), "--max-tokens", "500").exit_code == 0
+    assert {p: p.read_bytes() for p in (big, small)} == before
+    assert os.path.exists(big.with_name("agent_run.compressed.jsonl"))

@@ -1,0 +1,97 @@
+"""Folder inputs: found at any depth, outputs under --out-dir at the same relative path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ctxcli.cli import cli
+from ctxcli.errors import ConfigError
+from ctxcli.inputs import find_inputs, plan
+from ctxcli.validate import validate_file
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def agent_run() -> dict[str, Any]:
+    record: dict[str, Any] = json.loads((SAMPLES / "agent_run.jsonl").read_text())
+    return record
+
+
+def mixed_folder(root: Path) -> Path:
+    """JSON lines, a JSON array and a .traj, nested, with ctxcli's own files and a
+    hidden folder that must not be read."""
+    (root / "a/b").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "a/b/run.jsonl").write_text(json.dumps(agent_run()) + "\n")
+    (root / "a/runs.json").write_text(json.dumps([agent_run(), agent_run()]))
+    (root / "top.traj").write_text(json.dumps(agent_run(), indent=2))
+    (root / "notes.txt").write_text("not a transcript")
+    (root / ".git/x.jsonl").write_text("{not json\n")
+    for own in ("a/b/run.compressed.jsonl", "a/b/run.store.jsonl", "a/run.stats.json"):
+        (root / own).write_text("{not json\n")
+    return root
+
+
+def test_a_folder_is_searched_at_any_depth_without_ctxcli_outputs(tmp_path: Path) -> None:
+    root = mixed_folder(tmp_path / "in")
+    assert [(f.relative, f.path) for f in find_inputs([str(root)])] == [
+        ("a/b/run.jsonl", str(root / "a/b/run.jsonl")),
+        ("a/runs.json", str(root / "a/runs.json")),
+        ("top.traj", str(root / "top.traj")),
+    ]
+    assert [f.relative for f in find_inputs([str(root)], ["*.json", "b/*"])] == [
+        "a/b/run.jsonl",
+        "a/runs.json",
+    ]
+    with pytest.raises(ConfigError, match=r"in: no \*.md files in this folder"):
+        find_inputs([str(root)], ["*.md"])
+
+
+def test_a_nested_mixed_folder_compresses_in_one_command_under_out_dir(tmp_path: Path) -> None:
+    root = mixed_folder(tmp_path / "in")
+    out = tmp_path / "out"
+    result = invoke("compress", str(root), "--out-dir", str(out), "--max-tokens", "3000")
+    assert result.exit_code == 0, result.output
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == [
+        "a/b/run.compressed.jsonl",
+        "a/b/run.compressed.stats.json",
+        "a/b/run.compressed.store.jsonl",
+        "a/runs.compressed.json",
+        "a/runs.compressed.stats.json",
+        "a/runs.compressed.store.jsonl",
+        "top.compressed.stats.json",
+        "top.compressed.store.jsonl",
+        "top.compressed.traj",
+    ]
+    for name in ("a/b/run.compressed.jsonl", "a/runs.compressed.json", "top.compressed.traj"):
+        assert list(validate_file(str(out / name))) == []
+    assert json.loads((out / "a/runs.compressed.stats.json").read_text())["conversations"] == 2
+    table = result.stderr.splitlines()
+    total = next(line for line in table if line.startswith("total (3 files)"))
+    assert total.split()[3:5] == ["4", "60→60"]  # conversations; messages before→after
+
+
+def test_in_place_takes_no_output_and_no_stdin(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(agent_run()) + "\n")
+    for kwargs in ({"output": "x.jsonl"}, {"out_dir": "out"}):
+        with pytest.raises(ConfigError, match="--in-place writes over each input"):
+            plan([str(source)], in_place=True, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="stdin"):
+        plan(["-"], in_place=True)
+    [item] = plan([str(source)], in_place=True, restorable=True)
+    assert (item.output, item.stats, item.store) == (
+        str(source),
+        None,
+        str(tmp_path / "a.store.jsonl"),
+    )
