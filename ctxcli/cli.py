@@ -33,6 +33,7 @@ FORMAT_NAMES = (
     "claude-code",
     "codex",
     "gemini-checkpoint",
+    "responses-items",
 )
 
 

@@ -86,7 +86,8 @@ def read_records(
 
     The first non-blank lines decide: when the first, or else (it not opening an
     array) both the second and third, is a JSON object on its own, the file is JSON
-    lines; otherwise the whole file is parsed, and a file that is not one JSON text is
+    lines (so are the first two being whole JSON arrays); otherwise the whole file is
+    parsed, and a file that is not one JSON text is
     read as JSON lines after all (so a broken line is reported by number).
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
@@ -104,9 +105,11 @@ def read_records(
         not first
         or _is_object(first)
         or (not first.lstrip().startswith(b"[") and all(map(_is_object, after[:2])))
+        or (_is_array(first) and _is_array(after[0]))
     ):
         # JSON lines, perhaps with a broken first line (two whole objects follow it, as
-        # no JSON text spread over lines has them): no need to read the file whole.
+        # no JSON text spread over lines has them), or of arrays (Responses item lists,
+        # a line each): no need to read the file whole.
         return "jsonl", _jsonl(path, data), None
     if path != "-":
         with open_input(path) as stream:
@@ -198,6 +201,13 @@ def read_input(path: str) -> bytes | None:
     """All of stdin for ``path`` ``-`` (it can be read only once: pass the bytes on to
     :func:`read_records` and :func:`line_style`); ``None`` for a file, read as needed."""
     return sys.stdin.buffer.read() if path == "-" else None
+
+
+def _is_array(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), list)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _is_object(line: bytes) -> bool:

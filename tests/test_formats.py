@@ -492,7 +492,7 @@ def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path)
 def test_an_unknown_format_lists_the_known_ones() -> None:
     with pytest.raises(
         ConfigError,
-        match="known formats: claude-code, codex, gemini-checkpoint, sharegpt, anthropic, "
+        match="known formats: claude-code, codex, gemini-checkpoint, responses-items, sharegpt, anthropic, "
         "gemini, gemini-cli, responses, openai",
     ):
         formats.get("bard")

@@ -224,3 +224,36 @@ def test_validate_and_a_record_without_items_name_the_format(tmp_path: Path) -> 
     assert (
         f"{source}:1: responses: message 1: tool calls ['call_0_0'] have no result" in result.stdout
     )
+
+
+@pytest.mark.parametrize("shape", ["json-array", "jsonl-items", "jsonl-arrays"])
+def test_bare_item_lists_are_one_conversation_each(tmp_path: Path, shape: str) -> None:
+    items = agent_run()["input"]
+    source = tmp_path / ("run.json" if shape == "json-array" else "run.jsonl")
+    if shape == "json-array":
+        source.write_text(json.dumps(items, indent=2) + "\n")
+    elif shape == "jsonl-items":
+        source.write_text("".join(json.dumps(i) + "\n" for i in items))
+    else:  # a line a request: two item lists
+        source.write_text(json.dumps(items) + "\n" + json.dumps(items[:5]) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "1500", "-q"])
+    assert result.exit_code == 0, result.output
+    out_path = tmp_path / source.name.replace("run.", "run.compressed.")
+    text = out_path.read_text()
+    if shape == "json-array":
+        out = [json.loads(text)]
+        assert text.startswith("[\n  {")  # the file's own style
+    elif shape == "jsonl-items":
+        out = [[json.loads(line) for line in text.splitlines()]]
+    else:
+        out = [json.loads(line) for line in text.splitlines()]
+        assert out[1] == items[:5]
+    assert api_errors(items, out[0]) == []
+    assert len(out[0]) < len(items) and out[0][-1] == items[-1]
+    stats = json.loads((tmp_path / "run.compressed.stats.json").read_text())
+    assert stats["conversations"] == (2 if shape == "jsonl-arrays" else 1)
+    assert CliRunner().invoke(cli, ["validate", str(out_path)]).exit_code == 0
+    same = CliRunner().invoke(
+        cli, ["compress", str(source), "--max-tokens", "0", "--stages", "priority", "-q"]
+    )
+    assert same.exit_code == 0 and out_path.read_bytes() == source.read_bytes()

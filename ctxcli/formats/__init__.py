@@ -34,6 +34,7 @@ from ctxcli.formats import (
     gemini_cli,
     openai,
     responses,
+    responses_items,
     sharegpt,
 )
 from ctxcli.formats._common import kind
@@ -47,6 +48,7 @@ FORMATS: dict[str, ModuleType] = {
         claude_code,
         codex,
         gemini_checkpoint,
+        responses_items,
         sharegpt,
         anthropic,
         gemini,
@@ -117,11 +119,15 @@ class Found:
     key: str | None = None
     path: tuple[str | int, ...] = ()
     implicit: str | None = None
+    #: The record is a bare list (of Responses items), read as ``{key: record}``.
+    bare: bool = False
 
     def view(self, record: Any) -> Any:
         """The object the format reads: the record, or what ``path`` leads to (a list
         of messages reached by a position is read as ``{"messages": ...}``). Raises
         ``LookupError`` or ``TypeError`` when the path leads nowhere."""
+        if self.bare:
+            return {self.key: record}
         if not self.path:
             return record
         for step in self.path:
@@ -137,6 +143,8 @@ class Found:
         """``record`` with the messages at this place written from ``conversation``
         (the containers on the way copied, the rest shared)."""
         written = self.format.write(self.view(record), conversation, messages_key=self.key)
+        if self.bare:
+            return written[self.key]
         return _put(record, self.path, written) if self.path else written
 
     def problems(self, record: Any, conversation: Conversation) -> list[str]:
@@ -186,6 +194,8 @@ def find(
         return None if module is None else Found(module, key, path)
     if format is not None:
         return Found(format)
+    if responses.is_items(record):
+        return Found(responses, responses.DEFAULT_KEY, bare=True)
     module = detect(record)
     if module is not None:
         return Found(module)
