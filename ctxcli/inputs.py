@@ -142,8 +142,11 @@ def plan(
 
     Defaults: ``<stem>.compressed<ext>`` beside each input (or under ``out_dir``, see
     :func:`default_output`), stats beside the output (none when the output is stdout
-    or a device), the store beside the output when ``restorable`` (``/dev/null`` when
-    the output is). ``in_place``: the output is the input, the store
+    or a device), the store beside the output (``/dev/null`` when the output is; for
+    stdout, beside the input and only when ``restorable``: placeholders are written).
+    A store is written only when it gets entries: originals a placeholder replaced,
+    or the placeholder-like texts an input held (see :func:`ctxcli.pipeline.run`).
+    ``in_place``: the output is the input, the store
     ``<stem>.store.jsonl`` beside it, and no stats unless ``stats`` is given.
 
     Raises :class:`ConfigError` when ``output``, ``stats`` or ``store`` is given with
@@ -164,10 +167,7 @@ def plan(
     if in_place and any(item.path == "-" for item in found):
         raise ConfigError("--in-place needs files: stdin (-) has no place to write back to")
     if in_place:
-        plans = [
-            Plan(f.path, f.path, stats, store or (default_store(f.path) if restorable else None))
-            for f in found
-        ]
+        plans = [Plan(f.path, f.path, stats, store or default_store(f.path)) for f in found]
         plans = [dataclasses.replace(p, in_place=True) for p in plans]
     else:
         plans = [_plan_one(f, output, out_dir, stats, store, restorable) for f in found]
@@ -190,7 +190,8 @@ def _plan_one(
     if target != "-" and Path(target).is_dir():
         raise ConfigError(f"{target}: is a folder; -o names the output file")
     streamed = jsonio.is_stream(target)
-    kept = store or (default_store("-" if streamed else target, path) if restorable else None)
+    planned = restorable or not streamed  # a file's store costs nothing unless written
+    kept = store or (default_store("-" if streamed else target, path) if planned else None)
     if kept and not store and target == os.devnull:
         kept = os.devnull  # the output is thrown away: so are the originals
     if streamed and not store and kept and not jsonio.is_stream(kept) and Path(kept).exists():

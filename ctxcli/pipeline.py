@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ctxcli.errors import ConfigError
 from ctxcli.invariants import check
 from ctxcli.model import Conversation
-from ctxcli.stages.placeholder import looks_like, placeholder_ids, verbatim_ids
+from ctxcli.stages.placeholder import (
+    content_id,
+    looks_like,
+    placeholder_ids,
+    placeholder_texts,
+    verbatim_ids,
+)
 from ctxcli.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -129,7 +135,11 @@ def run(conversation: Conversation, stages: Sequence[Stage], context: Context) -
     Raises :class:`ctxcli.errors.InvariantError` if the output would break a rule of
     the transcript format (a bug in a stage: such output is never written).
     """
-    context = dataclasses.replace(context, warnings=[], stored={})
+    # Placeholder-like text the input holds where placeholders go is stored as its own
+    # original, whatever the stages: restore then tells it from a placeholder whose
+    # store was lost (see ctxcli.store.restore_record).
+    as_read = {content_id(t): t for m in conversation.messages for t in placeholder_texts(m)}
+    context = dataclasses.replace(context, warnings=[], stored=as_read)
     current = conversation
     events: dict[str, Counter[str]] = {}
     for stage in stages:

@@ -470,3 +470,33 @@ def test_a_result_that_looks_like_a_placeholder_restores_as_it_was(tmp_path: Pat
     back = CliRunner().invoke(cli, ["restore", str(out), "-o", "-"])
     assert back.exit_code == 0, back.output
     assert back.stdout == source.read_text()
+
+
+def test_a_run_without_the_placeholder_stage_restores_an_input_placeholder_look_alike(
+    tmp_path: Path,
+) -> None:
+    look_alike = (
+        '[ctxcli placeholder id=0123456789abcdef tool="cat" tokens=9 chars=9 head=1 tail=0]\n'
+        "x\n[... 8 characters omitted ...]"
+    )
+    messages: list[dict[str, Any]] = []
+    for i in range(10):
+        messages += [
+            {"role": "user", "content": f"q{i} " + "w " * 100},
+            {"role": "assistant", "content": "a " * 100},
+        ]
+    call = {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+    messages += [
+        {"role": "user", "content": "cat it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": look_alike},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"messages": messages}) + "\n")
+    ran = CliRunner().invoke(
+        cli, ["compress", str(source), "--stages", "summary", "--max-tokens", "300"]
+    )
+    assert ran.exit_code == 0, ran.output
+    restored = CliRunner().invoke(cli, ["restore", str(tmp_path / "in.compressed.jsonl")])
+    assert restored.exit_code == 0, restored.output  # was: cannot be restored (no such file)
+    assert json.loads(restored.stdout)["messages"][-1]["content"] == look_alike

@@ -367,12 +367,12 @@ class Placeholder:
         recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
         # Placeholder-like text the input already holds where placeholders go (an
-        # earlier run's output, compressed again) is kept as it is, and recorded in the
-        # store as its own original so that restoring with this run's store leaves it
-        # be; its original, if this run meets it too, stays whole (see ``restore``).
+        # earlier run's output, compressed again) is kept as it is (``pipeline.run``
+        # records it in the store as its own original, so that restoring with this
+        # run's store leaves it be); its original, if this run meets it too, stays
+        # whole (see ``restore``).
         held: set[str] = set()
         for message in messages:
-            context.stored.update({content_id(t): t for t in placeholder_texts(message)})
             held |= placeholder_ids(message)
         for i in results:
             message = messages[i]
