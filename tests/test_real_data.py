@@ -110,3 +110,49 @@ def test_single_task_agent_runs_fold_their_steps_into_a_summary(
     assert list(validate_file(str(out), messages_key=args.split()[-1] if args else None)) == []
     text = out.read_text(encoding="utf-8")
     assert text.count(SUMMARY_MARKER) == 1 and "Tools used: " in text  # tool names ×N
+
+
+def _real_files() -> list[Path]:
+    root = Path(__file__).resolve().parents[2] / "shared/data"
+    found = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl", ".traj"))
+    return found or [root / "absent.jsonl"]
+
+
+@pytest.mark.parametrize("source", _real_files(), ids=lambda p: p.name[:40])
+def test_every_real_file_compresses_with_no_flag_but_the_budget(
+    source: Path, tmp_path: Path
+) -> None:
+    """At 2000 tokens and at a quarter of its tokens every file in ../shared/data (each
+    format: Claude Code, Codex, Gemini CLI, Responses, ShareGPT, tau-bench, SWE-agent)
+    compresses with no other flag, its output has no problem its input did not have,
+    and with no stage changing anything the output is the input, byte for byte."""
+    if not source.is_file():
+        pytest.skip("../shared/data is not here")
+    counted = CliRunner().invoke(cli, ["count", str(source), "--format", "json"])
+    assert counted.exit_code == 0, counted.output
+    tokens = json.loads(counted.stdout)["total"]["tokens"]
+    problems_before = sorted(p.reason for p in validate_file(str(source)))
+    out = tmp_path / f"out{source.suffix}"
+    for budget in (2000, max(1, tokens // 4)):
+        args = ["compress", str(source), "-o", str(out), "-q", "--max-tokens", str(budget)]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert sorted(p.reason for p in validate_file(str(out))) == problems_before
+        stats = json.loads((tmp_path / "out.stats.json").read_text())
+        assert stats["fallbacks"] == [] and stats["tokens"]["before"] == tokens
+    same = CliRunner().invoke(
+        cli,
+        [
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            "-q",
+            "--max-tokens",
+            "0",
+            "--stages",
+            "priority",
+        ],
+    )
+    assert same.exit_code == 0, same.output
+    assert out.read_bytes() == source.read_bytes()
