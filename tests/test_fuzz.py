@@ -50,10 +50,6 @@ KINDS = (
     "restore failures",
     "fallbacks",
 )
-#: Counted and shown, not failures of this branch: without the placeholder stage no
-#: store is planned, so restore cannot tell placeholder-like text the input held from
-#: placeholders whose store was lost (a change to the CLI's plan; see the report).
-NOTED = ("restore failures, no placeholder stage",)
 
 
 @dataclass
@@ -73,7 +69,7 @@ class Report:
 
     def text(self) -> str:
         lines = [f"{self.conversations} conversations in {self.files} files"]
-        lines += [f"  {kind}: {self.counts[kind]}" for kind in KINDS + NOTED]
+        lines += [f"  {kind}: {self.counts[kind]}" for kind in KINDS]
         for kind, shown in self.examples.items():
             lines += [f"{kind}:", *(f"  {s}" for s in shown)]
         return "\n".join(lines)
@@ -111,14 +107,13 @@ class Run:
 
 def compress(folder: Path, config: dict[str, Any], records: list[dict[str, Any]]) -> Run:
     """``ctxcli compress`` of ``records`` with ``config``, as the CLI runs it: the
-    store beside the output when the placeholder stage runs."""
+    store beside the output (written when it gets entries, see ctxcli.inputs.plan)."""
     folder.mkdir(parents=True, exist_ok=True)
     source, output = folder / "in.jsonl", folder / "out.jsonl"
     stats_path, store_path = folder / "out.stats.json", folder / "out.store.jsonl"
     lines = [json.dumps(r, ensure_ascii=i % 2 == 0) for i, r in enumerate(records)]
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     settings = resolve(config)
-    restorable = "placeholder" in settings.stage_names
     error: BaseException | None = None
     try:
         with deadline(HANG_SECONDS):
@@ -126,7 +121,7 @@ def compress(folder: Path, config: dict[str, Any], records: list[dict[str, Any]]
                 str(source),
                 str(output),
                 stats_path=str(stats_path),
-                store_path=str(store_path) if restorable else None,
+                store_path=str(store_path),
             )
     except (CtxcliError, Hang, Exception) as exc:  # each is counted by its kind
         error = exc
@@ -166,8 +161,7 @@ def run_case(item: Case, folder: Path, report: Report) -> None:
     for entry in run.stats.get("fallbacks", []):
         report.add("fallbacks", item.key, f"{entry} (settings {json.dumps(item.config)})")
     check_outputs(item, run, report)
-    placeholders = any("placeholder" in stage for stage in item.config["stages"])
-    check_restore(item, run, folder, report, "" if placeholders else NOTED[0])
+    check_restore(item, run, folder, report)
 
 
 def alone(item: Case, folder: Path, report: Report) -> None:
@@ -216,14 +210,13 @@ def check_outputs(item: Case, run: Run, report: Report) -> None:
         )
 
 
-def check_restore(item: Case, run: Run, folder: Path, report: Report, kind: str) -> None:
-    """``restore`` of the output with its store (or none) gives back input messages;
-    ``kind`` names its failures (default: ``restore failures``)."""
+def check_restore(item: Case, run: Run, folder: Path, report: Report) -> None:
+    """``restore`` of the output with its store (or none) gives back input messages."""
     back = folder / "back.jsonl"
     try:
         restore_file(str(run.output), str(back), str(run.store_path))
     except CtxcliError as exc:
-        report.add(kind or "restore failures", item.key, str(exc))
+        report.add("restore failures", item.key, str(exc))
         return
     restored = [json.loads(line) for line in back.read_text(encoding="utf-8").splitlines()]
     for n, (record, out) in enumerate(zip(item.records, restored)):
