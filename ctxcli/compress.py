@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO, TypeVar
 
-from ctxcli import formats, jsonio, memo
+from ctxcli import formats, jsonio, memo, parquet
 from ctxcli.config import Settings
 from ctxcli.errors import (
     ConfigError,
@@ -54,7 +54,9 @@ LISTED_MAX = 10_000
 #: The stats' lists of conversations, each bounded by :data:`LISTED_MAX`.
 LISTS = ("over_budget", "errors", "input_problems", "fallbacks")
 #: Files a directory input never includes: what ctxcli itself wrote there.
-OWN_SUFFIXES = (".compressed.jsonl", ".store.jsonl")
+OWN_SUFFIXES = (".compressed.jsonl", ".compressed.parquet", ".store.jsonl")
+#: What a directory input means: these files in it (Parquet shards need pyarrow).
+FOLDER_GLOBS = ("*.jsonl", "*.parquet")
 
 Warn = Callable[[str], None]
 _NO_COUNT = NullCounter()
@@ -339,9 +341,9 @@ class FileStats:
 
 
 def expand_inputs(inputs: Iterable[str]) -> list[str]:
-    """Paths to read: files as given, a directory's ``*.jsonl`` (sorted, without the
-    files ctxcli writes), ``-`` for stdin. Raises :class:`ConfigError` for a missing
-    path or an empty directory."""
+    """Paths to read: files as given, a directory's ``*.jsonl`` and ``*.parquet``
+    (sorted, without the files ctxcli writes), ``-`` for stdin. Raises
+    :class:`ConfigError` for a missing path or an empty directory."""
     paths: list[str] = []
     for item in inputs:
         path = Path(item)
@@ -349,10 +351,13 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
             paths.append(item)
         elif path.is_dir():
             found = sorted(
-                str(p) for p in path.glob("*.jsonl") if not p.name.endswith(OWN_SUFFIXES)
+                str(p)
+                for glob in FOLDER_GLOBS
+                for p in path.glob(glob)
+                if not p.name.endswith(OWN_SUFFIXES)
             )
             if not found:
-                raise ConfigError(f"{item}: no *.jsonl files in this directory")
+                raise ConfigError(f"{item}: no *.jsonl or *.parquet files in this directory")
             paths += found
         else:
             raise ConfigError(f"{item}: no such file or directory")
@@ -513,6 +518,7 @@ class Compressor:
         self._shape: str = "jsonl"
         self._bar: Any = None
         self._newline = b"\n"
+        self._encode: Callable[[Any], bytes] = jsonio.dumps
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self._warn = warn or (lambda _: None)
         if settings.model and not settings.encoding and not knows_model(settings.model):
@@ -596,7 +602,9 @@ class Compressor:
                     yield piece.output, True
             return
         attempts = ordered_map(
-            lambda item: (item, self._attempt(item, path)), items, workers=self.workers
+            lambda item: (item, self._attempt(item, path, self._encode)),
+            items,
+            workers=self.workers,
         )
         for item, outcome in attempts:
             yield self._book(item, outcome, path, stats, lambda note: self._apply(note, store))
@@ -702,11 +710,16 @@ class Compressor:
         output = self._newline.join(lines)
         return Piece(output, stats, notes, error, memo.fresh())
 
-    def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
+    def _attempt(
+        self, item: jsonio.Record, path: str, encode: Callable[[Any], bytes] = jsonio.dumps
+    ) -> _Outcome:
         """Parse, compress, write and check one record, on any thread or worker process
         (warnings wait in the tally). A bad record gives an error instead; an output
         that would break the transcript rules is never written: :func:`contain` writes
-        a safer plan's. Returns ``(tally, output bytes or None when unchanged, error)``."""
+        a safer plan's. ``encode`` turns the written record into its output bytes and
+        may refuse it, as the check does (a Parquet column that cannot hold it:
+        :meth:`ctxcli.parquet.Source.encode`). Returns ``(tally, output bytes or None
+        when unchanged, error)``; :func:`compress_record` is the public name."""
         place = where(path, item.line, item.index)
         try:
             record = item.parse(path)
@@ -721,7 +734,7 @@ class Compressor:
                 return result, None
             written = found.write(record, result.after)
             self._check(found, record, written, result, place, broken)
-            return result, jsonio.dumps(written)
+            return result, encode(written)
 
         result, out, fallback = contain(
             self.settings.stages, attempt, lambda: (self._as_read(conversation), None)
@@ -926,7 +939,8 @@ class Compressor:
         model_use = self._model_use()
         self.jobs = self._jobs_for(input_path)
         data = jsonio.read_input(input_path)
-        shape, items, original = jsonio.read_records(input_path, data)
+        shape, items, original = parquet.open_records(input_path, data, self.settings.messages_key)
+        self._encode = original.encode if shape == "parquet" else jsonio.dumps
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
         whole = self.format if getattr(self.format, "WHOLE_FILE", False) else None
@@ -946,7 +960,7 @@ class Compressor:
             )
             newline, bom = jsonio.line_style(input_path, data)
             self._newline = newline
-            sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
+            sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
             sink.close()
@@ -1060,6 +1074,20 @@ FIRST_CHUNK_BYTES = 1 << 17
 POOL_MIN_BYTES = 8_000_000
 
 _WORKER: Compressor | None = None
+
+
+def compress_record(
+    compressor: Compressor,
+    item: jsonio.Record,
+    path: str,
+    encode: Callable[[Any], bytes] = jsonio.dumps,
+) -> _Outcome:
+    """What one input record becomes, with no side effect: ``(tally, output bytes or
+    None when unchanged, error)`` (see :meth:`Compressor._attempt`). The one per-record
+    path of every engine: in this process, ``--jobs`` workers and Ray tasks
+    (:mod:`ctxcli.ray_engine`); :meth:`Compressor._book` turns it into stats, warnings
+    and store entries."""
+    return compressor._attempt(item, path, encode)
 
 
 def _start_worker(compressor: Compressor) -> None:
