@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ctxcli.errors import CtxcliError
+from ctxcli.errors import ConfigError, CtxcliError
 from ctxcli.tokens import MAX_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -191,6 +191,16 @@ def summarizer_options(func: F) -> F:
     help="Worker processes (default: one per usable core for inputs over 8 MB; 1 for none).",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    help="local (this machine, default) or ray (a Ray Data pipeline; ctxcli[ray]).",
+)
+@click.option(
+    "--ray-address",
+    help="With --engine ray: the cluster (auto: this machine's; default: a local Ray).",
+)
+@click.option(
     "--check",
     is_flag=True,
     help="Exit 3 if a conversation stays over budget.",
@@ -226,13 +236,16 @@ def compress(
     no_cache: bool,
     on_error: str | None,
     jobs: int | None,
+    engine: str,
+    ray_address: str | None,
     check: bool,
     quiet: bool,
 ) -> None:
     """Compress conversations in JSONL files to a token budget.
 
     Each INPUT is a JSONL file (one conversation per line), a JSON file holding an
-    array of them or one of them, a folder of JSONL files, or - for stdin. Records may
+    array of them or one of them, a Parquet file (a messages column), a folder of
+    JSONL and Parquet files, or - for stdin; with --engine ray also s3:// paths. Records may
     be OpenAI, Anthropic or ShareGPT; a Claude Code session log is one conversation.
     Writes <name>.compressed.<ext> (same shape and format) and
     <name>.compressed.stats.json beside each input, and a summary table on stderr.
@@ -296,14 +309,22 @@ def compress(
                 "cache": False if no_cache else cache_path,
             },
         )
-        plans = plan(
-            inputs,
-            output=output,
-            out_dir=out_dir,
-            stats=stats_path,
-            store=store_path,
-            restorable="placeholder" in settings.stage_names,
-        )
+        restorable = "placeholder" in settings.stage_names
+        if engine == "ray" and any("://" in item for item in inputs):
+            from ctxcli.ray_engine import plan_remote
+
+            if output or stats_path or store_path:
+                raise ConfigError("with s3:// inputs give --out-dir, not -o, --stats or --store")
+            plans = plan_remote(inputs, out_dir=out_dir, restorable=restorable)
+        else:
+            plans = plan(
+                inputs,
+                output=output,
+                out_dir=out_dir,
+                stats=stats_path,
+                store=store_path,
+                restorable=restorable,
+            )
         compressor = Compressor(
             settings,
             warn=lambda text: click.echo(f"warning: {text}", err=True),
@@ -312,16 +333,22 @@ def compress(
             cache_dir=None if no_cache else _cache_dir(),
         )
         progress = not quiet and sys.stderr.isatty()
-        results = [
-            compressor.file(
-                item.input,
-                item.output,
-                stats_path=item.stats,
-                store_path=item.store,
-                progress=progress,
-            )
-            for item in plans
-        ]
+        if engine == "ray":
+            from ctxcli import ray_engine
+
+            ray_engine.start(ray_address)
+            results = ray_engine.compress_files(compressor, plans)
+        else:
+            results = [
+                compressor.file(
+                    item.input,
+                    item.output,
+                    stats_path=item.stats,
+                    store_path=item.store,
+                    progress=progress,
+                )
+                for item in plans
+            ]
     except CtxcliError as exc:
         raise click.ClickException(str(exc)) from None
     if not quiet:

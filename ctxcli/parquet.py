@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,16 +101,17 @@ class Source:
     json_like: frozenset[str]
     pending: deque[Any] = field(default_factory=deque)
 
-    def rows(self, row_groups: list[int] | None = None, first: int = 0) -> Iterator[Row]:
-        """The records of the file (or of ``row_groups``, whose first row is row
-        ``first``), in order, a batch at a time: each batch is kept in :attr:`pending`
-        until :class:`Sink` has written its rows."""
+    def rows(self) -> Iterator[Row]:
+        """The records of the file, in order, a batch at a time: each batch is kept in
+        :attr:`pending` until :class:`Sink` has written its rows."""
+        return self.rows_of(self.file.iter_batches(batch_size=BATCH_ROWS, use_threads=False))
+
+    def rows_of(self, batches: Iterable[Any], first: int = 0) -> Iterator[Row]:
+        """The records of ``batches`` (of this schema), the first one row ``first``."""
         index = first
         column = self.column if self.json_text else None
         names = sorted(self.json_like)
-        for batch in self.file.iter_batches(
-            batch_size=BATCH_ROWS, row_groups=row_groups, use_threads=False
-        ):
+        for batch in batches:
             self.pending.append(batch)
             for row in batch.select(names).to_pylist():
                 yield Row(None, index, None, _without_nulls(row), column)
@@ -189,7 +190,13 @@ def open_source(path: str, messages_key: str | None = None, *, filesystem: Any =
         file = pa.parquet.ParquetFile(fs.open_input_file(inner))
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"cannot read as Parquet: {exc}") from None
-    schema = file.schema_arrow
+    return source_of(path, file.schema_arrow, messages_key, file=file)
+
+
+def source_of(path: str, schema: Any, messages_key: str | None = None, *, file: Any = None) -> Source:
+    """The :class:`Source` of rows of ``schema`` (of ``file``, if any); raises
+    :class:`ConfigError` when no column holds the messages."""
+    pa = require()
     json_like = frozenset(f.name for f in schema if _json_like(f.type))
     wanted = [messages_key.split(".")[0]] if messages_key else list(MESSAGE_COLUMNS)
     column = next((name for name in wanted if name in schema.names), None)
@@ -203,6 +210,23 @@ def open_source(path: str, messages_key: str | None = None, *, filesystem: Any =
         schema.field(column).type
     )
     return Source(path, file, schema, column, json_text, json_like)
+
+
+def to_ipc(batches: Iterable[Any], schema: Any) -> bytes:
+    """``batches`` as Arrow IPC stream bytes (to pass between processes)."""
+    pa = require()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as stream:
+        for batch in batches:
+            stream.write_batch(batch)
+    return bytes(sink.getvalue())
+
+
+def from_ipc(data: bytes) -> tuple[Any, list[Any]]:
+    """``(schema, batches)`` of Arrow IPC stream bytes."""
+    pa = require()
+    reader = pa.ipc.open_stream(pa.py_buffer(data))
+    return reader.schema, list(reader)
 
 
 def _json_like(kind: Any) -> bool:
