@@ -295,6 +295,10 @@ class _Stream:
         self.closed = False
 
     def write(self, data: Any) -> int:
+        if self._writer.stream.closed:
+            # The output was aborted: pyarrow closing its writer when it is collected
+            # writes the footer to nothing.
+            return len(data)
         self._writer.write(bytes(data))
         self._at += len(data)
         return len(data)
