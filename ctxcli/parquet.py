@@ -64,7 +64,8 @@ def filesystem_of(path: str, filesystem: Any = None) -> tuple[Any, str]:
     if filesystem is not None:
         return filesystem, path.split("://", 1)[-1] if "://" in path else path
     if "://" in path:
-        return pa.fs.FileSystem.from_uri(path)
+        fs, inner = pa.fs.FileSystem.from_uri(path)
+        return fs, str(inner)
     return pa.fs.LocalFileSystem(), path
 
 
@@ -152,7 +153,9 @@ class Source:
         changed output record (JSON, see :meth:`encode`) whose values changed written
         again."""
         pa = require()
-        changed = [(i, jsonio.loads(out, self.path, None)) for i, (out, c) in enumerate(outputs) if c]
+        changed = [
+            (i, jsonio.loads(out, self.path, None)) for i, (out, c) in enumerate(outputs) if c
+        ]
         if not changed:
             return batch
         columns = []
@@ -193,7 +196,9 @@ def open_source(path: str, messages_key: str | None = None, *, filesystem: Any =
     return source_of(path, file.schema_arrow, messages_key, file=file)
 
 
-def source_of(path: str, schema: Any, messages_key: str | None = None, *, file: Any = None) -> Source:
+def source_of(
+    path: str, schema: Any, messages_key: str | None = None, *, file: Any = None
+) -> Source:
     """The :class:`Source` of rows of ``schema`` (of ``file``, if any); raises
     :class:`ConfigError` when no column holds the messages."""
     pa = require()
@@ -317,8 +322,6 @@ class _Stream:
 
     def seekable(self) -> bool:
         return False
-
-
 
 
 def open_records(

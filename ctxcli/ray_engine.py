@@ -31,7 +31,7 @@ import signal
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,9 @@ def _parquet_pieces(file: int, path: str) -> list[dict[str, Any]]:
     data = pq.ParquetFile(fs.open_input_file(inner))
     pieces, first = [], 0
     for group in range(max(1, data.num_row_groups)):
-        table = data.read_row_group(group) if data.num_row_groups else data.schema_arrow.empty_table()
+        table = (
+            data.read_row_group(group) if data.num_row_groups else data.schema_arrow.empty_table()
+        )
         batches = table.to_batches(max_chunksize=parquet.BATCH_ROWS)
         blob = parquet.to_ipc(batches, data.schema_arrow)
         pieces.append(
@@ -142,9 +144,13 @@ def _jsonl_pieces(file: int, stream: Any, job: Job) -> Iterator[dict[str, Any]]:
         if cut or piece == 0:
             kind = "session" if session else "jsonl"
             newline = _newline(data) if piece == 0 else newline
-            yield {"file": file, "piece": piece, "kind": kind, "first": line, "data": data[:cut]} | {
-                "newline": newline
-            }
+            yield {
+                "file": file,
+                "piece": piece,
+                "kind": kind,
+                "first": line,
+                "data": data[:cut],
+            } | {"newline": newline}
             piece += 1
         line += data.count(b"\n", 0, cut)
         carry = data[cut:]
@@ -154,7 +160,9 @@ def _jsonl_pieces(file: int, stream: Any, job: Job) -> Iterator[dict[str, Any]]:
 
 def _is_session(data: bytes, *, full: bool) -> bool:
     """Whether JSON lines ``data`` (a file's start) open a whole-file format."""
-    lines = jsonio.chunk_records(data if full else data[: data.rfind(b"\n") + 1], 1, file_start=True)
+    lines = jsonio.chunk_records(
+        data if full else data[: data.rfind(b"\n") + 1], 1, file_start=True
+    )
     head = [_peek(r) for r in lines[: formats.HEAD_RECORDS]]
     return formats.detect_file(head) is not None
 
@@ -195,7 +203,7 @@ def _piece(
     outputs: list[tuple[bytes, bool]] = []
     source: parquet.Source | None = None
     items: Iterable[jsonio.Record]
-    encode = jsonio.dumps
+    encode: Callable[[Any], bytes] = jsonio.dumps
     if kind == "parquet":
         schema, batches = parquet.from_ipc(data)
         source = parquet.source_of(path, schema, compressor.settings.messages_key)
@@ -257,7 +265,7 @@ def _session(
     """A whole-file session through :meth:`ctxcli.compress.Compressor.session`."""
     items = jsonio.chunk_records(data, 1, file_start=True)
     module = formats.detect_file([_peek(r) for r in items[: formats.HEAD_RECORDS]])
-    compressor.warn = notes.append  # type: ignore[method-assign]
+    compressor.warn = notes.append  # type: ignore[method-assign,assignment]
     error = None
     try:
         lines = list(compressor.session(items, path, stats, _Notes(notes, path), module=module))  # type: ignore[arg-type]
@@ -331,6 +339,7 @@ def _by_file(rows: Iterable[dict[str, Any]]) -> Iterator[Iterator[Piece]]:
     pending: list[dict[str, Any]] = []
     file = 0
     while True:
+
         def pieces(of: int) -> Iterator[Piece]:
             while True:
                 row = pending.pop() if pending else next(rows, None)
@@ -359,7 +368,7 @@ def _write(compressor: Compressor, item: Plan, pieces: Iterator[Piece], staging:
     warned = compressor._file_start = compressor.warned
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        writer = stack.enter_context(jsonio.AtomicWriter(local.output))
+        writer = stack.enter_context(jsonio.AtomicWriter(local.output or item.output))
         store = stack.enter_context(StoreWriter(local.store)) if local.store else None
         stats_file = stack.enter_context(jsonio.AtomicWriter(local.stats)) if local.stats else None
         sink = _Output(writer, parquet.is_parquet(item.input))
@@ -400,7 +409,9 @@ class _Output:
             return
         schema, batches = parquet.from_ipc(output)
         if self.sink is None:
-            self.sink = parquet.Sink(self.writer, parquet.Source("", None, schema, "", False, frozenset()))
+            self.sink = parquet.Sink(
+                self.writer, parquet.Source("", None, schema, "", False, frozenset())
+            )
         for batch in batches:
             self.sink.write_batch(batch)
 
@@ -481,9 +492,7 @@ def _expand(inputs: Iterable[str]) -> list[str]:
     return paths
 
 
-def compress_dataset(
-    dataset: Any, settings: Settings, *, store_column: str | None = None
-) -> Any:
+def compress_dataset(dataset: Any, settings: Settings, *, store_column: str | None = None) -> Any:
     """``dataset`` (a ``ray.data.Dataset`` of records: a messages column of structs or
     JSON text and any others, as :mod:`ctxcli.parquet` reads them) compressed by
     ``settings``, lazily, in the same columns and order; each record goes through

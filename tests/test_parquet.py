@@ -33,7 +33,12 @@ def shard(tmp_path: Path) -> Path:
     """A shard as the Hub stores one: messages as list<struct<role, content>>, an id, a
     source, a binary column and the schema's huggingface metadata, two row groups."""
     rows = [
-        {"id": f"c{i}", "messages": chat(3 + i % 5, 20 + 10 * i), "source": "synthetic", "blob": bytes([i])}
+        {
+            "id": f"c{i}",
+            "messages": chat(3 + i % 5, 20 + 10 * i),
+            "source": "synthetic",
+            "blob": bytes([i]),
+        }
         for i in range(12)
     ]
     table = pa.Table.from_pylist(rows).replace_schema_metadata({"huggingface": '{"info": {}}'})
@@ -74,7 +79,8 @@ def test_a_value_the_struct_cannot_hold_falls_back_with_a_warning(tmp_path: Path
     pq.write_table(pa.Table.from_pylist(rows), path)
     out = tmp_path / "b.parquet"
     result = CliRunner().invoke(
-        cli, ["compress", str(path), "-o", str(out), "--max-tokens", "200", "--summary-role", "system"]
+        cli,
+        ["compress", str(path), "-o", str(out), "--max-tokens", "200", "--summary-role", "system"],
     )
     assert result.exit_code in (0, 5), result.output
     assert pq.read_table(out).schema == pq.read_table(path).schema
@@ -85,11 +91,24 @@ def test_messages_as_json_text_and_a_bad_row(tmp_path: Path) -> None:
     rows[2]["conversations"] = "{oops"
     path = tmp_path / "t.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
-    result = CliRunner().invoke(cli, ["compress", str(path), "--messages-key", "conversations", "-q"])
+    result = CliRunner().invoke(
+        cli, ["compress", str(path), "--messages-key", "conversations", "-q"]
+    )
     assert result.exit_code == 1
     assert f"{path}[record 2]: column 'conversations': invalid JSON" in result.output
     kept = CliRunner().invoke(
-        cli, ["compress", str(path), "--messages-key", "conversations", "-q", "--on-error", "keep", "--max-tokens", "200"]
+        cli,
+        [
+            "compress",
+            str(path),
+            "--messages-key",
+            "conversations",
+            "-q",
+            "--on-error",
+            "keep",
+            "--max-tokens",
+            "200",
+        ],
     )
     assert kept.exit_code == 0, kept.output
     after = pq.read_table(tmp_path / "t.compressed.parquet")
@@ -106,7 +125,9 @@ def test_no_messages_column_names_the_columns(tmp_path: Path) -> None:
     assert "no column holds the messages" in result.output and "text (string)" in result.output
 
 
-def test_without_pyarrow_the_error_says_what_to_install(shard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_pyarrow_the_error_says_what_to_install(
+    shard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     result = CliRunner().invoke(cli, ["compress", str(shard), "-q"])
     assert result.exit_code == 1

@@ -46,7 +46,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for k in range(7):
         with (here / f"part{k}.jsonl").open("w") as out:
             for run in runs[k * 25 : (k + 1) * 25]:
-                out.write(json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]}) + "\n")
+                out.write(
+                    json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]})
+                    + "\n"
+                )
     rows = [
         {"id": f"{r['task_id']}-{r['trial']}", "messages": r["traj"], "reward": r["reward"]}
         for r in runs[175:]
@@ -94,7 +97,9 @@ def assert_same(local: Path, other: Path, *, stores: bool = True) -> None:
                 stats.pop("elapsed_seconds")
                 stats["input"] = Path(stats["input"]).name
                 stats["output"] = Path(stats["output"]).name
-                stats["store"]["path"] = stats["store"]["path"] and Path(stats["store"]["path"]).name
+                stats["store"]["path"] = (
+                    stats["store"]["path"] and Path(stats["store"]["path"]).name
+                )
             assert a == b, name
         else:
             assert mine.read_bytes() == theirs.read_bytes(), name
@@ -132,7 +137,9 @@ def test_ray_warnings_and_stats_are_the_local_runs(
     local_ray: Any, folder: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     before, stderr = local(folder, WARNING_ARGS, tmp_path_factory)
-    result = run(str(folder), "--out-dir", str(tmp_path), "--engine", "ray", *shlex.split(WARNING_ARGS))
+    result = run(
+        str(folder), "--out-dir", str(tmp_path), "--engine", "ray", *shlex.split(WARNING_ARGS)
+    )
     assert_same(before, tmp_path, stores=False)
     assert len(ours(stderr)) > 40
     assert ours(result.stderr) == ours(stderr)
@@ -146,7 +153,9 @@ def test_a_killed_worker_is_retried_and_nothing_is_lost_or_doubled(
 
     flag = tmp_path / "killed"
     out = tmp_path / "out"
-    settings = config.resolve(None, max_tokens=2000, stage_options={"placeholder": {"threshold": 60}})
+    settings = config.resolve(
+        None, max_tokens=2000, stage_options={"placeholder": {"threshold": 60}}
+    )
     plans = plan([str(folder)], out_dir=str(out), restorable=True)
     ray_engine.compress_files(Compressor(settings), plans, kill_once=str(flag))
     assert flag.exists()  # a worker was killed: Ray ran its task again
@@ -156,7 +165,9 @@ def test_a_killed_worker_is_retried_and_nothing_is_lost_or_doubled(
 def test_a_bad_line_stops_the_run_with_its_file_and_line(local_ray: Any, tmp_path: Path) -> None:
     good = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
     (tmp_path / "a.jsonl").write_text(f"{good}\n{good}\n{{oops\n")
-    result = CliRunner().invoke(cli, ["compress", str(tmp_path / "a.jsonl"), "--engine", "ray", "-q"])
+    result = CliRunner().invoke(
+        cli, ["compress", str(tmp_path / "a.jsonl"), "--engine", "ray", "-q"]
+    )
     assert result.exit_code == 1
     assert f"{tmp_path / 'a.jsonl'}:3: invalid JSON" in result.output
     assert not (tmp_path / "a.compressed.jsonl").exists()
@@ -173,10 +184,14 @@ def test_compress_dataset_keeps_columns_and_order(local_ray: Any, folder: Path) 
 
     table = pq.read_table(folder / "part7.parquet")
     settings = config.resolve(None, stages="summary,priority", max_tokens=1500)
-    out = pa.concat_tables(ray.get(compress_dataset(ray.data.from_arrow(table), settings).to_arrow_refs()))
+    out = pa.concat_tables(
+        ray.get(compress_dataset(ray.data.from_arrow(table), settings).to_arrow_refs())
+    )
     assert out.schema == table.schema
     assert out.column("id") == table.column("id") and out.column("reward") == table.column("reward")
-    assert sum(map(len, out.column("messages").to_pylist())) < sum(map(len, table.column("messages").to_pylist()))
+    assert sum(map(len, out.column("messages").to_pylist())) < sum(
+        map(len, table.column("messages").to_pylist())
+    )
 
 
 @pytest.fixture
