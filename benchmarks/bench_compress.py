@@ -30,7 +30,9 @@ alike), each time in a fresh process, so its peak RSS is its own:
   second input of the same size whose copies differ (every string ``content`` of a
   user, assistant or tool message ends in `` [copy K]``), so a per-process memo has
   little to reuse; only system prompts and tool call arguments repeat;
-- with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input.
+- with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input;
+- with ``--ray``, ``ctxcli --engine ray`` beside ``--jobs N`` (on each input): a local
+  Ray started by the run with every core, its start-up included, as a user pays it.
 
 It prints one table (median seconds, MB/s, conversations/s, the largest peak RSS in
 MiB of the process and its workers, time per MB over the floor's on the same kind of
@@ -72,6 +74,7 @@ TRIM_CHAT = "trim_messages (ChatOpenAI counter)"
 TRIM_HAND = "trim_messages (hand-written counter)"
 DISTINCT = " (distinct copies)"
 LARGE = "ctxcli --jobs 1 (large input)"
+RAY = "ctxcli --engine ray"
 
 
 def build_input(
@@ -289,6 +292,7 @@ def main() -> None:
     parser.add_argument("--encoding", default="o200k_base")
     parser.add_argument("--no-langchain", action="store_true")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--ray", action="store_true", help="also run --engine ray")
     options = parser.parse_args()
     if options.repeat < 1:
         parser.error("--repeat must be 1 or more")
@@ -314,6 +318,8 @@ def main() -> None:
     for jobs in options.jobs.split(","):
         add(f"ctxcli --jobs {jobs}", "compress", small, [*base, "--jobs", jobs])
     add(COUNT, "count", small, ["--encoding", options.encoding])
+    if options.ray:
+        add(RAY, "compress", small, [*base, "--engine", "ray"])
     window = ["--stages", "window", "--keep-last", "1000000", *budget, "--jobs", "1"]
     add(WINDOW, "compress", small, window)
     if not options.no_langchain:
@@ -340,6 +346,8 @@ def main() -> None:
         for jobs in options.jobs.split(","):
             add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
         add(COUNT + DISTINCT, "count", other, ["--encoding", options.encoding])
+        if options.ray:
+            add(RAY + DISTINCT, "compress", other, [*base, "--engine", "ray"])
     if options.large_mb:
         add(LARGE, "compress", make(options.large_mb), [*base, "--jobs", "1"])
     results = measure(variants, options.repeat)
@@ -406,6 +414,8 @@ def report(
     ratio("jobs 1 / jobs 2", one, two, ">= 1.7")
     ratio("jobs 1 / floor (distinct copies)", one + DISTINCT, FLOOR + DISTINCT, "<= 1.5")
     ratio("jobs 1 / jobs 2 (distinct copies)", one + DISTINCT, two + DISTINCT, ">= 1.7")
+    ratio("engine ray / jobs 2 (Ray's overhead)", RAY, two)
+    ratio("engine ray / jobs 2 (distinct copies)", RAY + DISTINCT, two + DISTINCT)
     for trim in (TRIM_CHAT, TRIM_HAND):
         ratio(f"{trim} / jobs 1", trim, one, ">= 5")
         ratio(f"{trim} / jobs 2", trim, two, ">= 5")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from ctxcli.clihelp import option
-from ctxcli.errors import CtxcliError
+from ctxcli.errors import ConfigError, CtxcliError
 from ctxcli.tokens import MAX_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -370,6 +370,19 @@ Examples:
     help="Worker processes.",
 )
 @option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    shown="local",
+    help="local (this machine) or ray (a Ray Data pipeline; needs ctxcli[ray]).",
+)
+@option(
+    "--ray-address",
+    metavar="ADDRESS",
+    shown="a local Ray started for the run",
+    help="With --engine ray: the cluster (auto: the one this machine belongs to).",
+)
+@option(
     "--check",
     is_flag=True,
     shown="off",
@@ -409,14 +422,17 @@ def compress(
     no_cache: bool,
     on_error: str | None,
     jobs: int | None,
+    engine: str,
+    ray_address: str | None,
     check: bool,
     quiet: bool,
 ) -> None:
     """Compress conversations in transcript files to a token budget.
 
     Each INPUT is a JSONL file (one conversation per line), a JSON file holding an
-    array of them or one of them (a .traj), a folder (searched at any depth, see
-    --glob), or - for stdin. Records may be OpenAI, Anthropic or ShareGPT; a Claude
+    array of them or one of them (a .traj), a Parquet file (a messages column), a
+    folder (searched at any depth, see --glob), or - for stdin; with --engine ray
+    also s3:// paths. Records may be OpenAI, Anthropic or ShareGPT; a Claude
     Code session log is one conversation. Writes <name>.compressed.<ext> (same shape
     and format) and <name>.compressed.stats.json beside each input (or under
     --out-dir), and a table on stderr. With the placeholder stage (on by default),
@@ -474,16 +490,28 @@ def compress(
                 "cache": False if no_cache else cache_path,
             },
         )
-        plans = plan(
-            inputs,
-            output=output,
-            out_dir=out_dir,
-            stats=stats_path,
-            store=store_path,
-            restorable="placeholder" in settings.stage_names,
-            globs=globs,
-            in_place=in_place,
-        )
+        restorable = "placeholder" in settings.stage_names
+        if engine == "ray" and (in_place or dry_run):
+            raise ConfigError(
+                "--engine ray writes new files: use it without --in-place and --dry-run"
+            )
+        if engine == "ray" and any("://" in item for item in inputs):
+            from ctxcli.ray_engine import plan_remote
+
+            if output or stats_path or store_path:
+                raise ConfigError("with s3:// inputs give --out-dir, not -o, --stats or --store")
+            plans = plan_remote(inputs, out_dir=out_dir, restorable=restorable)
+        else:
+            plans = plan(
+                inputs,
+                output=output,
+                out_dir=out_dir,
+                stats=stats_path,
+                store=store_path,
+                restorable=restorable,
+                globs=globs,
+                in_place=in_place,
+            )
         compressor = Compressor(
             settings,
             warn=warn,
@@ -491,14 +519,24 @@ def compress(
             jobs=jobs,
             cache_dir=None if no_cache else _cache_dir(),
         )
-        outcomes = []
-        for item in plans:
-            warn.file = item.input
-            outcomes.append(
-                inplace.run(
-                    compressor, item, dry_run=dry_run, progress=not quiet and sys.stderr.isatty()
+        if engine == "ray":
+            from ctxcli import ray_engine
+
+            ray_engine.start(ray_address)
+            stats = ray_engine.compress_files(compressor, plans)
+            outcomes = [inplace.Outcome(s, changes=bool(s.changed), rewritten=False) for s in stats]
+        else:
+            outcomes = []
+            for item in plans:
+                warn.file = item.input
+                outcomes.append(
+                    inplace.run(
+                        compressor,
+                        item,
+                        dry_run=dry_run,
+                        progress=not quiet and sys.stderr.isatty(),
+                    )
                 )
-            )
     except CtxcliError as exc:
         raise _failure(exc) from None
     results = [o.stats for o in outcomes]

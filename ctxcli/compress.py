@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO, TypeVar
 
-from ctxcli import formats, jsonio, memo
+from ctxcli import formats, jsonio, memo, parquet
 from ctxcli.config import Settings
 from ctxcli.errors import (
     ConfigError,
@@ -395,6 +395,7 @@ class Compressor:
         self._shape: str = "jsonl"
         self._bar: Any = None
         self._newline = b"\n"
+        self._encode: Callable[[Any], bytes] = jsonio.dumps
         self.encoding = encoding_name_for(settings.model, settings.encoding)
         self._warn = warn or (lambda _: None)
         if settings.model and not settings.encoding and not knows_model(settings.model):
@@ -478,7 +479,9 @@ class Compressor:
                     yield piece.output, True
             return
         attempts = ordered_map(
-            lambda item: (item, self._attempt(item, path)), items, workers=self.workers
+            lambda item: (item, self._attempt(item, path, self._encode)),
+            items,
+            workers=self.workers,
         )
         for item, outcome in attempts:
             yield self._book(item, outcome, path, stats, lambda note: self._apply(note, store))
@@ -584,11 +587,16 @@ class Compressor:
         output = self._newline.join(lines)
         return Piece(output, stats, notes, error, memo.fresh())
 
-    def _attempt(self, item: jsonio.Record, path: str) -> _Outcome:
+    def _attempt(
+        self, item: jsonio.Record, path: str, encode: Callable[[Any], bytes] = jsonio.dumps
+    ) -> _Outcome:
         """Parse, compress, write and check one record, on any thread or worker process
         (warnings wait in the tally). A bad record gives an error instead; an output
         that would break the transcript rules is never written: :func:`contain` writes
-        a safer plan's. Returns ``(tally, output bytes or None when unchanged, error)``."""
+        a safer plan's. ``encode`` turns the written record into its output bytes and
+        may refuse it, as the check does (a Parquet column that cannot hold it:
+        :meth:`ctxcli.parquet.Source.encode`). Returns ``(tally, output bytes or None
+        when unchanged, error)``; :func:`compress_record` is the public name."""
         place = where(path, item.line, item.index)
         try:
             record = item.parse(path)
@@ -603,7 +611,7 @@ class Compressor:
                 return result, None
             written = found.write(record, result.after)
             self._check(found, record, written, result, place, broken)
-            return result, jsonio.dumps(written)
+            return result, encode(written)
 
         result, out, fallback = contain(
             self.settings.stages, attempt, lambda: (self._as_read(conversation), None)
@@ -809,7 +817,8 @@ class Compressor:
         model_use = self._model_use()
         self.jobs = self._jobs_for(input_path)
         data = jsonio.read_input(input_path)
-        shape, items, original = jsonio.read_records(input_path, data)
+        shape, items, original = parquet.open_records(input_path, data, self.settings.messages_key)
+        self._encode = original.encode if shape == "parquet" else jsonio.dumps
         bar = _progress(input_path) if progress and shape == "jsonl" else None
         self._shape, self._bar = shape, bar
         whole, items = whole_file_format(self.format, shape, items, input_path)
@@ -825,7 +834,7 @@ class Compressor:
             )
             newline, bom = jsonio.line_style(input_path, data)
             self._newline = newline
-            sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
+            sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)
             for out, changed in driver(items, input_path, stats, store):
                 sink.write(out, changed=changed)
             sink.close()
@@ -941,6 +950,20 @@ FIRST_CHUNK_BYTES = 1 << 17
 POOL_MIN_BYTES = 8_000_000
 
 _WORKER: Compressor | None = None
+
+
+def compress_record(
+    compressor: Compressor,
+    item: jsonio.Record,
+    path: str,
+    encode: Callable[[Any], bytes] = jsonio.dumps,
+) -> _Outcome:
+    """What one input record becomes, with no side effect: ``(tally, output bytes or
+    None when unchanged, error)`` (see :meth:`Compressor._attempt`). The one per-record
+    path of every engine: in this process, ``--jobs`` workers and Ray tasks
+    (:mod:`ctxcli.ray_engine`); :meth:`Compressor._book` turns it into stats, warnings
+    and store entries."""
+    return compressor._attempt(item, path, encode)
 
 
 def _start_worker(compressor: Compressor) -> None:

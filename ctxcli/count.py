@@ -1,7 +1,7 @@
 """Count the tokens of transcripts, as ``compress`` counts them before compressing.
 
 Files are read as :meth:`ctxcli.compress.Compressor.file` reads them (the shapes of
-:func:`ctxcli.jsonio.read_records`, each record by
+:func:`ctxcli.parquet.open_records`, Parquet included, each record by
 :meth:`ctxcli.compress.Compressor.read`, a Claude Code session log as one
 conversation), and a conversation's tokens are
 :attr:`ctxcli.model.Conversation.tokens`: the cookbook rule of :mod:`ctxcli.tokens`
@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ctxcli import jsonio
+from ctxcli import jsonio, parquet
 from ctxcli.compress import Compressor, whole_file_format
 from ctxcli.config import Settings, resolve
 from ctxcli.errors import InputError
@@ -126,7 +126,7 @@ class Counting:
 
     def conversations(self, path: str) -> Iterator[ConversationCount]:
         """Each conversation of ``path`` counted, in file order."""
-        shape, items, _ = jsonio.read_records(path)
+        shape, items, _ = parquet.open_records(path, None, self.reader.settings.messages_key)
         whole, items = whole_file_format(self.reader.format, shape, items, path)
         if whole is not None:
             yield self._session(whole, list(items), path)

@@ -21,7 +21,7 @@ from ctxcli.errors import ConfigError
 
 #: What a folder input finds when no ``--glob`` is given: JSON lines, JSON (an array
 #: of conversations or one), SWE-agent trajectories.
-DEFAULT_GLOBS = ("*.jsonl", "*.json", "*.traj")
+DEFAULT_GLOBS = ("*.jsonl", "*.json", "*.traj", "*.parquet")
 #: Parts of a file name that mark what ctxcli writes: ``x.compressed.jsonl``, its
 #: ``x.compressed.stats.json``, a store ``x.store.jsonl`` (in place: beside ``x.jsonl``).
 OWN_MARKERS = (".compressed.",)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxcli import jsonio
+from ctxcli import jsonio, parquet
 from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
 from ctxcli.stages.placeholder import (
@@ -355,13 +355,13 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
         input=input_path, output=output_path, store=store_path, store_missing=absent
     )
     data = jsonio.read_input(input_path)
-    shape, items, original = jsonio.read_records(input_path, data)
+    shape, items, original = parquet.open_records(input_path, data)
     results = _restored(items, input_path, store, stats)
     if output_path == "-" or shape != "jsonl":
         results = iter(list(results))  # check everything before the first byte goes out
     with jsonio.AtomicWriter(output_path) as writer:
         newline, bom = jsonio.line_style(input_path, data)
-        sink = jsonio.RecordSink(writer, shape, original, newline=newline, bom=bom)
+        sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)
         for out, changed in results:
             if not stats.missing:  # after the first, only name the rest
                 sink.write(out, changed=changed)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ctxcli import formats, jsonio
+from ctxcli import formats, jsonio, parquet
 from ctxcli.errors import InputError, where
 from ctxcli.formats._common import kind
 from ctxcli.tokens import NullCounter, TokenCounter
@@ -48,7 +48,7 @@ def validate_file(
     """
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
-    shape, items, _ = jsonio.read_records(path)
+    shape, items, _ = parquet.open_records(path, None, messages_key)
     if module is None and shape in ("jsonl", "array"):
         head = list(itertools.islice(items, formats.HEAD_RECORDS))
         items = itertools.chain(head, items)
