@@ -190,7 +190,7 @@ def summarizer_options(func: F) -> F:
                 metavar="N",
                 shown="4",
                 hide_range=True,
-                help="Requests in flight.",
+                help="Requests in flight at most; fewer after timeouts or 429s, down to 1.",
             ),
             option(
                 "--summary-input-max-tokens",

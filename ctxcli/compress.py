@@ -1020,7 +1020,7 @@ def whole_file_format(
     if shape not in ("jsonl", "array"):
         return None, items
     head = list(itertools.islice(items, formats.HEAD_RECORDS))
-    found = formats.detect_file([_peek(item, path) for item in head])
+    found = formats.detect_file([item.peek(path) for item in head])
     return found, itertools.chain(head, items)
 
 
@@ -1036,13 +1036,6 @@ def _tracked(items: Iterator[jsonio.Record], bar: Any) -> Iterator[jsonio.Record
         if bar is not None:
             bar.update(len(item.raw or b"") + 1)
         yield item
-
-
-def _peek(item: jsonio.Record, path: str) -> Any:
-    try:
-        return item.parse(path)
-    except InputError:
-        return None
 
 
 def _already_broken(

@@ -73,6 +73,14 @@ class Record:
             return loads(self.raw, path, self.line)
         return self.value
 
+    def peek(self, path: str) -> Any:
+        """The record's JSON value, or ``None`` when it is not JSON (for a look at a
+        file's first records, before the reading that names a bad line)."""
+        try:
+            return self.parse(path)
+        except InputError:
+            return None
+
 
 def read_records(
     path: str, data: bytes | None = None

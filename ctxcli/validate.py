@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 from ctxcli import formats, jsonio, parquet
 from ctxcli.errors import InputError, where
@@ -52,7 +51,7 @@ def validate_file(
     if module is None and shape in ("jsonl", "array"):
         head = list(itertools.islice(items, formats.HEAD_RECORDS))
         items = itertools.chain(head, items)
-        module = formats.detect_file([_parsed(item, path) for item in head])
+        module = formats.detect_file([item.peek(path) for item in head])
     if module is not None and getattr(module, "WHOLE_FILE", False):
         yield from _session(path, items, counter, module)
         return
@@ -71,13 +70,6 @@ def validate_file(
             continue
         for reason in found.problems(record, conversation):
             yield Problem(path, item.line, item.index, f"{found.format.NAME}: {reason}")
-
-
-def _parsed(item: jsonio.Record, path: str) -> Any:
-    try:
-        return item.parse(path)
-    except InputError:
-        return None
 
 
 def _session(

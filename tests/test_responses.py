@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from test_compress_cli import PLACEHOLDERS_ONLY
 
 from ctxcli.cli import cli
 from ctxcli.formats import detect, responses
@@ -188,15 +189,7 @@ def test_placeholders_patch_the_output_item_and_restore(tmp_path: Path) -> None:
     record = agent_run(steps=3, parallel=1)
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(record) + "\n")
-    args = [
-        "--stages",
-        "placeholder",
-        "--placeholder-threshold",
-        "50",
-        "--placeholder-keep-recent",
-        "0",
-    ]
-    result = CliRunner().invoke(cli, ["compress", str(source), *args])
+    result = CliRunner().invoke(cli, ["compress", str(source), *PLACEHOLDERS_ONLY])
     assert result.exit_code == 0, result.output
     out = json.loads((tmp_path / "in.compressed.jsonl").read_text())
     outputs = [i for i in out["input"] if i["type"] == "function_call_output"]
