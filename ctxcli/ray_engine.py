@@ -24,6 +24,7 @@ here: the key would travel to every worker.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import logging
 import os
 import pickle
@@ -467,6 +468,24 @@ def plan_remote(inputs: Iterable[str], *, out_dir: str | None, restorable: bool)
     return plans
 
 
+def _matches(fs: Any, pattern: str, scheme: str, item: str) -> list[str]:
+    """The files of ``fs`` that the glob ``pattern`` matches (``fnmatch`` rules, so a
+    ``*`` may stand for folders too), sorted, without ctxcli's own outputs."""
+    pa = parquet.require()
+    wild = min(pattern.find(char) for char in "*?[" if char in pattern)
+    base = pattern[:wild].rpartition("/")[0]
+    found = sorted(
+        scheme + f.path
+        for f in fs.get_file_info(pa.fs.FileSelector(base, recursive=True))
+        if f.type == pa.fs.FileType.File
+        and fnmatch.fnmatchcase(f.path, pattern)
+        and not inputs_module.is_own_output(f.path.rsplit("/", 1)[-1])
+    )
+    if not found:
+        raise ConfigError(f"{item}: no file matches")
+    return found
+
+
 def _expand(inputs: Iterable[str]) -> list[str]:
     """Remote inputs as files: a file, a folder's inputs (sorted), a glob's matches."""
     pa = parquet.require()
@@ -474,6 +493,9 @@ def _expand(inputs: Iterable[str]) -> list[str]:
     for item in inputs:
         fs, inner = parquet.filesystem_of(item)
         scheme = item.split("://", 1)[0] + "://"
+        if any(char in inner for char in "*?["):
+            paths += _matches(fs, inner, scheme, item)
+            continue
         info = fs.get_file_info(inner)
         if info.type == pa.fs.FileType.File:
             paths.append(item)

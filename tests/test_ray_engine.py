@@ -237,3 +237,20 @@ def test_s3_in_and_out_gives_the_local_output(
         ray.shutdown()
         ray_engine.start(num_cpus=2)
     assert_same(local_run[0], tmp_path)
+
+
+def test_remote_inputs_may_be_globs(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from ctxcli.errors import ConfigError
+    from ctxcli.ray_engine import plan_remote
+
+    for name in ("a/x.jsonl", "a/b/y.jsonl", "a/y.compressed.jsonl", "a/z.json", "c/w.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    plans = plan_remote([f"file://{tmp_path}/a/*.jsonl"], out_dir=None, restorable=False)
+    assert [p.input for p in plans] == [
+        f"file://{tmp_path}/a/b/y.jsonl",
+        f"file://{tmp_path}/a/x.jsonl",
+    ]  # a * may stand for folders; ctxcli's own outputs are left out
+    with pytest.raises(ConfigError, match="no file matches"):
+        plan_remote([f"file://{tmp_path}/a/*.parquet"], out_dir=None, restorable=False)
