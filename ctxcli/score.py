@@ -484,18 +484,19 @@ def item_json(item: ConversationScore) -> dict[str, Any]:
 def render(scored: FileScore, fmt: str = "table", *, per_conversation: bool = False) -> str:
     """The report: ``json`` (the figure of :meth:`FileScore.to_json` with the two
     paths, and ``items``, one per conversation, with ``per_conversation``) or
-    ``table`` (a row for the file, after a row per conversation with
-    ``per_conversation``; each kind as ``ratio (kept/total)``, ``-`` for none)."""
+    ``table`` (a row for the file; with ``per_conversation`` a row per conversation,
+    where it is and its id, and a ``total`` row; each kind as ``ratio (kept/total)``,
+    ``-`` for none)."""
     if fmt == "json":
         out: dict[str, Any] = {"original": scored.path, "compressed": scored.compressed}
         out.update(scored.to_json())
         if per_conversation:
             out["items"] = [item_json(item) for item in scored.items]
         return jsonio.dumps_indented(out).decode().rstrip("\n")
-    header = ["conversation", "id"] if per_conversation else ["file", "convs"]
+    header = ["file", "conversation", "id"] if per_conversation else ["file", "convs"]
     header += ["tokens before→after", "budget use", "facts kept"]
     header += [KIND_LABELS[kind] for kind in KINDS]
-    body = [_row(item) for item in scored.items] if per_conversation else []
+    body = [_row(scored.path, item) for item in scored.items] if per_conversation else []
     body.append(_file_row(scored, per_conversation=per_conversation))
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *body]]
@@ -510,9 +511,10 @@ def _use(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _row(item: ConversationScore) -> list[str]:
+def _row(path: str, item: ConversationScore) -> list[str]:
     place = f"record {item.record}" if item.record is not None else f"line {item.line or 1}"
-    cells = [place, item.id or "", f"{item.tokens[0]:,}→{item.tokens[1]:,}", _use(item.budget_use)]
+    cells = [path, place, item.id or "", f"{item.tokens[0]:,}→{item.tokens[1]:,}"]
+    cells.append(_use(item.budget_use))
     return cells + [_cell(item.kept[k], item.total[k]) for k in ("all", *KINDS)]
 
 
@@ -520,7 +522,7 @@ def _file_row(scored: FileScore, *, per_conversation: bool) -> list[str]:
     convs = f"{scored.conversations:,}"
     lead = [scored.path, convs]
     if per_conversation:
-        lead = [f"{scored.path} ({convs} conversations)", ""]
+        lead = ["total", f"{convs} conversation{'' if scored.conversations == 1 else 's'}", ""]
     use = _use(scored.budget_use)
     if scored.budget_uses:
         use += f" (median of {len(scored.budget_uses):,} over budget)"
