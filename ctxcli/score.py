@@ -14,7 +14,8 @@ several; the headline figure counts each distinct string once):
   ``-`` matching ``[A-Za-z0-9][A-Za-z0-9_-]{3,}`` with a digit in it (``HAT123``,
   ``mia_li_3668``, ``2024-05-20``, ``50-100``; trailing ``_``/``-`` dropped), and every
   number of three or more digits that stands alone (not touching a letter, digit,
-  ``_`` or ``-``; ``480``, ``1,250.00``, the ``277`` of ``277号``).
+  ``_`` or ``-``, nor after ``.`` or ``,``; ``480``, ``1,250.00``, the ``277`` of
+  ``277号``). A word may hold a number (``HAT123``): the number is not a fact apart.
 - ``dates``: ISO dates (``2024-05-20``), ``2024/05/20`` and ``05/20/2024``, English
   month-name dates as month and day (``May 20`` of "May 20th, 2024", ``20 May``), and
   CJK dates (``2024年6月18日``, ``6月18日``; a bare ``18号`` is not one).
