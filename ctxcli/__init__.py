@@ -7,6 +7,7 @@ The command line is a thin skin over this API::
     result = compressor.conversation({"messages": [...]})
     result.after.messages, result.over_budget
     ctxcli.Counting(resolve(model="gpt-4o")).file("logs.jsonl").tokens  # as compress counts
+    ctxcli.Scoring(resolve(max_tokens=2000)).file("a.jsonl", "a.compressed.jsonl").ratio()
 
 Skills (``ctxcli skills``) have their own API in :mod:`ctxcli.skills`: ``list_skills``,
 ``get_skill``, ``load_detail``, ``scan_skills``, ``export_skills``.
@@ -24,6 +25,7 @@ _WHERE = {
     "Compressor": "ctxcli.compress",
     "FileStats": "ctxcli.compress",
     "Counting": "ctxcli.count",
+    "Scoring": "ctxcli.score",
     "Settings": "ctxcli.config",
     "resolve": "ctxcli.config",
     "ConfigError": "ctxcli.errors",
@@ -61,6 +63,7 @@ __all__ = [
     "Problem",
     "Result",
     "STAGES",
+    "Scoring",
     "Settings",
     "StoreError",
     "SummaryError",
@@ -88,6 +91,7 @@ if TYPE_CHECKING:
     from ctxcli.invariants import problems
     from ctxcli.model import Conversation, Message
     from ctxcli.pipeline import STAGES, Context, Result, run
+    from ctxcli.score import Scoring
     from ctxcli.store import restore_file
     from ctxcli.tokens import TokenCounter
     from ctxcli.validate import Problem, validate_file

@@ -388,6 +388,13 @@ Examples:
     shown="off",
     help="Exit 3 if a conversation stays over budget.",
 )
+@option(
+    "--score",
+    is_flag=True,
+    shown="off",
+    help="Also measure fact retention against the input, as ctxcli score does: in the "
+    "stats (score) and a line of the table.",
+)
 @option("-q", "--quiet", is_flag=True, shown="off", help="No progress bar or table.")
 def compress(
     inputs: tuple[str, ...],
@@ -425,6 +432,7 @@ def compress(
     engine: str,
     ray_address: str | None,
     check: bool,
+    score: bool,
     quiet: bool,
 ) -> None:
     """Compress conversations in transcript files to a token budget.
@@ -518,6 +526,7 @@ def compress(
             summarizer=_summarizer(settings.summarizer),
             jobs=jobs,
             cache_dir=None if no_cache else _cache_dir(),
+            score=score,
         )
         if engine == "ray":
             from ctxcli import ray_engine
@@ -759,6 +768,107 @@ def count(
     click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by == "role"))
 
 
+SCORE_EXAMPLES = """\
+Examples:
+
+\b
+  # the share of the facts compress kept, at its default budget (8000)
+  ctxcli score samples/agent_run.jsonl samples/agent_run.compressed.jsonl
+  # tau-bench runs (messages under "traj") compressed to 2000 tokens
+  ctxcli score runs.json out.json --messages-key traj --max-tokens 2000
+  # a row per conversation, with the facts it lost, for a script
+  ctxcli score a.jsonl a.compressed.jsonl --per-conversation --format json
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Measure the facts a compressed file kept of its original.",
+    epilog=SCORE_EXAMPLES,
+)
+@click.argument("original")
+@click.argument("compressed")
+@option(
+    "--max-tokens",
+    type=click.IntRange(min=0, max=MAX_BUDGET),
+    metavar="N",
+    shown="8000, compress's",
+    hide_range=True,
+    help="The budget COMPRESSED was compressed to, for budget use; 0 for none.",
+)
+@option(
+    "--per-conversation", is_flag=True, shown="off: the file only", help="A row per conversation."
+)
+@option(
+    "--format",
+    "out_format",
+    type=click.Choice(["table", "json"]),
+    shown="table",
+    default="table",
+    help="table for people; json for scripts (with --per-conversation, each "
+    "conversation's lost facts too).",
+)
+@token_options
+@format_options("--input-format")
+@option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    shown="none",
+    help="compress's YAML settings file: its max_tokens, model, encoding, format and messages_key.",
+)
+@option(
+    "--no-cache",
+    is_flag=True,
+    shown="cache on",
+    help="Do not keep the parsed tokenizer in the user cache folder.",
+)
+def score(
+    original: str,
+    compressed: str,
+    max_tokens: int | None,
+    per_conversation: bool,
+    out_format: str,
+    model: str | None,
+    encoding: str | None,
+    format_name: str | None,
+    messages_key: str | None,
+    config_path: str | None,
+    no_cache: bool,
+) -> None:
+    """Measure how many facts of ORIGINAL its compressed form COMPRESSED kept.
+
+    Facts are identifiers and numbers, dates, amounts, file paths and error lines
+    taken from the non-system messages of each conversation of ORIGINAL; one is kept
+    when its text is anywhere in the conversation in the same place of COMPRESSED
+    (the README defines each kind). Both files are read as compress reads them
+    (either may be - for stdin). Also reports tokens before and after and budget use (tokens after /
+    budget, median over the conversations that were over budget). The report goes to
+    stdout.
+    """
+    from ctxcli import config
+    from ctxcli.score import Scoring, render
+
+    try:
+        settings = config.resolve(
+            config.load_file(config_path) if config_path else None,
+            max_tokens=max_tokens,
+            model=model,
+            encoding=encoding,
+            format=format_name,
+            messages_key=messages_key,
+        )
+        scoring = Scoring(
+            settings,
+            warn=lambda text: click.echo(f"warning: {text}", err=True),
+            cache_dir=None if no_cache else _cache_dir(),
+        )
+        scored = scoring.file(original, compressed, per_conversation=per_conversation)
+    except CtxcliError as exc:
+        raise _failure(exc) from None
+    click.echo(render(scored, out_format, per_conversation=per_conversation))
+
+
 VALIDATE_EXAMPLES = """\
 Examples:
 
@@ -882,6 +992,10 @@ def _table(results: list[Any], *, wrote: bool = True) -> str:
                 f"{s.input}: {_count(written, 'placeholder')} saved "
                 f"{placeholders.get('tokens_saved', 0):,} tokens{later}"
             )
+        if s.score is not None:
+            from ctxcli.score import summary_line
+
+            lines.append(f"{s.input}: {summary_line(s.score)}")
         if s.llm:
             lines.append(
                 f"llm {s.input}: {s.llm['calls']:,} calls ({s.llm['retries']:,} retries), "

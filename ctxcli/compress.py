@@ -52,6 +52,7 @@ from ctxcli.inputs import plan as plan
 from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map, process_map
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
+from ctxcli.score import ConversationScore, FileScore, score
 from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_model
@@ -84,7 +85,8 @@ class Tally:
     warnings, the format rules its input already broke (``input_problems``) and, when its
     pipeline broke a rule and a safer plan was written instead, what happened
     (``fallback``, see :func:`contain`); ``messages_key``, the well-known key its
-    messages were found under without ``--messages-key`` (:func:`ctxcli.formats.find`)."""
+    messages were found under without ``--messages-key`` (:func:`ctxcli.formats.find`);
+    ``score``, its fact retention when asked for (:mod:`ctxcli.score`)."""
 
     id: str | None
     line: int
@@ -99,6 +101,7 @@ class Tally:
     input_problems: tuple[str, ...] = ()
     fallback: Fallback | None = None
     messages_key: str | None = None
+    score: ConversationScore | None = None
 
     @classmethod
     def of(
@@ -107,6 +110,7 @@ class Tally:
         input_problems: Iterable[str] = (),
         fallback: Fallback | None = None,
         messages_key: str | None = None,
+        score: ConversationScore | None = None,
     ) -> Tally:
         by_role: dict[str, list[int]] = {}
         for side, conversation in ((0, result.before), (2, result.after)):
@@ -129,6 +133,7 @@ class Tally:
             input_problems=tuple(input_problems),
             fallback=fallback,
             messages_key=messages_key,
+            score=score,
         )
 
 
@@ -216,7 +221,8 @@ class FileStats:
     encoding by the cookbook rule (messages, reply priming and ``tools``).
     ``out_of_context`` counts the messages of a session that stand before its last
     compaction (a Claude Code ``compact_boundary``, a Codex ``compacted`` line): out of
-    the model's context, they are written back as read and not counted."""
+    the model's context, they are written back as read and not counted. ``score`` is
+    the file's fact retention (:mod:`ctxcli.score`), when asked for."""
 
     input: str
     output: str
@@ -244,6 +250,7 @@ class FileStats:
     store_entries: int = 0
     store_bytes: int = 0
     llm: dict[str, float] = field(default_factory=dict)
+    score: FileScore | None = None
 
     def add(self, result: Result | Tally, place: Mapping[str, int] | None = None) -> None:
         """Count one compressed conversation. ``place`` names it in the over-budget and
@@ -274,6 +281,9 @@ class FileStats:
             self.add_entry("fallbacks", {"id": tally.id, **at, **tally.fallback.to_json()})
         if tally.messages_key is not None:
             self.messages_keys[tally.messages_key] += 1
+        if tally.score is not None:
+            self.score = self.score or FileScore(self.input, self.output)
+            self.score.add(tally.score)
 
     def add_entry(self, name: str, entry: dict[str, Any]) -> None:
         """Add ``entry`` to the list ``name`` (``over_budget``, ``errors``,
@@ -314,6 +324,9 @@ class FileStats:
                 self.add_entry(name, entry)
         self.not_listed.update(other.not_listed)
         self.messages_keys.update(other.messages_keys)
+        if other.score is not None:
+            self.score = self.score or FileScore(self.input, self.output)
+            self.score.merge(other.score)
 
     @property
     def ratio(self) -> float:
@@ -346,6 +359,7 @@ class FileStats:
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "store": {"path": self.store, "entries": self.store_entries, "bytes": self.store_bytes},
             **({"llm": self.llm} if self.llm else {}),
+            **({"score": self.score.to_json()} if self.score is not None else {}),
         }
 
 
@@ -375,7 +389,8 @@ class Compressor:
     (``None``: one per usable core, :func:`usable_cpus`, for files of
     :data:`POOL_MIN_BYTES` or more, else 1).
     ``cache_dir`` is where the parsed tokenizer may be kept between runs (see
-    :func:`ctxcli.tokens.load_encoding`; ``None``: nowhere).
+    :func:`ctxcli.tokens.load_encoding`; ``None``: nowhere). With ``score``, each
+    file's stats also measure fact retention (:mod:`ctxcli.score`).
     Raises :class:`ConfigError` for a bad summarizer and
     :class:`ctxcli.errors.TokenizerError` for an encoding that cannot be loaded.
     """
@@ -388,8 +403,10 @@ class Compressor:
         summarizer: Summarizer | None = None,
         jobs: int | None = 1,
         cache_dir: str | Path | None = None,
+        score: bool = False,
     ) -> None:
         self.settings = settings
+        self.score = score
         self.requested_jobs = jobs
         self.jobs = 1
         self._shape: str = "jsonl"
@@ -620,7 +637,13 @@ class Compressor:
             result.warnings.append(_already_broken(place, conversation, found.format, broken))
         if fallback is not None:
             result.warnings.append(_fell_back(place, conversation, fallback))
-        return Tally.of(result, broken, fallback, found.implicit), out, None
+        return Tally.of(result, broken, fallback, found.implicit, self._score(result)), out, None
+
+    def _score(self, result: Result) -> ConversationScore | None:
+        """``result``'s fact retention, when asked for."""
+        if not self.score:
+            return None
+        return score(result.before, result.after, budget=self.settings.max_tokens)
 
     def _as_read(self, conversation: Conversation) -> Result:
         """``conversation`` written as it was read, for :func:`contain`."""
@@ -662,7 +685,7 @@ class Compressor:
             self.warn(text)
         if fallback is not None:
             self.warn(_fell_back(path, conversation, fallback))
-        tally = Tally.of(result, broken, fallback)
+        tally = Tally.of(result, broken, fallback, score=self._score(result))
         stats.add(tally)
         stats.out_of_context += conversation.meta.get("out_of_context", 0)
         self._stash(result.stored, store, path)
@@ -813,6 +836,8 @@ class Compressor:
             stages=self.settings.stage_names,
             store=store_path,
         )
+        if self.score:
+            stats.score = FileScore(input_path, output_path, self.settings.max_tokens)
         warned = self._file_start = self.warned
         model_use = self._model_use()
         self.jobs = self._jobs_for(input_path)

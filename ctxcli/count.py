@@ -126,13 +126,19 @@ class Counting:
 
     def conversations(self, path: str) -> Iterator[ConversationCount]:
         """Each conversation of ``path`` counted, in file order."""
+        for item, conversation in self.read(path):
+            yield ConversationCount.of(conversation, item)
+
+    def read(self, path: str) -> Iterator[tuple[jsonio.Record, Conversation]]:
+        """Each conversation of ``path`` as ``compress`` reads it, in file order, with
+        the record it was read from (a whole-file session: its first line's)."""
         shape, items, _ = parquet.open_records(path, None, self.reader.settings.messages_key)
         whole, items = whole_file_format(self.reader.format, shape, items, path)
         if whole is not None:
             yield self._session(whole, list(items), path)
             return
         for item in items:
-            yield ConversationCount.of(self._read(item, path), item)
+            yield item, self._read(item, path)
 
     def _read(self, item: jsonio.Record, path: str) -> Conversation:
         record = item.parse(path)
@@ -143,7 +149,7 @@ class Counting:
 
     def _session(
         self, module: ModuleType, items: list[jsonio.Record], path: str
-    ) -> ConversationCount:
+    ) -> tuple[jsonio.Record, Conversation]:
         events: list[Any] = []
         for item in items:
             event = item.parse(path)
@@ -154,8 +160,7 @@ class Counting:
         conversation = module.read(
             events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
         )
-        first = items[0] if items else jsonio.Record(None, None, None)
-        return ConversationCount.of(conversation, first)
+        return (items[0] if items else jsonio.Record(None, None, None)), conversation
 
 
 #: Roles in the order their columns come; other roles follow, sorted.

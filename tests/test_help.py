@@ -100,7 +100,14 @@ def test_the_command_list_is_not_cut() -> None:
     listing = help_of([]).split("Commands:")[1].split("Examples:")[0]
     assert "..." not in listing
     lines = [line.split(None, 1) for line in listing.strip().splitlines()]
-    assert [name for name, _ in lines] == ["compress", "count", "restore", "skills", "validate"]
+    assert [name for name, _ in lines] == [
+        "compress",
+        "count",
+        "restore",
+        "score",
+        "skills",
+        "validate",
+    ]
 
 
 def test_compress_help_names_the_stages_formats_and_globs() -> None:
