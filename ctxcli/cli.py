@@ -762,22 +762,19 @@ def count(
     sessions) and counts tokens by the same rule, so a file's total is compress's
     "tokens before" with the same settings. The report goes to stdout.
     """
-    from ctxcli import config
     from ctxcli.count import Counting, render
     from ctxcli.inputs import expand_inputs
 
     try:
-        settings = config.resolve(
-            config.load_file(config_path) if config_path else None,
-            model=model,
-            encoding=encoding,
-            format=format_name,
-            messages_key=messages_key,
-        )
         counting = Counting(
-            settings,
-            warn=lambda text: click.echo(f"warning: {text}", err=True),
-            cache_dir=None if no_cache else _cache_dir(),
+            **_reading(
+                config_path,
+                no_cache,
+                model=model,
+                encoding=encoding,
+                format=format_name,
+                messages_key=messages_key,
+            )
         )
         counts = [
             counting.file(path, per_conversation=per_conversation)
@@ -866,22 +863,19 @@ def score(
     budget, median over the conversations that were over budget). The report goes to
     stdout.
     """
-    from ctxcli import config
     from ctxcli.score import Scoring, render
 
     try:
-        settings = config.resolve(
-            config.load_file(config_path) if config_path else None,
-            max_tokens=max_tokens,
-            model=model,
-            encoding=encoding,
-            format=format_name,
-            messages_key=messages_key,
-        )
         scoring = Scoring(
-            settings,
-            warn=lambda text: click.echo(f"warning: {text}", err=True),
-            cache_dir=None if no_cache else _cache_dir(),
+            **_reading(
+                config_path,
+                no_cache,
+                max_tokens=max_tokens,
+                model=model,
+                encoding=encoding,
+                format=format_name,
+                messages_key=messages_key,
+            )
         )
         scored = scoring.file(original, compressed, per_conversation=per_conversation)
     except CtxcliError as exc:
@@ -938,6 +932,20 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
         click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
         sys.exit(1)
     click.echo(f"ok: {len(inputs)} file(s), no problems", err=True)
+
+
+def _reading(config_path: str | None, no_cache: bool, **options: Any) -> dict[str, Any]:
+    """The keyword arguments of a command that reads as compress does (``count``,
+    ``score``): its settings from the config file and ``options``, warnings to stderr,
+    the user cache unless ``no_cache``."""
+    from ctxcli import config
+
+    file_settings = config.load_file(config_path) if config_path else None
+    return {
+        "settings": config.resolve(file_settings, **options),
+        "warn": lambda text: click.echo(f"warning: {text}", err=True),
+        "cache_dir": None if no_cache else _cache_dir(),
+    }
 
 
 def _cache_dir() -> Path:

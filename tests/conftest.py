@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -48,3 +49,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fuzz-n", type=int, default=300, help="conversations the fuzz test generates (300)"
     )
     group.addoption("--fuzz-seed", type=int, default=13, help="the fuzz corpus's seed (13)")
+
+
+@pytest.fixture(scope="session")
+def airline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tau-bench's airline runs as JSONL, one conversation a line (the recipe of
+    ../shared/data's README); skips the test when ../shared is absent."""
+    source = DATA / "tau-bench/gpt-4o-airline.json"
+    if not source.is_file():
+        pytest.skip("../shared/data is not here")
+    path = tmp_path_factory.mktemp("airline") / "airline.jsonl"
+    runs = json.loads(source.read_text())
+    with path.open("w") as out:
+        for run in runs:
+            out.write(
+                json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]})
+                + "\n"
+            )
+    return path

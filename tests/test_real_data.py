@@ -17,23 +17,6 @@ from ctxcli.tokens import TokenCounter
 from ctxcli.validate import validate_file
 
 
-@pytest.fixture(scope="module")
-def airline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tau-bench's airline runs as JSONL, one conversation a line (its README's recipe)."""
-    source = Path(__file__).resolve().parents[2] / "shared/data/tau-bench/gpt-4o-airline.json"
-    if not source.is_file():
-        pytest.skip("../shared/data is not here")
-    path = tmp_path_factory.mktemp("airline") / "airline.jsonl"
-    runs = json.loads(source.read_text())
-    with path.open("w") as out:
-        for run in runs:
-            out.write(
-                json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]})
-                + "\n"
-            )
-    return path
-
-
 @pytest.mark.parametrize(
     "args",
     [

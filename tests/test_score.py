@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import DATA
 
 from ctxcli.cli import cli
 from ctxcli.config import resolve
@@ -302,23 +301,6 @@ def test_a_conversation_within_budget_keeps_every_fact(tmp_path: Path) -> None:
     report = json.loads(result.output)
     assert report["facts"]["all"]["ratio"] == 1.0
     assert report["budget_use"]["median"] is None
-
-
-@pytest.fixture(scope="module")
-def airline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tau-bench's airline runs as JSONL, one conversation a line (its README's recipe)."""
-    source = DATA / "tau-bench/gpt-4o-airline.json"
-    if not source.is_file():
-        pytest.skip("../shared/data is not here")
-    path = tmp_path_factory.mktemp("airline") / "airline.jsonl"
-    runs = json.loads(source.read_text())
-    with path.open("w") as out:
-        for run in runs:
-            out.write(
-                json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]})
-                + "\n"
-            )
-    return path
 
 
 def test_tau_bench_at_2000_tokens_scores_alike_in_compress_and_score(
