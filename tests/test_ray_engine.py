@@ -1,5 +1,6 @@
 """--engine ray against the local run: tau-bench's airline runs cut into 8 files (one
-Parquet) on a local Ray of 2 CPUs; a worker killed mid-run; s3:// on a local moto."""
+Parquet) on a local Ray of 2 CPUs; a worker killed mid-run; s3:// on a local moto; a
+cluster of two worker nodes on this machine."""
 
 from __future__ import annotations
 
@@ -237,6 +238,34 @@ def test_s3_in_and_out_gives_the_local_output(
         ray.shutdown()
         ray_engine.start(num_cpus=2)
     assert_same(local_run[0], tmp_path)
+
+
+def test_a_cluster_of_two_worker_nodes_gives_the_local_output(
+    folder: Path, local_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    # A head node with no CPU (the driver only) and two nodes of one CPU each, on this
+    # machine: every task runs on a node other than the driver's, each with its own
+    # raylet and object store, so the pieces travel between nodes as on a cluster.
+    from ray.cluster_utils import Cluster
+
+    from ctxcli import ray_engine
+
+    ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        out = tmp_path / "out"
+        run(str(folder), "--out-dir", str(out), "--engine", "ray", "--ray-address",
+            cluster.address, *shlex.split(ARGS))  # fmt: skip
+        workers = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")]
+        assert len(workers) == 2
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        ray_engine.start(num_cpus=2)
+    assert_same(local_run[0], out)
 
 
 def test_remote_inputs_may_be_globs(tmp_path: Path) -> None:
