@@ -25,7 +25,7 @@ _WHERE = {
     "Compressor": "ctxcli.compress",
     "FileStats": "ctxcli.compress",
     "Counting": "ctxcli.count",
-    "Scoring": "ctxcli.score",
+    "Scoring": "ctxcli.scoring",
     "Settings": "ctxcli.config",
     "resolve": "ctxcli.config",
     "ConfigError": "ctxcli.errors",
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from ctxcli.invariants import problems
     from ctxcli.model import Conversation, Message
     from ctxcli.pipeline import STAGES, Context, Result, run
-    from ctxcli.score import Scoring
+    from ctxcli.scoring import Scoring
     from ctxcli.store import restore_file
     from ctxcli.tokens import TokenCounter
     from ctxcli.validate import Problem, validate_file

@@ -863,7 +863,8 @@ def score(
     budget, median over the conversations that were over budget). The report goes to
     stdout.
     """
-    from ctxcli.score import Scoring, render
+    from ctxcli.score import render
+    from ctxcli.scoring import Scoring
 
     try:
         scoring = Scoring(
