@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import click
 
 from ctxcli import skills as lib
-from ctxcli.clihelp import option
+from ctxcli.clihelp import Group, option
 from ctxcli.errors import SkillError
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 DESCRIPTION_WIDTH = 60  # characters of a description shown in the table
 PARAMETERS_WIDTH = 32  # characters of the parameter names shown in the table
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn library errors into exit status 1 with the library's message."""
-    try:
-        yield
-    except SkillError as e:
-        raise click.ClickException(str(e)) from e
 
 
 def dir_option(f: F) -> F:
@@ -66,6 +56,7 @@ def _dirs(given: tuple[Path, ...]) -> tuple[Path, ...]:
 
 
 @click.group(
+    cls=Group,
     context_settings=CONTEXT_SETTINGS,
     short_help="List, show and validate skills (Markdown tools).",
     epilog="""Examples:
@@ -119,13 +110,12 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     For the table the listing is counted as the xml prompt block.
     """
     dirs = _dirs(dirs)
-    with _errors():
-        result = lib.scan_skills(dirs)
-        _echo_warnings(result)
-        result.raise_errors()
-        found = list(result.skills)
-        export_fmt: lib.ExportFormat = "xml" if fmt == "table" else _export_format(fmt)
-        report = lib.token_report(found, export_fmt) if tokens else None
+    result = lib.scan_skills(dirs)
+    _echo_warnings(result)
+    result.raise_errors()
+    found = list(result.skills)
+    export_fmt: lib.ExportFormat = "xml" if fmt == "table" else _export_format(fmt)
+    report = lib.token_report(found, export_fmt) if tokens else None
     if fmt == "table":
         if not found:
             click.echo(f"No skills found in {', '.join(map(str, dirs))}", err=True)
@@ -170,8 +160,7 @@ def skills_show(name: str, dirs: tuple[Path, ...], fmt: str) -> None:
     except SkillError as e:
         raise click.BadParameter(str(e), param_hint="NAME") from e
     dirs = _dirs(dirs)
-    with _errors():
-        detail = lib.load_detail(lib.get_skill(name, dirs))
+    detail = lib.load_detail(lib.get_skill(name, dirs))
     if fmt == "json":
         data = {**lib.skill_json(detail.skill), "body": detail.body, "files": list(detail.files)}
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
@@ -206,8 +195,7 @@ def skills_validate(dirs: tuple[Path, ...], strict: bool) -> None:
     ones are named like tools, read_file, which those rules do not allow).
     """
     dirs = _dirs(dirs)
-    with _errors():
-        result = lib.scan_skills(dirs, strict=strict)
+    result = lib.scan_skills(dirs, strict=strict)
     for problem in result.problems:
         click.echo(str(problem))
     summary = (
