@@ -57,7 +57,7 @@ class _Commands(Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name == "skills":
-            from ctxcli.skills_cli import skills
+            from ctxcli.skills.cli import skills
 
             return skills
         return super().get_command(ctx, cmd_name)

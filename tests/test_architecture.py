@@ -32,8 +32,6 @@ CYCLES_ALLOWED: set[str] = {
 
 #: Units over a bound today, as ``module:qualified name``.
 SIZES_ALLOWED: set[str] = {
-    "ctxcli.skills:_check_schema",
-    "ctxcli.skills:_check_front_matter",
     "ctxcli.compress:Compressor",
     "ctxcli.compress:Compressor.file",
     "ctxcli.config:resolve",
