@@ -62,8 +62,7 @@ from typing import Any
 import orjson
 
 from ctxcli import jsonio
-from ctxcli.formats._common import text_of
-from ctxcli.model import Conversation
+from ctxcli.model import Conversation, called_functions, content_text
 
 #: The kinds of facts, in the order the report gives them.
 KINDS = ("ids", "dates", "amounts", "paths", "errors")
@@ -200,18 +199,10 @@ def message_text(data: Mapping[str, Any]) -> str:
     """The text of one neutral message (:mod:`ctxcli.model`) the measure reads: its
     content's text, then each tool call's (and a legacy ``function_call``'s) name and
     arguments, one a line, JSON escapes decoded."""
-    parts = [_decoded(text_of(data.get("content")))]
-    calls = data.get("tool_calls")
-    functions = (
-        [c.get("function") for c in calls if isinstance(c, Mapping)]
-        if isinstance(calls, list)
-        else []
-    )
-    functions.append(data.get("function_call"))
-    for function in functions:
-        if isinstance(function, Mapping):
-            parts.append(str(function.get("name") or ""))
-            parts.append(_decoded(str(function.get("arguments") or "")))
+    parts = [_decoded(content_text(data.get("content")))]
+    for function in called_functions(data):
+        parts.append(str(function.get("name") or ""))
+        parts.append(_decoded(str(function.get("arguments") or "")))
     return "\n".join(p for p in parts if p)
 
 

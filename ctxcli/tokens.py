@@ -298,6 +298,8 @@ class TokenCounter:
         name = message.get("name")
         if isinstance(name, str):
             total += self.text(name) + TOKENS_PER_NAME
+        # Not ctxcli.model.tool_calls: a call that is no object counts too (as its JSON),
+        # and ctxcli.model imports this module.
         tool_calls = message.get("tool_calls")
         if isinstance(tool_calls, list):
             for call in tool_calls:
