@@ -1,105 +1,83 @@
 """ctxcli: compress LLM conversation transcripts to a token budget, in batch.
 
-The command line is a thin skin over this API::
+The command line is a thin skin over these functions; a Python user can do all it
+does::
 
-    from ctxcli import Compressor, resolve
-    compressor = Compressor(resolve(stages="window,priority", max_tokens=2000))
-    result = compressor.conversation({"messages": [...]})
-    result.after.messages, result.over_budget
-    ctxcli.Counting(resolve(model="gpt-4o")).file("logs.jsonl").tokens  # as compress counts
-    ctxcli.Scoring(resolve(max_tokens=2000)).file("a.jsonl", "a.compressed.jsonl").ratio()
+    import ctxcli
+    records = ctxcli.compress_records(records, max_tokens=2000)  # in their own format
+    stats = ctxcli.compress_file("logs.jsonl", max_tokens=2000)  # logs.compressed.jsonl
+    ctxcli.count_tokens("logs.jsonl")                            # as compress counts
+    for problem in ctxcli.validate_file("logs.compressed.jsonl"):
+        print(problem)
+    ctxcli.restore_file("logs.compressed.jsonl", "logs.restored.jsonl")
+    [skill.name for skill in ctxcli.list_skills()], ctxcli.show_skill("read_file").body
 
-Skills (``ctxcli skills``) have their own API in :mod:`ctxcli.skills`: ``list_skills``,
-``get_skill``, ``load_detail``, ``scan_skills``, ``export_skills``.
-
-Names are imported on first use, so ``ctxcli --help`` starts without loading the
-pipeline or tiktoken.
+Errors are :class:`CtxcliError` (subclasses in :mod:`ctxcli.errors`); problems a check
+finds are :class:`Problem`. The parts stay importable from their modules:
+:mod:`ctxcli.compress` (``Compressor``, ``FileStats``), :mod:`ctxcli.config`
+(``resolve``, ``Settings``), :mod:`ctxcli.pipeline` (``run``, ``STAGES``, ``Context``),
+:mod:`ctxcli.formats` (``FORMATS``), :mod:`ctxcli.model`, :mod:`ctxcli.tokens`,
+:mod:`ctxcli.skills`. Importing ``ctxcli`` loads none of them (nor tiktoken or YAML).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-_WHERE = {
+from ctxcli.api import (
+    compress_file,
+    compress_records,
+    count_tokens,
+    list_skills,
+    restore_file,
+    show_skill,
+    validate_file,
+)
+from ctxcli.errors import CtxcliError
+from ctxcli.problems import Problem
+
+__all__ = [
+    "CtxcliError",
+    "Problem",
+    "compress_file",
+    "compress_records",
+    "count_tokens",
+    "list_skills",
+    "restore_file",
+    "show_skill",
+    "validate_file",
+]
+
+#: Names the package exported before it had the functions above, importable still
+#: (on first use) where they are: ``ctxcli.Compressor`` is
+#: :class:`ctxcli.compress.Compressor`.
+_EARLIER = {
     "Compressor": "ctxcli.compress",
     "FileStats": "ctxcli.compress",
     "Counting": "ctxcli.count",
-    "Scoring": "ctxcli.score",
+    "Scoring": "ctxcli.scoring",
     "Settings": "ctxcli.config",
     "resolve": "ctxcli.config",
     "ConfigError": "ctxcli.errors",
-    "CtxcliError": "ctxcli.errors",
     "InputError": "ctxcli.errors",
     "InvariantError": "ctxcli.errors",
     "StoreError": "ctxcli.errors",
     "SummaryError": "ctxcli.errors",
-    "problems": "ctxcli.invariants",
     "Conversation": "ctxcli.model",
     "Message": "ctxcli.model",
     "STAGES": "ctxcli.pipeline",
     "Context": "ctxcli.pipeline",
     "Result": "ctxcli.pipeline",
     "run": "ctxcli.pipeline",
-    "restore_file": "ctxcli.store",
     "TokenCounter": "ctxcli.tokens",
     "FORMATS": "ctxcli.formats",
-    "Problem": "ctxcli.validate",
-    "validate_file": "ctxcli.validate",
 }
-
-__all__ = [
-    "FORMATS",
-    "Compressor",
-    "ConfigError",
-    "Context",
-    "Conversation",
-    "Counting",
-    "CtxcliError",
-    "FileStats",
-    "InputError",
-    "InvariantError",
-    "Message",
-    "Problem",
-    "Result",
-    "STAGES",
-    "Scoring",
-    "Settings",
-    "StoreError",
-    "SummaryError",
-    "TokenCounter",
-    "problems",
-    "resolve",
-    "restore_file",
-    "run",
-    "validate_file",
-]
-
-if TYPE_CHECKING:
-    from ctxcli.compress import Compressor, FileStats
-    from ctxcli.config import Settings, resolve
-    from ctxcli.count import Counting
-    from ctxcli.errors import (
-        ConfigError,
-        CtxcliError,
-        InputError,
-        InvariantError,
-        StoreError,
-        SummaryError,
-    )
-    from ctxcli.formats import FORMATS
-    from ctxcli.invariants import problems
-    from ctxcli.model import Conversation, Message
-    from ctxcli.pipeline import STAGES, Context, Result, run
-    from ctxcli.score import Scoring
-    from ctxcli.store import restore_file
-    from ctxcli.tokens import TokenCounter
-    from ctxcli.validate import Problem, validate_file
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
+    if name not in _EARLIER:
         raise AttributeError(f"module 'ctxcli' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
+    value = getattr(importlib.import_module(_EARLIER[name]), name)
     globals()[name] = value
     return value

@@ -11,13 +11,15 @@ import signal
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ctxcli.clihelp import option
-from ctxcli.errors import ConfigError, CtxcliError
+from ctxcli.clihelp import Group, option
 from ctxcli.tokens import MAX_BUDGET
+
+if TYPE_CHECKING:
+    from ctxcli.config import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -46,7 +48,7 @@ def _stop_cleanly_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
-class _Commands(click.Group):
+class _Commands(Group):
     """ctxcli's commands; the ``skills`` group is imported only when asked for (it
     loads YAML), so that ``compress`` starts without it."""
 
@@ -55,7 +57,7 @@ class _Commands(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name == "skills":
-            from ctxcli.skills_cli import skills
+            from ctxcli.skills.cli import skills
 
             return skills
         return super().get_command(ctx, cmd_name)
@@ -185,6 +187,34 @@ def summarizer_options(func: F) -> F:
                 help="extractive (offline) or llm (an OpenAI-compatible endpoint).",
             ),
             option("--summary-model", shown="gpt-4o-mini", help="Model that writes summaries."),
+            endpoint_options,
+            option(
+                "--summary-input-max-tokens",
+                type=click.IntRange(min=1),
+                metavar="N",
+                shown="2500",
+                hide_range=True,
+                help="Bound on one summary request; more is done in chunks.",
+            ),
+            option(
+                "--cache",
+                "cache_path",
+                metavar="PATH",
+                shown="$XDG_CACHE_HOME/ctxcli/summaries.sqlite",
+                help="Summary cache file (SQLite).",
+            ),
+            no_cache_option(
+                "caches on", "Neither read nor write the caches (summaries, parsed tokenizer)."
+            ),
+        ],
+    )
+
+
+def endpoint_options(func: F) -> F:
+    """The options that say how the llm summarizer reaches its endpoint."""
+    return _apply(
+        func,
+        [
             option(
                 "--base-url",
                 shown="$OPENAI_BASE_URL, else OpenAI",
@@ -212,27 +242,199 @@ def summarizer_options(func: F) -> F:
                 hide_range=True,
                 help="Requests in flight at most; fewer after timeouts or 429s, down to 1.",
             ),
+        ],
+    )
+
+
+def config_option(help: str) -> Callable[[F], F]:
+    """``--config``: the YAML settings file, saying in ``help`` what the command takes
+    of it."""
+    return option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        shown="none",
+        help=help,
+    )
+
+
+def no_cache_option(shown: str, help: str) -> Callable[[F], F]:
+    """``--no-cache``: keep nothing in the user cache folder (``help`` says what)."""
+    return option("--no-cache", is_flag=True, shown=shown, help=help)
+
+
+def output_options(func: F) -> F:
+    """The options of ``compress`` that say where its outputs go."""
+    return _apply(
+        func,
+        [
             option(
-                "--summary-input-max-tokens",
+                "-o",
+                "--output",
+                metavar="PATH",
+                shown="<name>.compressed.<ext> beside the input",
+                help="Output file, or - for stdout (one input only).",
+            ),
+            option(
+                "--out-dir",
+                type=click.Path(file_okay=False),
+                shown="beside each input",
+                help="Folder for the outputs, at each input's path under the folder it was "
+                "found in.",
+            ),
+            option(
+                "--in-place",
+                is_flag=True,
+                shown="off: inputs are never modified",
+                help="Rewrite each input with its compressed form (atomically, its mode kept; "
+                "a file with nothing to change is left alone); the store goes beside it.",
+            ),
+            option(
+                "--dry-run",
+                is_flag=True,
+                shown="off",
+                help="Write nothing; name each file compressing would change, with its tokens "
+                "before and after, and exit 1 if any would.",
+            ),
+            glob_option,
+            option(
+                "--stats",
+                "stats_path",
+                metavar="PATH",
+                shown="<output stem>.stats.json; none in place or to stdout",
+                help="Stats JSON path (one input only).",
+            ),
+            config_option("YAML settings file; options given here win."),
+        ],
+    )
+
+
+def stage_options(func: F) -> F:
+    """The options of ``compress`` that choose the stages and set their options."""
+    return _apply(
+        func,
+        [
+            option(
+                "--stages",
+                metavar="LIST",
+                shown="placeholder,summary,priority",
+                help="Stages in order, comma-separated, from: window, placeholder, summary, "
+                "priority.",
+            ),
+            budget_options,
+            option(
+                "--keep-last",
+                type=click.IntRange(min=0),
+                metavar="N",
+                shown="window 10, summary 6",
+                hide_range=True,
+                help="Messages the window keeps, and the summary keeps after what it folds.",
+            ),
+            option(
+                "--summary-role",
+                type=click.Choice(["user", "system"]),
+                shown="user",
+                help="Role of the summary message (system suits OpenAI only).",
+            ),
+            option(
+                "--summary-max-tokens",
                 type=click.IntRange(min=1),
                 metavar="N",
-                shown="2500",
+                shown="400",
                 hide_range=True,
-                help="Bound on one summary request; more is done in chunks.",
+                help="Bound on the summaries of a conversation in tokens, headers included.",
             ),
             option(
-                "--cache",
-                "cache_path",
+                "--priority-order",
+                metavar="LIST",
+                shown="assistant,user,tool,summary",
+                help="Classes of messages the priority stage drops first.",
+            ),
+            format_options(),
+            placeholder_options,
+        ],
+    )
+
+
+def placeholder_options(func: F) -> F:
+    """The options of the placeholder stage, and where its originals go."""
+    return _apply(
+        func,
+        [
+            option(
+                "--placeholder-threshold",
+                type=click.IntRange(min=0),
+                metavar="N",
+                shown="500",
+                hide_range=True,
+                help="Replace tool results over this many tokens with placeholders.",
+            ),
+            option(
+                "--placeholder-keep-recent",
+                type=click.IntRange(min=0),
+                metavar="N",
+                shown="3",
+                hide_range=True,
+                help="The last N tool results stay whole.",
+            ),
+            option(
+                "--store",
+                "store_path",
                 metavar="PATH",
-                shown="$XDG_CACHE_HOME/ctxcli/summaries.sqlite",
-                help="Summary cache file (SQLite).",
+                shown="<output stem>.store.jsonl",
+                help="Store of the originals placeholders replaced.",
+            ),
+        ],
+    )
+
+
+def run_options(func: F) -> F:
+    """The options of ``compress`` that say how it runs and what its exit status says."""
+    return _apply(
+        func,
+        [
+            option(
+                "--on-error",
+                type=click.Choice(["fail", "keep"]),
+                shown="fail",
+                help="On a bad line: stop, or copy it unchanged and go on.",
             ),
             option(
-                "--no-cache",
-                is_flag=True,
-                shown="caches on",
-                help="Neither read nor write the caches (summaries, parsed tokenizer).",
+                "-j",
+                "--jobs",
+                type=click.IntRange(min=1),
+                metavar="N",
+                shown="one per usable core for inputs of 8 MB or more, else 1",
+                hide_range=True,
+                help="Worker processes.",
             ),
+            option(
+                "--engine",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                shown="local",
+                help="local (this machine) or ray (a Ray Data pipeline; needs ctxcli[ray]).",
+            ),
+            option(
+                "--ray-address",
+                metavar="ADDRESS",
+                shown="a local Ray started for the run",
+                help="With --engine ray: the cluster (auto: the one this machine belongs to).",
+            ),
+            option(
+                "--check",
+                is_flag=True,
+                shown="off",
+                help="Exit 3 if a conversation stays over budget.",
+            ),
+            option(
+                "--score",
+                is_flag=True,
+                shown="off",
+                help="Also measure fact retention against the input, as ctxcli score does: "
+                "in the stats (score) and a line of the table.",
+            ),
+            option("-q", "--quiet", is_flag=True, shown="off", help="No progress bar or table."),
         ],
     )
 
@@ -272,189 +474,11 @@ Examples:
     epilog=CONFIG_ONLY + "\n" + COMPRESS_EXAMPLES,
 )
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@option(
-    "-o",
-    "--output",
-    metavar="PATH",
-    shown="<name>.compressed.<ext> beside the input",
-    help="Output file, or - for stdout (one input only).",
-)
-@option(
-    "--out-dir",
-    type=click.Path(file_okay=False),
-    shown="beside each input",
-    help="Folder for the outputs, at each input's path under the folder it was found in.",
-)
-@option(
-    "--in-place",
-    is_flag=True,
-    shown="off: inputs are never modified",
-    help="Rewrite each input with its compressed form (atomically, its mode kept; a file "
-    "with nothing to change is left alone); the store goes beside it.",
-)
-@option(
-    "--dry-run",
-    is_flag=True,
-    shown="off",
-    help="Write nothing; name each file compressing would change, with its tokens before "
-    "and after, and exit 1 if any would.",
-)
-@glob_option
-@option(
-    "--stats",
-    "stats_path",
-    metavar="PATH",
-    shown="<output stem>.stats.json; none in place or to stdout",
-    help="Stats JSON path (one input only).",
-)
-@option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    shown="none",
-    help="YAML settings file; options given here win.",
-)
-@option(
-    "--stages",
-    metavar="LIST",
-    shown="placeholder,summary,priority",
-    help="Stages in order, comma-separated, from: window, placeholder, summary, priority.",
-)
-@budget_options
-@option(
-    "--keep-last",
-    type=click.IntRange(min=0),
-    metavar="N",
-    shown="window 10, summary 6",
-    hide_range=True,
-    help="Messages the window keeps, and the summary keeps after what it folds.",
-)
-@option(
-    "--summary-role",
-    type=click.Choice(["user", "system"]),
-    shown="user",
-    help="Role of the summary message (system suits OpenAI only).",
-)
-@option(
-    "--summary-max-tokens",
-    type=click.IntRange(min=1),
-    metavar="N",
-    shown="400",
-    hide_range=True,
-    help="Bound on the summaries of a conversation in tokens, headers included.",
-)
-@option(
-    "--priority-order",
-    metavar="LIST",
-    shown="assistant,user,tool,summary",
-    help="Classes of messages the priority stage drops first.",
-)
-@format_options()
-@option(
-    "--placeholder-threshold",
-    type=click.IntRange(min=0),
-    metavar="N",
-    shown="500",
-    hide_range=True,
-    help="Replace tool results over this many tokens with placeholders.",
-)
-@option(
-    "--placeholder-keep-recent",
-    type=click.IntRange(min=0),
-    metavar="N",
-    shown="3",
-    hide_range=True,
-    help="The last N tool results stay whole.",
-)
-@option(
-    "--store",
-    "store_path",
-    metavar="PATH",
-    shown="<output stem>.store.jsonl",
-    help="Store of the originals placeholders replaced.",
-)
+@output_options
+@stage_options
 @summarizer_options
-@option(
-    "--on-error",
-    type=click.Choice(["fail", "keep"]),
-    shown="fail",
-    help="On a bad line: stop, or copy it unchanged and go on.",
-)
-@option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    metavar="N",
-    shown="one per usable core for inputs of 8 MB or more, else 1",
-    hide_range=True,
-    help="Worker processes.",
-)
-@option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    shown="local",
-    help="local (this machine) or ray (a Ray Data pipeline; needs ctxcli[ray]).",
-)
-@option(
-    "--ray-address",
-    metavar="ADDRESS",
-    shown="a local Ray started for the run",
-    help="With --engine ray: the cluster (auto: the one this machine belongs to).",
-)
-@option(
-    "--check",
-    is_flag=True,
-    shown="off",
-    help="Exit 3 if a conversation stays over budget.",
-)
-@option(
-    "--score",
-    is_flag=True,
-    shown="off",
-    help="Also measure fact retention against the input, as ctxcli score does: in the "
-    "stats (score) and a line of the table.",
-)
-@option("-q", "--quiet", is_flag=True, shown="off", help="No progress bar or table.")
-def compress(
-    inputs: tuple[str, ...],
-    output: str | None,
-    out_dir: str | None,
-    in_place: bool,
-    dry_run: bool,
-    globs: tuple[str, ...],
-    stats_path: str | None,
-    config_path: str | None,
-    stages: str | None,
-    max_tokens: int | None,
-    model: str | None,
-    encoding: str | None,
-    keep_last: int | None,
-    summary_role: str | None,
-    summary_max_tokens: int | None,
-    priority_order: str | None,
-    format_name: str | None,
-    messages_key: str | None,
-    placeholder_threshold: int | None,
-    placeholder_keep_recent: int | None,
-    store_path: str | None,
-    summarizer: str | None,
-    summary_model: str | None,
-    base_url: str | None,
-    api_key_env: str | None,
-    llm_timeout: float | None,
-    llm_concurrency: int | None,
-    summary_input_max_tokens: int | None,
-    cache_path: str | None,
-    no_cache: bool,
-    on_error: str | None,
-    jobs: int | None,
-    engine: str,
-    ray_address: str | None,
-    check: bool,
-    score: bool,
-    quiet: bool,
-) -> None:
+@run_options
+def compress(inputs: tuple[str, ...], **options: Any) -> None:
     """Compress conversations in transcript files to a token budget.
 
     Each INPUT is a JSONL file (one conversation per line), a JSON file holding an
@@ -483,210 +507,97 @@ def compress(
       4  a model summary fell back to the extractive one
       0  otherwise
     """
-    from ctxcli import config, inplace
-    from ctxcli.compress import Compressor
-    from ctxcli.inputs import plan
+    from ctxcli import batch, github
 
     _stop_cleanly_on_sigterm()
-    warn = _Warnings(os.environ)
-    try:
-        settings = config.resolve(
-            config.load_file(config_path) if config_path else None,
-            stages=stages,
-            stage_options=_stage_options(
-                keep_last=keep_last,
-                summary_role=summary_role,
-                summary_max_tokens=summary_max_tokens,
-                priority_order=priority_order,
-                placeholder_threshold=placeholder_threshold,
-                placeholder_keep_recent=placeholder_keep_recent,
-            ),
-            max_tokens=max_tokens,
-            model=model,
-            encoding=encoding,
-            on_error=on_error,
-            format=format_name,
-            messages_key=messages_key,
-            summarizer={
-                "name": summarizer,
-                "model": summary_model,
-                "base_url": base_url,
-                "api_key_env": api_key_env,
-                "timeout": llm_timeout,
-                "concurrency": llm_concurrency,
-                "input_max_tokens": summary_input_max_tokens,
-                "cache": False if no_cache else cache_path,
-            },
-        )
-        restorable = "placeholder" in settings.stage_names
-        if engine == "ray" and (in_place or dry_run):
-            raise ConfigError(
-                "--engine ray writes new files: use it without --in-place and --dry-run"
-            )
-        if engine == "ray" and any("://" in item for item in inputs):
-            from ctxcli.ray_engine import plan_remote
-
-            if output or stats_path or store_path:
-                raise ConfigError("with s3:// inputs give --out-dir, not -o, --stats or --store")
-            plans = plan_remote(inputs, out_dir=out_dir, restorable=restorable)
-        else:
-            plans = plan(
-                inputs,
-                output=output,
-                out_dir=out_dir,
-                stats=stats_path,
-                store=store_path,
-                restorable=restorable,
-                globs=globs,
-                in_place=in_place,
-            )
-        compressor = Compressor(
-            settings,
-            warn=warn,
-            summarizer=_summarizer(settings.summarizer),
-            jobs=jobs,
-            cache_dir=None if no_cache else _cache_dir(),
-            score=score,
-        )
-        if engine == "ray":
-            from ctxcli import ray_engine
-
-            ray_engine.start(ray_address)
-            stats = ray_engine.compress_files(compressor, plans)
-            outcomes = [inplace.Outcome(s, changes=bool(s.changed), rewritten=False) for s in stats]
-        else:
-            outcomes = []
-            for item in plans:
-                warn.file = item.input
-                outcomes.append(
-                    inplace.run(
-                        compressor,
-                        item,
-                        dry_run=dry_run,
-                        progress=not quiet and sys.stderr.isatty(),
-                    )
-                )
-    except CtxcliError as exc:
-        raise _failure(exc) from None
-    results = [o.stats for o in outcomes]
-    if not quiet:
-        click.echo(_table(results, wrote=not (in_place or dry_run)), err=True)
-    if in_place or dry_run:
-        _report_changes(outcomes, dry_run=dry_run, annotate=warn.github, quiet=quiet)
-    fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
-    if fallbacks:
-        summaries = sum(s.stage_events["summary"]["summaries_written"] for s in results)
-        click.echo(
-            f"warning: {fallbacks} of {summaries} summaries fell back to the extractive "
-            "summarizer (see the warnings above)",
-            err=True,
-        )
-    contained = sum(stats.total("fallbacks") for stats in results)
-    if contained:
-        click.echo(
-            f"warning: {contained} conversation(s) written with a safer plan because their "
-            "compressed form broke a rule (a ctxcli bug: please report it; see the warnings "
-            "above and the stats' fallbacks)",
-            err=True,
-        )
-    over = sum(stats.total("over_budget") for stats in results)
-    if check and over:
-        click.echo(f"error: {over} conversation(s) over budget (--check)", err=True)
-        sys.exit(3)
-    if dry_run and any(o.changes for o in outcomes):
-        sys.exit(1)
-    if contained:
-        sys.exit(5)
-    if fallbacks:
-        # The output is complete and valid, but not what was asked for: say so.
-        sys.exit(4)
+    settings = _compress_settings(options)
+    run = batch.Batch(
+        inputs=inputs,
+        **{name: options[name] for name in BATCH_OPTIONS},
+        progress=not options["quiet"] and sys.stderr.isatty(),
+        cache_dir=None if options["no_cache"] else _cache_dir(),
+    )
+    warn = batch.Warnings(_say, annotate=github.enabled(os.environ))
+    status = batch.run(run, settings, warn=warn, summarizer=_summarizer)
+    if status:
+        sys.exit(status)
 
 
-def _stage_options(
-    *,
-    keep_last: int | None,
-    summary_role: str | None,
-    summary_max_tokens: int | None,
-    priority_order: str | None,
-    placeholder_threshold: int | None,
-    placeholder_keep_recent: int | None,
-) -> dict[str, dict[str, Any]]:
+#: The options of ``compress`` that are fields of :class:`ctxcli.batch.Batch`.
+BATCH_OPTIONS = (
+    "output",
+    "out_dir",
+    "in_place",
+    "dry_run",
+    "globs",
+    "stats_path",
+    "store_path",
+    "jobs",
+    "engine",
+    "ray_address",
+    "check",
+    "score",
+    "quiet",
+)
+
+
+def _compress_settings(options: Mapping[str, Any]) -> Settings:
+    """The settings of ``compress``: its config file's, with the options given here
+    winning (see :func:`ctxcli.config.resolve`)."""
+    from ctxcli import config
+
+    path = options["config_path"]
+    return config.resolve(
+        config.load_file(path) if path else None,
+        stages=options["stages"],
+        stage_options=_stage_options(options),
+        max_tokens=options["max_tokens"],
+        model=options["model"],
+        encoding=options["encoding"],
+        on_error=options["on_error"],
+        format=options["format_name"],
+        messages_key=options["messages_key"],
+        summarizer={
+            "name": options["summarizer"],
+            "model": options["summary_model"],
+            "base_url": options["base_url"],
+            "api_key_env": options["api_key_env"],
+            "timeout": options["llm_timeout"],
+            "concurrency": options["llm_concurrency"],
+            "input_max_tokens": options["summary_input_max_tokens"],
+            "cache": False if options["no_cache"] else options["cache_path"],
+        },
+    )
+
+
+def _stage_options(options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The stage options given on the command line, by stage (see
     :func:`ctxcli.config.resolve`)."""
-    options: dict[str, dict[str, Any]] = {
+    stages: dict[str, dict[str, Any]] = {
         "window": {},
         "summary": {},
         "priority": {},
         "placeholder": {},
     }
-    if keep_last is not None:
-        options["window"]["keep_last"] = keep_last
-        options["summary"]["keep_last"] = keep_last
-    if summary_role:
-        options["summary"]["role"] = summary_role
-    if summary_max_tokens:
-        options["summary"]["max_tokens"] = summary_max_tokens
-    if priority_order:
-        options["priority"]["order"] = [p.strip() for p in priority_order.split(",")]
-    if placeholder_threshold is not None:
-        options["placeholder"]["threshold"] = placeholder_threshold
-    if placeholder_keep_recent is not None:
-        options["placeholder"]["keep_recent"] = placeholder_keep_recent
-    return options
+    if options["keep_last"] is not None:
+        stages["window"]["keep_last"] = options["keep_last"]
+        stages["summary"]["keep_last"] = options["keep_last"]
+    if options["summary_role"]:
+        stages["summary"]["role"] = options["summary_role"]
+    if options["summary_max_tokens"]:
+        stages["summary"]["max_tokens"] = options["summary_max_tokens"]
+    if options["priority_order"]:
+        stages["priority"]["order"] = [p.strip() for p in options["priority_order"].split(",")]
+    if options["placeholder_threshold"] is not None:
+        stages["placeholder"]["threshold"] = options["placeholder_threshold"]
+    if options["placeholder_keep_recent"] is not None:
+        stages["placeholder"]["keep_recent"] = options["placeholder_keep_recent"]
+    return stages
 
 
-def _report_changes(outcomes: list[Any], *, dry_run: bool, annotate: bool, quiet: bool) -> None:
-    """Say which inputs changed (or with ``dry_run`` would), by how many tokens."""
-    from ctxcli import github, inplace
-
-    changing = [o for o in outcomes if o.changes]
-    for outcome in changing:
-        line = inplace.describe(outcome, dry_run=dry_run)
-        click.echo(line, err=True)
-        if dry_run and annotate:
-            click.echo(github.command("error", line, file=outcome.stats.input), err=True)
-        if outcome.rewritten and outcome.stats.store and not quiet:
-            stats = outcome.stats
-            click.echo(f"  originals in {stats.store} ({stats.store_entries:,} in all)", err=True)
-    left = len(outcomes) - len(changing)
-    if dry_run:
-        click.echo(
-            f"{len(changing)} of {_count(len(outcomes), 'file')} would change"
-            + ("; --in-place writes them" if changing else ""),
-            err=True,
-        )
-    elif left and not quiet:
-        click.echo(f"left {_count(left, 'file')} as found: nothing to change", err=True)
-
-
-class _Warnings:
-    """Prints each warning to stderr, and in GitHub Actions also as an annotation on
-    the input being read (``file``) at the line the warning opens with."""
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        from ctxcli import github
-
-        self.github = github.enabled(environ)
-        self.file: str | None = None
-
-    def __call__(self, text: str) -> None:
-        click.echo(f"warning: {text}", err=True)
-        if self.github:
-            from ctxcli import github
-
-            line = github.line_in(text, self.file) if self.file else None
-            click.echo(github.command("warning", text, file=self.file, line=line), err=True)
-
-
-def _failure(exc: CtxcliError) -> click.ClickException:
-    """The exception a command raises for ``exc`` (exit 1); in GitHub Actions a bad
-    input line is also printed as an ``::error`` annotation on it."""
-    from ctxcli import github
-    from ctxcli.errors import InputError
-
-    if isinstance(exc, InputError) and github.enabled(os.environ):
-        click.echo(github.command("error", exc.reason, file=exc.path, line=exc.line), err=True)
-    return click.ClickException(str(exc))
+def _say(text: str) -> None:
+    """A line for people, on stderr."""
+    click.echo(text, err=True)
 
 
 COUNT_EXAMPLES = """\
@@ -765,23 +676,20 @@ def count(
     from ctxcli.count import Counting, render
     from ctxcli.inputs import expand_inputs
 
-    try:
-        counting = Counting(
-            **_reading(
-                config_path,
-                no_cache,
-                model=model,
-                encoding=encoding,
-                format=format_name,
-                messages_key=messages_key,
-            )
+    counting = Counting(
+        **_reading(
+            config_path,
+            no_cache,
+            model=model,
+            encoding=encoding,
+            format=format_name,
+            messages_key=messages_key,
         )
-        counts = [
-            counting.file(path, per_conversation=per_conversation)
-            for path in expand_inputs(inputs, globs)
-        ]
-    except CtxcliError as exc:
-        raise _failure(exc) from None
+    )
+    counts = [
+        counting.file(path, per_conversation=per_conversation)
+        for path in expand_inputs(inputs, globs)
+    ]
     click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by == "role"))
 
 
@@ -863,23 +771,21 @@ def score(
     budget, median over the conversations that were over budget). The report goes to
     stdout.
     """
-    from ctxcli.score import Scoring, render
+    from ctxcli.score import render
+    from ctxcli.scoring import Scoring
 
-    try:
-        scoring = Scoring(
-            **_reading(
-                config_path,
-                no_cache,
-                max_tokens=max_tokens,
-                model=model,
-                encoding=encoding,
-                format=format_name,
-                messages_key=messages_key,
-            )
+    scoring = Scoring(
+        **_reading(
+            config_path,
+            no_cache,
+            max_tokens=max_tokens,
+            model=model,
+            encoding=encoding,
+            format=format_name,
+            messages_key=messages_key,
         )
-        scored = scoring.file(original, compressed, per_conversation=per_conversation)
-    except CtxcliError as exc:
-        raise _failure(exc) from None
+    )
+    scored = scoring.file(original, compressed, per_conversation=per_conversation)
     click.echo(render(scored, out_format, per_conversation=per_conversation))
 
 
@@ -914,20 +820,15 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
 
     in_actions = github.enabled(os.environ)
     count = 0
-    try:
-        for path in inputs:
-            for problem in validate_file(path, format=format_name, messages_key=messages_key):
-                click.echo(str(problem))
-                if in_actions:
-                    click.echo(
-                        github.command(
-                            "error", problem.reason, file=problem.path, line=problem.line
-                        ),
-                        err=True,
-                    )
-                count += 1
-    except CtxcliError as exc:
-        raise _failure(exc) from None
+    for path in inputs:
+        for problem in validate_file(path, format=format_name, messages_key=messages_key):
+            click.echo(str(problem))
+            if in_actions:
+                click.echo(
+                    github.command("error", problem.reason, file=problem.path, line=problem.line),
+                    err=True,
+                )
+            count += 1
     if count:
         click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
         sys.exit(1)
@@ -970,81 +871,6 @@ def _summarizer(options: Mapping[str, Any]) -> Any:
     return summarizers.build(options, api_key=os.environ.get(key_variable) or None)
 
 
-Pair = tuple[int, int]
-
-
-def _table(results: list[Any], *, wrote: bool = True) -> str:
-    """The end-of-run table on stderr: a row per input, a ``total`` row when there are
-    several, then what the placeholders saved and the files written (``wrote``)."""
-    header = ("file", "convs", "msgs before→after", "tokens before→after", "ratio", "over")
-    rows = [header]
-
-    def row(name: str, convs: int, msgs: Pair, tokens: Pair, over: int) -> None:
-        ratio = tokens[1] / tokens[0] if tokens[0] else 1.0
-        rows.append(
-            (
-                name,
-                f"{convs:,}",
-                f"{msgs[0]:,}→{msgs[1]:,}",
-                f"{tokens[0]:,}→{tokens[1]:,}",
-                f"{ratio:.2f}",
-                f"{over:,}",
-            )
-        )
-
-    for s in results:
-        row(
-            s.input,
-            s.conversations,
-            (s.messages_before, s.messages_after),
-            (s.tokens_before, s.tokens_after),
-            s.total("over_budget"),
-        )
-    if len(results) > 1:
-        row(
-            f"total ({len(results)} files)",
-            sum(s.conversations for s in results),
-            (sum(s.messages_before for s in results), sum(s.messages_after for s in results)),
-            (sum(s.tokens_before for s in results), sum(s.tokens_after for s in results)),
-            sum(s.total("over_budget") for s in results),
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    for s in results:
-        placeholders = s.stage_events.get("placeholder", {})
-        if placeholders.get("placeholders_written"):
-            written = placeholders["placeholders_written"]
-            kept = placeholders.get("placeholders_kept", 0)
-            later = "" if kept == written else f", {kept:,} left after later stages"
-            lines.append(
-                f"{s.input}: {_count(written, 'placeholder')} saved "
-                f"{placeholders.get('tokens_saved', 0):,} tokens{later}"
-            )
-        if s.score is not None:
-            from ctxcli.score import summary_line
-
-            lines.append(f"{s.input}: {summary_line(s.score)}")
-        if s.llm:
-            lines.append(
-                f"llm {s.input}: {s.llm['calls']:,} calls ({s.llm['retries']:,} retries), "
-                f"{s.llm['cache_hits']:,} cache hits, {s.llm['fallbacks']:,} fallbacks, "
-                f"{s.llm['prompt_tokens']:,}+{s.llm['completion_tokens']:,} tokens, "
-                f"{s.llm['wait_seconds']:.1f} s waiting"
-            )
-    for s in results if wrote else ():
-        if s.output != "-":
-            lines.append(f"wrote {s.output}")
-        if s.store and s.store == os.devnull:
-            lines.append(
-                f"threw away {_count(s.store_entries, 'original')} (the store is {s.store})"
-            )
-        elif s.store:
-            lines.append(
-                f"wrote {s.store} ({s.store_entries:,} originals, {s.store_bytes:,} bytes)"
-            )
-    return "\n".join(lines)
-
-
 RESTORE_EXAMPLES = """\
 Examples:
 
@@ -1078,6 +904,7 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
     Lines without placeholders are written back as they are. Placeholders the store
     cannot resolve are an error naming them (exit 1), and nothing is written.
     """
+    from ctxcli.batch import plural
     from ctxcli.inputs import default_store
     from ctxcli.store import restore_file
 
@@ -1086,13 +913,10 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
         if store_path is None:
             raise click.UsageError("give --store when the compressed file is read from stdin")
 
-    try:
-        stats = restore_file(compressed, output, store_path)
-    except CtxcliError as exc:
-        raise click.ClickException(str(exc)) from None
+    stats = restore_file(compressed, output, store_path)
     click.echo(
-        f"restored {_count(stats.placeholders, 'placeholder')} ({stats.chars:,} characters) "
-        f"in {stats.changed:,} of {_count(stats.records, 'record')} from {store_path}",
+        f"restored {plural(stats.placeholders, 'placeholder')} ({stats.chars:,} characters) "
+        f"in {stats.changed:,} of {plural(stats.records, 'record')} from {store_path}",
         err=True,
     )
     if stats.store_missing:
@@ -1101,14 +925,9 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
         )
     if stats.earlier:
         click.echo(
-            f"note: {_count(len(stats.earlier), 'placeholder')} of an earlier run "
+            f"note: {plural(len(stats.earlier), 'placeholder')} of an earlier run "
             f"{'stays' if len(stats.earlier) == 1 else 'stay'} as "
             f"{compressed} had them; restore the result with that run's store too (or "
             "give both stores joined into one file)",
             err=True,
         )
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 record``, ``2 records``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -1,11 +1,16 @@
-"""Click options whose help teaches: each shows the default a run falls back to."""
+"""What every ctxcli command shares: options whose help teaches (each shows the
+default a run falls back to), and the one place a :class:`ctxcli.errors.CtxcliError`
+becomes a message and an exit status."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+
+from ctxcli.errors import CtxcliError, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,3 +39,26 @@ class Option(click.Option):
 def option(*names: str, shown: str | None = None, **kwargs: Any) -> Callable[[F], F]:
     """``click.option`` with :class:`Option`: ``shown`` is the default its help shows."""
     return click.option(*names, cls=Option, shown=shown, **kwargs)
+
+
+class Group(click.Group):
+    """A group of commands whose library errors end the run the same way: a
+    :class:`CtxcliError` raised by any of its commands is printed as ``Error:
+    <message>`` on stderr with exit status 1 (see :func:`failure`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CtxcliError as exc:
+            raise failure(exc) from None
+
+
+def failure(exc: CtxcliError) -> click.ClickException:
+    """The exception a command ends with for ``exc`` (exit 1); in GitHub Actions
+    (``GITHUB_ACTIONS=true``, read here at the edge) a bad input line is also printed
+    as an ``::error`` annotation on it."""
+    from ctxcli import github
+
+    if isinstance(exc, InputError) and github.enabled(os.environ):
+        click.echo(github.command("error", exc.reason, file=exc.path, line=exc.line), err=True)
+    return click.ClickException(str(exc))

@@ -27,11 +27,15 @@ SUMMARY_MARKER = "[ctxcli summary]"
 #: happens to carry a valid one is one in 1e9). Digits cost the same tokens whatever
 #: they are (tiktoken's encodings split them in threes), so the cost is known before.
 SEAL_DIGITS = 9
-#: A summary's header line (in English or Chinese, as the summary stage writes it),
-#: then ``#`` and its seal.
+#: What a summary's header says it folded, in English and in Chinese (the count of
+#: messages is the group).
+_FOLDED_EN = r"(\d+) earlier messages? folded"
+_FOLDED_ZH = r"已折叠较早的 (\d+) 条消息"
+_FOLDED_RE = re.compile(f"{_FOLDED_EN}|{_FOLDED_ZH}")
+#: A summary's header line (:func:`summary_header`), then ``#`` and its seal.
 _SEALED_RE = re.compile(
-    r"(\[ctxcli summary\] (?:\d+ earlier messages? folded\.|已折叠较早的 \d+ 条消息。))"
-    rf" #(\d{{{SEAL_DIGITS}}})\n"
+    rf"(?P<header>{re.escape(SUMMARY_MARKER)} (?:{_FOLDED_EN}\.|{_FOLDED_ZH}。))"
+    rf" #(?P<seal>\d{{{SEAL_DIGITS}}})\n"
 )
 #: The roles ctxcli writes a summary with.
 SUMMARY_ROLES = frozenset({"user", "system"})
@@ -59,7 +63,63 @@ def _seal_of(header: str, body: str) -> str:
 def sealed(text: str) -> bool:
     """True when ``text`` is a summary as :func:`seal` writes it, its seal intact."""
     match = _SEALED_RE.match(text)
-    return match is not None and match.group(2) == _seal_of(match.group(1), text[match.end() :])
+    return match is not None and match["seal"] == _seal_of(match["header"], text[match.end() :])
+
+
+def summary_header(count: int, language: str = "en") -> str:
+    """A summary's first line before its seal (:func:`seal`): that it folded ``count``
+    earlier messages, in Chinese for ``language`` ``zh``, else in English."""
+    if language == "zh":
+        return f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
+    return f"{SUMMARY_MARKER} {count} earlier message{'' if count == 1 else 's'} folded."
+
+
+def folded_count(line: str) -> int | None:
+    """How many messages a summary's header ``line`` (:func:`summary_header`) says it
+    folded; ``None`` when it says none."""
+    match = _FOLDED_RE.search(line)
+    return None if match is None else int(match.group(1) or match.group(2))
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string as it is; a list of parts as the
+    ``text`` (else ``value``, LLaMA-Factory's) of each part that is an object, joined by
+    line ends; ``None`` as ``""``; anything else as its ``str``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") or p.get("value") for p in content if isinstance(p, Mapping)]
+        return "\n".join(text for text in texts if isinstance(text, str))
+    return "" if content is None else str(content)
+
+
+def tool_calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tool calls of a message dict: each entry of its ``tool_calls`` list that is
+    an object (``{"id", "type", "function": {"name", "arguments"}}``); empty when it
+    has none."""
+    calls = data.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [call for call in calls if isinstance(call, Mapping)]
+
+
+def called_functions(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The functions a message dict calls (``{"name", "arguments"}``): the ``function``
+    of each of its :func:`tool_calls`, then its legacy ``function_call``; those that are
+    objects only."""
+    found = [call.get("function") for call in tool_calls(data)]
+    found.append(data.get("function_call"))
+    return [function for function in found if isinstance(function, Mapping)]
+
+
+#: The roles of a tool result: ``tool`` (answering the ids of :func:`result_ids`) and
+#: the legacy ``function`` (answering the ``function_call`` before it).
+RESULT_ROLES = frozenset({"tool", "function"})
+
+
+def is_tool_result(data: Mapping[str, Any]) -> bool:
+    """Whether a message dict is a tool result (its role one of :data:`RESULT_ROLES`)."""
+    return data.get("role") in RESULT_ROLES
 
 
 def _leading_text(content: Any) -> str:
@@ -117,10 +177,7 @@ class Message:
     @property
     def call_ids(self) -> tuple[str, ...]:
         """The ``id`` of each tool call this message makes (empty when none)."""
-        calls = self.data.get("tool_calls")
-        if not isinstance(calls, list):
-            return ()
-        return tuple(str(c.get("id")) for c in calls if isinstance(c, Mapping))
+        return tuple(str(call.get("id")) for call in tool_calls(self.data))
 
     @property
     def result_ids(self) -> tuple[str, ...]:
@@ -280,25 +337,22 @@ def tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
     by_id: dict[str, str] = {}
     last_function = ""
     out: dict[int, str] = {}
-    for i, data in enumerate(messages):
-        calls = data.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
-                    by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
+    for position, data in enumerate(messages):
+        for call in tool_calls(data):
+            if isinstance(call.get("function"), Mapping):
+                by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
         function_call = data.get("function_call")
         if isinstance(function_call, Mapping):
             last_function = str(function_call.get("name") or "")
-        role = data.get("role")
-        if role not in ("tool", "function"):
+        if not is_tool_result(data):
             continue
         name = data.get("name")
         if isinstance(name, str) and name:
-            out[i] = name
-        elif role == "tool":
-            out[i] = next((by_id[c] for c in result_ids(data) if c in by_id), "")
+            out[position] = name
+        elif data.get("role") == "tool":
+            out[position] = next((by_id[c] for c in result_ids(data) if c in by_id), "")
         else:
-            out[i] = last_function
+            out[position] = last_function
     return out
 
 

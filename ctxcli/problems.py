@@ -26,7 +26,8 @@ class Problem:
     ``None`` for the conversation (or file) as a whole. ``path``, ``line`` (1-based,
     JSON lines) and ``record`` (0-based, JSON array) say where the conversation is,
     once a caller knows (written as :func:`ctxcli.errors.where` writes them).
-    ``severity`` is ``error`` unless the rule only warns.
+    ``severity`` is ``error`` unless the rule only warns; ``labelled`` problems say it
+    in their text, as linters do (``path:line: error: detail``: the skills validator).
     """
 
     rule: str
@@ -36,6 +37,7 @@ class Problem:
     line: int | None = None
     record: int | None = None
     severity: Severity = "error"
+    labelled: bool = False
 
     def at(self, **where: object) -> Problem:
         """The same problem with ``where`` (any of ``message``, ``path``, ``line``,
@@ -50,6 +52,7 @@ class Problem:
         return f"message {self.message}: {self.detail}"
 
     def __str__(self) -> str:
+        reason = f"{self.severity}: {self.reason}" if self.labelled else self.reason
         if self.path is None:
-            return self.reason
-        return f"{_where(self.path, self.line, self.record)}: {self.reason}"
+            return reason
+        return f"{_where(self.path, self.line, self.record)}: {reason}"

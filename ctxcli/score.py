@@ -52,24 +52,17 @@ budget before (``None`` for the others, and with no budget). Tokens are
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ctxcli import jsonio
-from ctxcli.errors import InputError
-from ctxcli.formats._common import text_of
-from ctxcli.model import Conversation
-
-if TYPE_CHECKING:
-    from ctxcli.config import Settings
+from ctxcli.model import Conversation, called_functions, content_text
 
 #: The kinds of facts, in the order the report gives them.
 KINDS = ("ids", "dates", "amounts", "paths", "errors")
@@ -206,18 +199,10 @@ def message_text(data: Mapping[str, Any]) -> str:
     """The text of one neutral message (:mod:`ctxcli.model`) the measure reads: its
     content's text, then each tool call's (and a legacy ``function_call``'s) name and
     arguments, one a line, JSON escapes decoded."""
-    parts = [_decoded(text_of(data.get("content")))]
-    calls = data.get("tool_calls")
-    functions = (
-        [c.get("function") for c in calls if isinstance(c, Mapping)]
-        if isinstance(calls, list)
-        else []
-    )
-    functions.append(data.get("function_call"))
-    for function in functions:
-        if isinstance(function, Mapping):
-            parts.append(str(function.get("name") or ""))
-            parts.append(_decoded(str(function.get("arguments") or "")))
+    parts = [_decoded(content_text(data.get("content")))]
+    for function in called_functions(data):
+        parts.append(str(function.get("name") or ""))
+        parts.append(_decoded(str(function.get("arguments") or "")))
     return "\n".join(p for p in parts if p)
 
 
@@ -395,77 +380,6 @@ def _facts_json(kept: Mapping[str, int], total: Mapping[str, int]) -> dict[str, 
         }
         for kind in ("all", *KINDS)
     }
-
-
-class Scoring:
-    """Scores compressed files against their originals, both read as a
-    :class:`ctxcli.count.Counting` of ``settings`` reads them (so as ``compress``
-    does); ``settings.max_tokens`` is the budget. ``warn`` and ``cache_dir`` are the
-    reader's."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        warn: Callable[[str], None] | None = None,
-        cache_dir: str | Path | None = None,
-    ) -> None:
-        from ctxcli.count import Counting  # it reads through ctxcli.compress, which uses this
-
-        self.reader = Counting(settings, warn=warn, cache_dir=cache_dir)
-        self.budget = settings.max_tokens
-
-    def pairs(self, original: str, compressed: str) -> Iterator[ConversationScore]:
-        """Each conversation of ``original`` scored against the one in the same place
-        of ``compressed``, in file order. Raises :class:`InputError` when the files
-        hold different numbers of conversations, or conversations of different ids in
-        one place, and for a record that cannot be read."""
-        left, right = self.reader.read(original), self.reader.read(compressed)
-        for place, pair in enumerate(itertools.zip_longest(left, right)):
-            (item, before), (_, after) = _paired(pair, place, original, compressed, left, right)
-            if before.id is not None and after.id is not None and before.id != after.id:
-                raise InputError(
-                    compressed,
-                    None,
-                    f"conversation {place + 1} is {after.id!r}, but {before.id!r} in "
-                    f"{original}: the files do not pair up",
-                )
-            yield score(before, after, budget=self.budget, line=item.line, record=item.index)
-
-    def file(self, original: str, compressed: str, *, per_conversation: bool = False) -> FileScore:
-        """The :class:`FileScore` of ``compressed`` against ``original``."""
-        scored = FileScore(original, compressed, self.budget)
-        for item in self.pairs(original, compressed):
-            scored.add(item, keep=per_conversation)
-        return scored
-
-
-Read = tuple[jsonio.Record, Conversation]
-
-
-def _paired(
-    pair: tuple[Read | None, Read | None],
-    place: int,
-    original: str,
-    compressed: str,
-    left: Iterable[Read],
-    right: Iterable[Read],
-) -> tuple[Read, Read]:
-    """``pair`` when both sides are there; else raises the :class:`InputError` that
-    says how many conversations each file holds (reading the rest of the longer)."""
-    first, second = pair
-    if first is not None and second is not None:
-        return first, second
-    if first is None:
-        counts = (place, place + 1 + sum(1 for _ in right))
-    else:
-        counts = (place + 1 + sum(1 for _ in left), place)
-    raise InputError(
-        compressed,
-        None,
-        f"holds {counts[1]:,} conversations but {original} holds {counts[0]:,}: "
-        "score pairs conversations in file order, so the files must hold as many",
-    )
 
 
 def item_json(item: ConversationScore) -> dict[str, Any]:

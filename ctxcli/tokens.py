@@ -298,6 +298,8 @@ class TokenCounter:
         name = message.get("name")
         if isinstance(name, str):
             total += self.text(name) + TOKENS_PER_NAME
+        # Not ctxcli.model.tool_calls: a call that is no object counts too (as its JSON),
+        # and ctxcli.model imports this module.
         tool_calls = message.get("tool_calls")
         if isinstance(tool_calls, list):
             for call in tool_calls:
@@ -337,28 +339,34 @@ class TokenCounter:
         total = 0
         for tool in tools:
             function = tool.get("function") if isinstance(tool, Mapping) else None
-            if not isinstance(function, Mapping):
+            if isinstance(function, Mapping):
+                total += self._function(function)
+            else:
                 total += self.text(_json_text(tool))
-                continue
-            total += FUNC_INIT
-            description = str(function.get("description") or "").rstrip(".")
-            total += self.text(f"{function.get('name', '')}:{description}")
-            parameters = function.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-            if properties and not isinstance(properties, Mapping):
-                total += self.text(_json_text(properties))  # not a JSON Schema: as text
-            elif properties:
-                total += PROP_INIT
-                for key, spec in properties.items():
-                    spec = spec if isinstance(spec, Mapping) else {}
-                    total += PROP_KEY
-                    desc = str(spec.get("description") or "").rstrip(".")
-                    total += self.text(f"{key}:{spec.get('type', '')}:{desc}")
-                    enum = spec.get("enum")
-                    if isinstance(enum, list):
-                        total += ENUM_INIT
-                        total += sum(ENUM_ITEM + self.text(str(item)) for item in enum)
         return total + FUNC_END
+
+    def _function(self, function: Mapping[str, Any]) -> int:
+        """Tokens of one ``{name, description, parameters}`` definition of :meth:`tools`."""
+        description = str(function.get("description") or "").rstrip(".")
+        total = FUNC_INIT + self.text(f"{function.get('name', '')}:{description}")
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        if properties and not isinstance(properties, Mapping):
+            return total + self.text(_json_text(properties))  # not a JSON Schema: as text
+        if properties:
+            total += PROP_INIT + sum(self._property(key, spec) for key, spec in properties.items())
+        return total
+
+    def _property(self, key: str, spec: Any) -> int:
+        """Tokens of one parameter of a :meth:`_function` (its name, type, description
+        and enum)."""
+        spec = spec if isinstance(spec, Mapping) else {}
+        description = str(spec.get("description") or "").rstrip(".")
+        total = PROP_KEY + self.text(f"{key}:{spec.get('type', '')}:{description}")
+        enum = spec.get("enum")
+        if isinstance(enum, list):
+            total += ENUM_INIT + sum(ENUM_ITEM + self.text(str(item)) for item in enum)
+        return total
 
     def messages(self, messages: Iterable[Mapping[str, Any]], tools: Any = None) -> int:
         """Tokens of a whole request: every message, reply priming and ``tools``."""

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import pydoc
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_formats import ANTHROPIC, SESSION
 
 import ctxcli
+from ctxcli.cli import cli
 
 
 def test_every_public_name_imports() -> None:
@@ -48,3 +58,101 @@ def test_the_skills_group_is_loaded_only_when_asked_for() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # --help says the skills line itself (cli.SKILLS_HELP): YAML loads for skills alone
     assert out.stdout.split() == ["False", "True", "False", "True"]
+
+
+def _sharegpt() -> list[dict[str, Any]]:
+    turns = [
+        {"from": "human" if i % 2 == 0 else "gpt", "value": f"turn {i}: " + "words " * 40}
+        for i in range(24)
+    ]
+    return [{"id": "s1", "conversations": turns}]
+
+
+def _anthropic() -> list[dict[str, Any]]:
+    record = copy.deepcopy(ANTHROPIC)
+    record["messages"] = [
+        {"role": "user", "content": "Start. " + "context " * 300},
+        {"role": "assistant", "content": [{"type": "text", "text": "Ok. " + "more " * 300}]},
+        *record["messages"],
+    ]
+    return [record]
+
+
+@pytest.mark.parametrize(
+    ("records", "args", "shaped"),
+    [
+        pytest.param(
+            _sharegpt(),
+            ["--stages", "window", "--keep-last", "4", "--max-tokens", "0"],
+            lambda record: {turn["from"] for turn in record["conversations"]} == {"human", "gpt"},
+            id="sharegpt",
+        ),
+        pytest.param(
+            _anthropic(),
+            ["--max-tokens", "300"],
+            lambda record: isinstance(record["system"], list)
+            and any(block["type"] == "tool_use" for m in record["messages"] for block in m["content"]
+                    if isinstance(m["content"], list)),
+            id="anthropic",
+        ),
+        pytest.param(
+            SESSION,
+            ["--max-tokens", "300"],
+            lambda record: "type" in record
+            and ("message" not in record or "role" in record["message"]),
+            id="claude-code",
+        ),
+    ],
+)  # fmt: skip
+def test_compress_records_gives_what_the_cli_writes_in_the_input_format(
+    tmp_path: Path, records: list[dict[str, Any]], args: list[str], shaped: Any
+) -> None:
+    source, written = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(record) + "\n" for record in records))
+    result = CliRunner().invoke(cli, ["compress", str(source), "-o", str(written), "-q", *args])
+    assert result.exit_code == 0, result.output
+    expected = [json.loads(line) for line in written.read_text().splitlines()]
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    got = ctxcli.compress_records(
+        records,
+        max_tokens=int(options["--max-tokens"]),
+        stages=options.get("--stages"),
+        stage_options={"window": {"keep_last": int(options.get("--keep-last", 10))}},
+    )
+    assert got == expected
+    assert got != records  # compressed, not copied
+    assert all(shaped(record) for record in got)
+
+
+def test_the_api_counts_validates_restores_and_lists_skills(tmp_path: Path) -> None:
+    record = copy.deepcopy(ANTHROPIC)
+    record["messages"][2]["content"][0]["content"] = "snow " * 400
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    placeholders = {"placeholder": {"threshold": 50, "keep_recent": 0}}
+    stats = ctxcli.compress_file(str(source), stages="placeholder", stage_options=placeholders)
+    assert stats.output == str(tmp_path / "in.compressed.jsonl")
+    assert ctxcli.count_tokens(str(source)) == stats.tokens_before > stats.tokens_after
+    assert ctxcli.validate_file(stats.output) == []
+    restored = tmp_path / "restored.jsonl"
+    assert ctxcli.restore_file(stats.output, str(restored)).placeholders == 1
+    assert json.loads(restored.read_text()) == record
+    assert "read_file" in [skill.name for skill in ctxcli.list_skills()]
+    assert ctxcli.show_skill("read_file").body
+
+
+def test_the_api_is_a_dozen_names_documented_by_help() -> None:
+    assert len(ctxcli.__all__) <= 12
+    text = pydoc.render_doc(ctxcli, renderer=pydoc.plaintext)
+    for name in ctxcli.__all__:
+        assert f"\n    {name}(" in text or f"class {name}(" in text, name
+
+
+def test_import_ctxcli_loads_neither_the_pipeline_nor_openai_yaml_tqdm() -> None:
+    code = (
+        "import sys, ctxcli\n"
+        "print(sorted(m for m in ('openai', 'yaml', 'tqdm', 'tiktoken', 'ctxcli.compress')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

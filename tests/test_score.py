@@ -14,7 +14,8 @@ from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import InputError
 from ctxcli.model import make_conversation
-from ctxcli.score import KINDS, Scoring, facts_of, score
+from ctxcli.score import KINDS, facts_of, score
+from ctxcli.scoring import Scoring
 from ctxcli.tokens import TokenCounter
 
 COUNTER = TokenCounter("o200k_base")

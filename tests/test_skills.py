@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from ctxcli import skills as lib
 from ctxcli import yamlio
 from ctxcli.errors import SkillError
+from ctxcli.skills import discovery, export, frontmatter
 from ctxcli.skills_cli import skills
 
 REPO = Path(__file__).resolve().parent.parent
@@ -134,7 +135,8 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         log.setdefault(str(file), 0)
         return CountingFile(real_open(file, mode, *args, **kwargs), log, str(file))
 
-    monkeypatch.setattr(lib, "open", counting_open, raising=False)
+    for module in (frontmatter, discovery):  # the modules of ctxcli.skills that open files
+        monkeypatch.setattr(module, "open", counting_open, raising=False)
     return log
 
 
@@ -332,7 +334,7 @@ def test_strict_adds_agent_skills_rules(
 ) -> None:
     write_skill(tmp_path, name, f"name: '{name}'\ndescription: {description}\n", layout="dir")
     assert lib.scan_skills([tmp_path]).errors == ()
-    found = [p.message for p in lib.scan_skills([tmp_path], strict=True).errors]
+    found = [p.detail for p in lib.scan_skills([tmp_path], strict=True).errors]
     assert [m[: len(e)] for m, e in zip(found, errors, strict=True)] == errors
 
 
@@ -651,7 +653,7 @@ def test_list_table(two: Path) -> None:
 
 
 def test_list_tokens_counts_listing_and_bodies(two: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lib, "count_tokens", len)  # characters stand in for tokens
+    monkeypatch.setattr(export, "count_tokens", len)  # characters stand in for tokens
     result = invoke("list", "--dir", str(two), "--tokens")
     assert result.exit_code == 0
     found = lib.list_skills([two])

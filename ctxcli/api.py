@@ -1,0 +1,136 @@
+"""The Python API: what each ``ctxcli`` command does, as one function.
+
+Importing this module loads none of the pipeline, tiktoken or YAML: each function
+imports what it needs when called. The settings keywords (``max_tokens``,
+``stages``, ``model``, ``encoding``, ``format``, ``messages_key``, ``on_error``,
+``stage_options``, ``summarizer``) are those of :func:`ctxcli.config.resolve`, with
+the command's defaults; every function raises :class:`ctxcli.errors.CtxcliError`
+(a subclass naming the file and line) for a bad input or setting.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ctxcli.compress import FileStats
+    from ctxcli.skills import Skill, SkillDetail
+    from ctxcli.store import RestoreStats
+    from ctxcli.validate import Problem
+
+
+def compress_records(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    max_tokens: int | None = None,
+    stages: str | None = None,
+    format: str | None = None,
+    store: str | None = None,
+    **settings: Any,
+) -> list[dict[str, Any]]:
+    """Compress ``records`` as ``ctxcli compress`` compresses a JSON lines file of
+    them, and return the records it writes: each in the format it was read in
+    (OpenAI, Anthropic, ShareGPT, ...: detected per record unless ``format`` names
+    one), a record no stage changed equal to its input. The lines of one Claude Code
+    session (or another whole-file format) are one conversation, and come back as
+    the session's lines.
+
+    ``max_tokens`` is the budget of each conversation (default 8000; 0 for none),
+    ``stages`` the comma-separated stages (default ``placeholder,summary,priority``).
+    The originals placeholders replace go to ``store`` (a JSON lines file that
+    :func:`restore_file` reads back), or nowhere when it is ``None``.
+
+    Example::
+
+        ctxcli.compress_records([{"messages": [...]}], max_tokens=2000, stages="window")
+    """
+    from ctxcli import jsonio
+    from ctxcli.compress import Compressor
+    from ctxcli.config import resolve
+
+    options = resolve(stages=stages, max_tokens=max_tokens, format=format, **settings)
+    with tempfile.TemporaryDirectory(prefix="ctxcli-") as folder:
+        source, target = os.path.join(folder, "in.jsonl"), os.path.join(folder, "out.jsonl")
+        with open(source, "wb") as file:
+            file.writelines(jsonio.dumps(record) + b"\n" for record in records)
+        Compressor(options).file(source, target, store_path=store or os.devnull)
+        return [jsonio.loads(line, target, number) for number, line in jsonio.iter_lines(target)]
+
+
+def compress_file(
+    path: str,
+    output: str | None = None,
+    *,
+    store: str | None = None,
+    stats: str | None = None,
+    **settings: Any,
+) -> FileStats:
+    """Compress the file ``path`` into ``output`` as ``ctxcli compress PATH -o OUTPUT``
+    does (default ``<name>.compressed.<ext>`` beside it, with the stats and the store
+    beside that: see :func:`ctxcli.inputs.plan`), and return its
+    :class:`ctxcli.compress.FileStats` (``.to_json()`` is the stats file)."""
+    from ctxcli.compress import Compressor
+    from ctxcli.config import resolve
+    from ctxcli.inputs import plan
+
+    options = resolve(**settings)
+    restorable = "placeholder" in options.stage_names
+    [item] = plan([path], output=output, stats=stats, store=store, restorable=restorable)
+    return Compressor(options).file(
+        item.input, item.output, stats_path=item.stats, store_path=item.store
+    )
+
+
+def count_tokens(path: str, **settings: Any) -> int:
+    """The tokens of the conversations in ``path``, counted as ``ctxcli count`` (and
+    so ``compress``, for its "tokens before") counts them with the same settings."""
+    from ctxcli.config import resolve
+    from ctxcli.count import Counting
+
+    return Counting(resolve(**settings)).file(path).tokens
+
+
+def validate_file(
+    path: str, *, format: str | None = None, messages_key: str | None = None
+) -> list[Problem]:
+    """Every problem ``ctxcli validate`` finds in ``path``, in file order (empty when
+    the file keeps every rule of its format); ``str()`` of each is the line it
+    prints."""
+    from ctxcli import validate
+
+    return list(validate.validate_file(path, format=format, messages_key=messages_key))
+
+
+def restore_file(compressed: str, output: str, store: str | None = None) -> RestoreStats:
+    """Write ``compressed`` with the originals back in place of its placeholders to
+    ``output``, as ``ctxcli restore`` does, from ``store`` (default the store
+    ``compress`` wrote beside it). Raises :class:`ctxcli.errors.StoreError` naming
+    the placeholders the store cannot resolve (and writes nothing)."""
+    from ctxcli import store as stores
+    from ctxcli.errors import ConfigError
+    from ctxcli.inputs import default_store
+
+    store = store or default_store(compressed)
+    if store is None:
+        raise ConfigError("give the store when the compressed file is read from stdin")
+    return stores.restore_file(compressed, output, store)
+
+
+def list_skills(dirs: Sequence[str | os.PathLike[str]] | None = None) -> list[Skill]:
+    """The skills in ``dirs`` (default ``./skills``, else the skills shipped with
+    ctxcli), as ``ctxcli skills list`` lists them: from their front matter alone."""
+    from ctxcli import skills
+
+    return skills.list_skills(dirs if dirs is not None else skills.default_dirs()[0])
+
+
+def show_skill(name: str, dirs: Sequence[str | os.PathLike[str]] | None = None) -> SkillDetail:
+    """One skill in full, as ``ctxcli skills show NAME`` shows it: its metadata, its
+    usage guide (the body) and the names of its other files."""
+    from ctxcli import skills
+
+    found = skills.get_skill(name, dirs if dirs is not None else skills.default_dirs()[0])
+    return skills.load_detail(found)
