@@ -20,17 +20,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from ctxcli import drivers, formats, jsonio, parquet, pool, record
 from ctxcli.config import Settings
 from ctxcli.drivers import WARNINGS_SHOWN as WARNINGS_SHOWN
 from ctxcli.drivers import FileRun, Warn
-from ctxcli.drivers import whole_file_format as whole_file_format
 from ctxcli.errors import ConfigError
+from ctxcli.formats.base import WholeFile
 
-# Re-exported where they were before ctxcli.inputs held them.
+# Re-exported where they were before ctxcli.inputs and ctxcli.formats held them.
 from ctxcli.inputs import Plan as Plan
 from ctxcli.inputs import default_output as default_output
 from ctxcli.inputs import default_stats as default_stats
@@ -178,7 +177,7 @@ class Compressor:
             # Threads only pay off while waiting on a model; no client, no cache to fork.
             offline=not hasattr(self.summarizer, "concurrency"),
         )
-        whole, items = whole_file_format(self.format, shape, items, input_path)
+        whole, items = formats.whole_file_of(self.format, shape, items, input_path)
         items = drivers.tracked(items, bar)  # counted as a driver reads them, not when peeked at
         lines = (
             drivers.records(file_run, items)
@@ -276,7 +275,7 @@ class Compressor:
         stats: FileStats,
         store: StoreWriter | None = None,
         *,
-        module: ModuleType,
+        module: WholeFile,
     ) -> Iterator[tuple[bytes, bool]]:
         """:func:`ctxcli.drivers.session`, warning through :meth:`warn`."""
         file_run = FileRun(self.recipe, path, stats, store, warn=self.warn)

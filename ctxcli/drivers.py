@@ -9,17 +9,15 @@ record goes through :func:`ctxcli.record.compress_record`, which keeps none.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from ctxcli import formats, jsonio, pool
 from ctxcli.errors import ConfigError, InputError
-from ctxcli.formats._common import kind
+from ctxcli.formats.base import WholeFile
 from ctxcli.parallel import ordered_map
 from ctxcli.record import (
     Note,
@@ -132,7 +130,7 @@ def records(run: FileRun, items: Iterable[jsonio.Record]) -> Iterator[tuple[byte
 
 
 def session(
-    run: FileRun, items: Iterable[jsonio.Record], format: ModuleType
+    run: FileRun, items: Iterable[jsonio.Record], format: WholeFile
 ) -> Iterator[tuple[bytes, bool]]:
     """Output lines for a file of a whole-file ``format`` (a Claude Code session log, a
     Codex rollout: see :mod:`ctxcli.formats`), one conversation for the file. With
@@ -167,17 +165,13 @@ def _events(
     lines: list[int] = []
     raw_of: dict[int, bytes] = {}
     bad_before: dict[int, list[bytes]] = {}
-    for item in items:
+    for item, event in formats.events(items, run.path):
         line = item.line or 0
-        try:
-            event = item.parse(run.path)
-            if not isinstance(event, dict):
-                raise InputError(run.path, line, f"event is {kind(event)}, not an object")
-        except InputError as exc:
+        if isinstance(event, InputError):
             if run.recipe.settings.on_error != "keep":
-                raise
-            run.stats.add_entry("errors", {"line": line, "reason": exc.reason})
-            run.warn(f"{exc} (copied unchanged)")
+                raise event
+            run.stats.add_entry("errors", {"line": line, "reason": event.reason})
+            run.warn(f"{event} (copied unchanged)")
             bad_before.setdefault(len(events), []).append(item.raw or b"")
             continue
         events.append(event)
@@ -205,24 +199,6 @@ def _session_lines(
     for raws in bad_before.values():
         for raw in raws:
             yield raw, False
-
-
-def whole_file_format(
-    format: ModuleType | None, shape: str, items: Iterator[jsonio.Record], path: str
-) -> tuple[ModuleType | None, Iterator[jsonio.Record]]:
-    """The whole-file format the records of ``path`` (of ``shape``, see
-    :func:`ctxcli.jsonio.read_records`) are, when they are one conversation rather
-    than a conversation each (a Claude Code session, a Codex rollout, a Gemini
-    checkpoint: see :mod:`ctxcli.formats`): ``format`` when forced, else found by
-    :func:`ctxcli.formats.detect_file` from the first records; ``None`` otherwise.
-    Returns that and the records, the first ones included."""
-    if format is not None:
-        return (format if getattr(format, "WHOLE_FILE", False) else None), items
-    if shape not in ("jsonl", "array"):
-        return None, items
-    head = list(itertools.islice(items, formats.HEAD_RECORDS))
-    found = formats.detect_file([item.peek(path) for item in head])
-    return found, itertools.chain(head, items)
 
 
 def progress(path: str) -> Any:

@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, TypeVar
 
 from ctxcli import formats, jsonio
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError, OutputError, where
-from ctxcli.formats import anthropic
-from ctxcli.formats import openai as openai_format
+from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
 from ctxcli.score import ConversationScore, score
@@ -46,7 +44,7 @@ class Recipe:
     settings: Settings
     counter: TokenCounter
     context: Context
-    format: ModuleType | None = None
+    format: Format | None = None
     score: bool = False
 
     @property
@@ -189,15 +187,13 @@ class Session:
 
 
 def compress_session(
-    recipe: Recipe, events: list[Any], lines: list[int], path: str, format: ModuleType
+    recipe: Recipe, events: list[Any], lines: list[int], path: str, format: WholeFile
 ) -> Session:
     """Read the events of a whole-file ``format`` (their ``lines``) as one
     conversation, run the pipeline and write them back, checked as
     :func:`compress_record` checks a record. Raises :class:`InputError` for events the
     format cannot read."""
-    conversation = format.read(
-        events, recipe.counter, path=path, line=lines[0] if lines else 0, lines=lines
-    )
+    conversation = formats.read_file(format, events, recipe.counter, path=path, lines=lines)
     broken = format.problems(events, conversation)
 
     def attempt(stages: Sequence[Stage]) -> tuple[Result, list[Any]]:
@@ -226,9 +222,9 @@ def check(
     where ``at`` says) that the input ``record`` kept (compared by rule and detail,
     since positions move); ``known``: the input's problems, when already found."""
     format = at.format
-    if format is openai_format and openai_format.writes_as_read(result.after):
-        # The OpenAI writer puts the neutral messages in as they are: reading them
-        # back would give ``result.after`` again, numbered by output position.
+    if format.writes_as_read(result.after):
+        # The writer put the neutral messages in as they are: reading them back
+        # would give ``result.after`` again, numbered by output position.
         written = result.after.with_messages(
             [Message(m.data, m.tokens, i) for i, m in enumerate(result.after.messages)]
         )
@@ -242,8 +238,7 @@ def check(
         at.problems(out, written),
         lambda: at.problems(record, result.before) if known is None else known,
     )
-    if format is anthropic:
-        found += anthropic.kept_problems(result.before, result.after)
+    found += format.kept_problems(result.before, result.after)
     if found:
         raise InvariantError(
             f"{place}: conversation {result.after.label}: output would break the "
@@ -330,7 +325,7 @@ def _rule(error: BaseException) -> str:
 
 
 def already_broken(
-    place: str, conversation: Conversation, format: ModuleType, problems: list[str]
+    place: str, conversation: Conversation, format: Format, problems: list[str]
 ) -> str:
     """The warning for a conversation whose input already breaks ``format``'s rules."""
     shown = "; ".join(problems[:3]) + (

@@ -8,14 +8,12 @@ read at all is a problem too.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import ModuleType
 
 from ctxcli import formats, jsonio, parquet
 from ctxcli.errors import InputError, where
-from ctxcli.formats._common import kind
+from ctxcli.formats.base import WholeFile
 from ctxcli.tokens import NullCounter, TokenCounter
 
 
@@ -48,12 +46,9 @@ def validate_file(
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
     shape, items, _ = parquet.open_records(path, None, messages_key)
-    if module is None and shape in ("jsonl", "array"):
-        head = list(itertools.islice(items, formats.HEAD_RECORDS))
-        items = itertools.chain(head, items)
-        module = formats.detect_file([item.peek(path) for item in head])
-    if module is not None and getattr(module, "WHOLE_FILE", False):
-        yield from _session(path, items, counter, module)
+    whole, items = formats.whole_file_of(module, shape, items, path)
+    if whole is not None:
+        yield from _session(path, items, counter, whole)
         return
     for item in items:
         try:
@@ -73,24 +68,17 @@ def validate_file(
 
 
 def _session(
-    path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: ModuleType
+    path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: WholeFile
 ) -> Iterator[Problem]:
     events, lines = [], []
-    for item in items:
-        try:
-            event = item.parse(path)
-        except InputError as exc:
-            yield Problem(path, item.line, None, exc.reason)
-            continue
-        if not isinstance(event, dict):
-            yield Problem(path, item.line, None, f"event is {kind(event)}, not an object")
+    for item, event in formats.events(items, path):
+        if isinstance(event, InputError):
+            yield Problem(path, item.line, None, event.reason)
             continue
         events.append(event)
         lines.append(item.line or 0)
     try:
-        conversation = module.read(
-            events, counter, path=path, line=lines[0] if lines else 0, lines=lines
-        )
+        conversation = formats.read_file(module, events, counter, path=path, lines=lines)
     except InputError as exc:
         yield Problem(path, exc.line, None, exc.reason)
         return

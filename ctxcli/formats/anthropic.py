@@ -49,11 +49,14 @@ from ctxcli.formats._common import (
     rebuild_entries,
     text_of,
 )
+from ctxcli.formats.base import rewrites
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "anthropic"
 DEFAULT_KEY = "messages"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
 ROLES = ("user", "assistant")
 #: Block types only Anthropic uses; one of them (or a top-level ``system``) tells
 #: this format from OpenAI's. A record with string contents only reads the same

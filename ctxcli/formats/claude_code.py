@@ -32,14 +32,17 @@ from typing import Any
 from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
 from ctxcli.formats._common import kind, patch_blocks, pending, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "claude-code"
 DEFAULT_KEY = "message"
-#: The record is a whole file of events, not one line (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 _CHAT = ("user", "assistant")
 #: Keys a summary event copies from the event it is put in front of.
 _STYLE = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")

@@ -52,11 +52,16 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini"
 DEFAULT_KEY = "contents"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 ROLES = frozenset({"user", "model", "function"})
 #: Fields the REST API also reads in snake_case (protobuf JSON names both ways).
 _SNAKE = {

@@ -42,11 +42,16 @@ from typing import Any
 from ctxcli.errors import InputError
 from ctxcli.formats import gemini
 from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini-cli"
 DEFAULT_KEY = "messages"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 TYPES = frozenset({"user", "gemini", "info", "error", "warning", "compression_marker"})
 _NAMESPACE = uuid.UUID("0b8f3d2e-5c1a-4e7b-9f60-3a2d1c4b5e6f")
 

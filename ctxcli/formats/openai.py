@@ -24,12 +24,15 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, pending
+from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "openai"
 DEFAULT_KEY = "messages"
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 _PART_CALL = "tool_call"
 _ADDED = "_ctxcli_added"
 

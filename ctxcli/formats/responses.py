@@ -47,12 +47,17 @@ from typing import Any
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import kind, messages_of, pending, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses"
 DEFAULT_KEY = "input"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 #: Call item type -> the type of the item that answers it.
 CALLS = {
     "function_call": "function_call_output",

@@ -14,13 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxcli.formats import responses
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses-items"
 DEFAULT_KEY = "input"
-#: The record is a whole file of items, not one of them (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:

@@ -28,11 +28,16 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.tokens import TokenCounter
 
 NAME = "sharegpt"
 DEFAULT_KEY = "conversations"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 #: ``from`` value -> neutral role; ``function_call`` and ``observation`` are the
 #: legacy function pair.
 ROLES = {
