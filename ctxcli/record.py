@@ -21,6 +21,7 @@ from ctxcli.errors import ConfigError, InputError, InvariantError, OutputError, 
 from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
+from ctxcli.problems import Problem
 from ctxcli.score import ConversationScore, score
 from ctxcli.stats import Fallback, FileStats, Tally
 from ctxcli.tokens import NullCounter, TokenCounter
@@ -180,7 +181,7 @@ class Session:
     write (``out``) and the ``fallback`` taken, if any."""
 
     conversation: Conversation
-    broke: list[str]
+    broke: list[Problem]
     result: Result
     out: list[Any]
     fallback: Fallback | None
@@ -216,7 +217,7 @@ def check(
     out: Any,
     result: Result,
     place: str,
-    known: list[str] | None = None,
+    known: list[Problem] | None = None,
 ) -> None:
     """Raise :class:`InvariantError` when ``out`` breaks a rule of its format (read
     where ``at`` says) that the input ``record`` kept (compared by rule and detail,
@@ -232,7 +233,7 @@ def check(
         try:  # the rules need no token counts: count nothing
             written = at.read(out, _NO_COUNT, path=place, line=0)
         except InputError as exc:
-            problem = f"output could not be read back: {exc.reason}"
+            problem = Problem("unreadable-output", f"output could not be read back: {exc.reason}")
             raise InvariantError(f"{place}: {problem}", (problem,)) from None
     found = _new(
         at.problems(out, written),
@@ -242,21 +243,21 @@ def check(
     if found:
         raise InvariantError(
             f"{place}: conversation {result.after.label}: output would break the "
-            f"{format.NAME} rules: " + "; ".join(found),
+            f"{format.NAME} rules: " + "; ".join(map(str, found)),
             tuple(found),
         )
 
 
-def _new(broken: list[str], known: Callable[[], list[str]]) -> list[str]:
+def _new(broken: list[Problem], known: Callable[[], list[Problem]]) -> list[Problem]:
     """The problems of ``broken`` beyond those ``known()`` lists (asked only when
     ``broken`` is not empty), compared by rule and detail: positions move."""
     if not broken:
         return []
-    kept = Counter(_reason(p) for p in known())
+    kept = Counter(p.anywhere for p in known())
     found = []
     for problem in broken:
-        if kept[_reason(problem)]:
-            kept[_reason(problem)] -= 1
+        if kept[problem.anywhere]:
+            kept[problem.anywhere] -= 1
         else:
             found.append(problem)
     return found
@@ -320,15 +321,15 @@ def _culprit(
 def _rule(error: BaseException) -> str:
     """The rule ``error`` says was broken, or what a stage raised."""
     if isinstance(error, InvariantError):
-        return "; ".join(error.problems)
+        return "; ".join(map(str, error.problems))
     return f"{type(error).__name__}: {error}"
 
 
 def already_broken(
-    place: str, conversation: Conversation, format: Format, problems: list[str]
+    place: str, conversation: Conversation, format: Format, problems: list[Problem]
 ) -> str:
     """The warning for a conversation whose input already breaks ``format``'s rules."""
-    shown = "; ".join(problems[:3]) + (
+    shown = "; ".join(map(str, problems[:3])) + (
         f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
     )
     return (
@@ -344,8 +345,3 @@ def fell_back(place: str, conversation: Conversation, fallback: Fallback) -> str
         f"{place}: conversation {conversation.label}: {by} broke a rule ({fallback.rule}); "
         f"written {fallback.written}"
     )
-
-
-def _reason(problem: str) -> str:
-    """A problem without the position it names ("message 3: x" -> "x")."""
-    return problem.partition(": ")[2] or problem

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxcli.pipeline import Result
+from ctxcli.problems import Problem
 from ctxcli.score import ConversationScore, FileScore
 
 #: Entries each stats list (over budget, errors, input problems, fallbacks) holds; the
@@ -42,7 +43,7 @@ class Tally:
     over_budget: bool
     stored: dict[str, Any]
     warnings: tuple[str, ...]
-    input_problems: tuple[str, ...] = ()
+    input_problems: tuple[Problem, ...] = ()
     fallback: Fallback | None = None
     messages_key: str | None = None
     score: ConversationScore | None = None
@@ -51,7 +52,7 @@ class Tally:
     def of(
         cls,
         result: Result,
-        input_problems: Iterable[str] = (),
+        input_problems: Iterable[Problem] = (),
         fallback: Fallback | None = None,
         messages_key: str | None = None,
         score: ConversationScore | None = None,
@@ -157,7 +158,8 @@ class FileStats:
             self.add_entry("over_budget", {"id": tally.id, **at, "tokens": tally.tokens[1]})
         if tally.input_problems:
             self.add_entry(
-                "input_problems", {"id": tally.id, **at, "problems": list(tally.input_problems)}
+                "input_problems",
+                {"id": tally.id, **at, "problems": [str(p) for p in tally.input_problems]},
             )
         if tally.fallback is not None:
             self.add_entry("fallbacks", {"id": tally.id, **at, **tally.fallback.to_json()})

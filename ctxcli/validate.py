@@ -3,32 +3,19 @@
 Each record is read in its format (forced, else detected as ``compress`` does) and
 checked by that format's ``problems`` (:mod:`ctxcli.formats`): tool pairing and
 order, first-message rules, thinking blocks, session links. A record that cannot be
-read at all is a problem too.
+read at all is a problem too (rule ``unreadable``). Each is a
+:class:`ctxcli.problems.Problem` naming its file, line or record and format.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from ctxcli import formats, jsonio, parquet
-from ctxcli.errors import InputError, where
+from ctxcli.errors import InputError
 from ctxcli.formats.base import WholeFile
+from ctxcli.problems import Problem as Problem  # ctxcli.Problem is read from here
 from ctxcli.tokens import NullCounter, TokenCounter
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One broken rule: the file, the line (JSON lines) or record index (JSON array)
-    of the record, and the reason (which names the message inside the record)."""
-
-    path: str
-    line: int | None
-    record: int | None
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{where(self.path, self.line, self.record)}: {self.reason}"
 
 
 def validate_file(
@@ -58,13 +45,14 @@ def validate_file(
                 raise InputError(path, item.line, formats.no_fit(record, messages_key))
             conversation = found.read(record, counter, path=path, line=item.line or 0)
         except InputError as exc:
-            yield Problem(path, item.line, item.index, exc.reason)
+            yield Problem("unreadable", exc.reason, path=path, line=item.line, record=item.index)
             continue
         except (LookupError, TypeError):  # a --messages-key path that leads nowhere
-            yield Problem(path, item.line, item.index, formats.no_fit(record, messages_key))
+            reason = formats.no_fit(record, messages_key)
+            yield Problem("unreadable", reason, path=path, line=item.line, record=item.index)
             continue
-        for reason in found.problems(record, conversation):
-            yield Problem(path, item.line, item.index, f"{found.format.NAME}: {reason}")
+        for problem in found.problems(record, conversation):
+            yield problem.at(path=path, line=item.line, record=item.index, scope=found.format.NAME)
 
 
 def _session(
@@ -73,14 +61,14 @@ def _session(
     events, lines = [], []
     for item, event in formats.events(items, path):
         if isinstance(event, InputError):
-            yield Problem(path, item.line, None, event.reason)
+            yield Problem("unreadable", event.reason, path=path, line=item.line)
             continue
         events.append(event)
         lines.append(item.line or 0)
     try:
         conversation = formats.read_file(module, events, counter, path=path, lines=lines)
     except InputError as exc:
-        yield Problem(path, exc.line, None, exc.reason)
+        yield Problem("unreadable", exc.reason, path=path, line=exc.line)
         return
-    for reason in module.problems(events, conversation):
-        yield Problem(path, None, None, f"{module.NAME}: {reason}")
+    for problem in module.problems(events, conversation):
+        yield problem.at(path=path, scope=module.NAME)

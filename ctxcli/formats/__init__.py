@@ -37,6 +37,7 @@ from ctxcli.formats import (
 from ctxcli.formats._common import kind
 from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 _WHOLE_FILES: tuple[WholeFile, ...] = (claude_code, codex, gemini_checkpoint, responses_items)
@@ -176,7 +177,7 @@ class Found:
             return written[self.key]
         return _put(record, self.path, written) if self.path else written
 
-    def problems(self, record: Any, conversation: Conversation) -> list[str]:
+    def problems(self, record: Any, conversation: Conversation) -> list[Problem]:
         """The format's ``problems`` of :meth:`view`."""
         return self.format.problems(self.view(record), conversation)
 

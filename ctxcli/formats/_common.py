@@ -9,6 +9,7 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
+from ctxcli.problems import Problem
 
 if TYPE_CHECKING:
     from ctxcli.model import Conversation, Message
@@ -59,13 +60,18 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def pending(problems: list[str], count: int) -> list[str]:
+#: The rules of :func:`ctxcli.invariants.pairing_problems` for calls with no result.
+UNANSWERED = frozenset({"call-without-result", "function-call-without-result"})
+
+
+def pending(problems: list[Problem], count: int) -> list[Problem]:
     """``problems`` (from :func:`ctxcli.invariants.pairing_problems` over ``count``
-    messages) without "calls have no result" for the last message: a transcript may
+    messages) without calls that have no result in the last message: a transcript may
     end on calls that still wait for their results, as a log cut mid-run or a
     training target does; it is only wrong to go on without them."""
-    last = f"message {count - 1}: "
-    return [p for p in problems if not (p.startswith(last) and p.endswith("no result"))]
+    return [
+        p for p in problems if not (p.rule in UNANSWERED and p.message == count - 1 and not p.new)
+    ]
 
 
 def patch_blocks(

@@ -51,6 +51,7 @@ from ctxcli.formats._common import (
 )
 from ctxcli.formats.base import rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "anthropic"
@@ -241,13 +242,14 @@ def _entry(message: Message) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text_of(data.get("content"))}]}
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
-    """Every Anthropic rule (module docstring) ``record`` breaks, as readable strings
-    naming the message (its position in ``messages``)."""
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
+    """Every Anthropic rule (module docstring) ``record`` breaks, each naming the
+    message (its position in ``messages``)."""
     entries: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
-    found: list[str] = []
+    found: list[Problem] = []
     if entries and entries[0].get("role") != "user":
-        found.append(f"message 0: the first message is {entries[0].get('role')}, not user")
+        detail = f"the first message is {entries[0].get('role')}, not user"
+        found.append(Problem("first-not-user", detail, 0))
     expected: list[str] = []
     for i, entry in enumerate(entries):
         blocks = [b for b in _blocks(entry) if isinstance(b, Mapping)]
@@ -255,19 +257,19 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
         if expected:
             missing = [e for e in expected if e not in results]
             if entry.get("role") != "user" or missing:
-                found.append(
-                    f"message {i - 1}: tool_use {missing or expected} has no "
-                    "tool_result in the next message"
-                )
+                detail = f"tool_use {missing or expected} has no tool_result in the next message"
+                found.append(Problem("tool-use-without-result", detail, i - 1))
         extra = [r for r in results if r not in expected]
         if extra:
-            found.append(f"message {i}: tool_result {extra} without a tool_use just before")
+            detail = f"tool_result {extra} without a tool_use just before"
+            found.append(Problem("tool-result-without-use", detail, i))
         types = [b.get("type") for b in blocks]
         if results:
             first_other = next((k for k, t in enumerate(types) if t != "tool_result"), None)
             last_result = max(k for k, t in enumerate(types) if t == "tool_result")
             if first_other is not None and first_other < last_result:
-                found.append(f"message {i}: tool_result blocks must come before other blocks")
+                detail = "tool_result blocks must come before other blocks"
+                found.append(Problem("tool-result-not-first", detail, i))
         found += _thinking_problems(i, entry, blocks)
         expected = []
         if entry.get("role") == "assistant":
@@ -282,26 +284,29 @@ def _blocks(entry: Mapping[str, Any]) -> list[Any]:
 
 def _thinking_problems(
     i: int, entry: Mapping[str, Any], blocks: list[Mapping[str, Any]]
-) -> list[str]:
+) -> list[Problem]:
     found = []
     types = [b.get("type") for b in blocks]
     for j, block in enumerate(blocks):
         if block.get("type") == "thinking" and not (
             isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
         ):
-            found.append(f"message {i} block {j}: thinking block without thinking and signature")
+            detail = "thinking block without thinking and signature"
+            found.append(Problem("thinking-unsigned", detail, i, block=j))
         if block.get("type") == "redacted_thinking" and not isinstance(block.get("data"), str):
-            found.append(f"message {i} block {j}: redacted_thinking block without data")
+            detail = "redacted_thinking block without data"
+            found.append(Problem("redacted-thinking-empty", detail, i, block=j))
     if any(t in _THINKING for t in types):
         if entry.get("role") != "assistant":
-            found.append(f"message {i}: thinking blocks in a {entry.get('role')} message")
+            detail = f"thinking blocks in a {entry.get('role')} message"
+            found.append(Problem("thinking-outside-assistant", detail, i))
         first_other = next((k for k, t in enumerate(types) if t not in _THINKING), len(types))
         if any(t in _THINKING for t in types[first_other:]):
-            found.append(f"message {i}: thinking blocks must open the message")
+            found.append(Problem("thinking-not-first", "thinking blocks must open the message", i))
     return found
 
 
-def kept_problems(before: Conversation, after: Conversation) -> list[str]:
+def kept_problems(before: Conversation, after: Conversation) -> list[Problem]:
     """Rules only a compressed copy can break: in an ongoing tool loop (the input ends
     on tool results) the last assistant message, thinking blocks and all, is kept as
     it was; the API checks the thinking blocks' signatures."""
@@ -314,4 +319,5 @@ def kept_problems(before: Conversation, after: Conversation) -> list[str]:
     last = assistants[-1]
     if any(m.index == last and not m.changed for m in after.messages):
         return []
-    return [f"the last assistant turn (message {last}) was not kept exactly"]
+    detail = f"the last assistant turn (message {last}) was not kept exactly"
+    return [Problem("last-assistant-changed", detail)]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 
@@ -45,7 +46,7 @@ class Format(Protocol):
         the very entry that was read."""
         ...
 
-    def problems(self, record: Any, conversation: Conversation) -> list[str]:
+    def problems(self, record: Any, conversation: Conversation) -> list[Problem]:
         """The rules of the format the record breaks (what ``ctxcli validate`` prints)."""
         ...
 
@@ -54,7 +55,7 @@ class Format(Protocol):
         reading the output back would only give them again: the check need not."""
         ...
 
-    def kept_problems(self, before: Conversation, after: Conversation) -> list[str]:
+    def kept_problems(self, before: Conversation, after: Conversation) -> list[Problem]:
         """Rules the output must keep beyond those ``problems`` reads back from it,
         comparing the conversation ``before`` and ``after`` the pipeline."""
         ...
@@ -89,6 +90,6 @@ def rewrites(conversation: Conversation) -> bool:
     return False
 
 
-def no_kept_problems(before: Conversation, after: Conversation) -> list[str]:
+def no_kept_problems(before: Conversation, after: Conversation) -> list[Problem]:
     """:meth:`Format.kept_problems` of a format with no rules beyond ``problems``."""
     return []

@@ -35,6 +35,7 @@ from ctxcli.formats._common import kind, patch_blocks, pending, text_of
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "claude-code"
@@ -251,32 +252,34 @@ def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> d
     return event
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """What makes the session invalid, naming the line of the event: a ``uuid`` used
     twice, a ``parentUuid`` that names no earlier event, and on the main chain the
     Anthropic rules (first message a user message; every ``tool_use`` answered by its
     ``tool_result`` before anything else, every ``tool_result`` after its call)."""
     lines: Sequence[int] = conversation.meta["lines"]
     sources: Sequence[Source] = conversation.meta["sources"]
-    found: list[str] = []
+    found: list[Problem] = []
     seen: set[Any] = set()
     for e, event in enumerate(record):
         if not isinstance(event, Mapping):
             continue
         parent = event.get("parentUuid")
         if parent is not None and parent not in seen:
-            found.append(f"line {lines[e]}: parentUuid {parent!r} names no earlier event")
+            detail = f"parentUuid {parent!r} names no earlier event"
+            found.append(Problem("dangling-parent", detail, lines[e], unit="line"))
         uuid_here = event.get("uuid")
         if uuid_here is None:  # summary, file-history-snapshot ... lines carry none
             continue
         if uuid_here in seen:
-            found.append(f"line {lines[e]}: uuid {uuid_here!r} is used twice")
+            detail = f"uuid {uuid_here!r} is used twice"
+            found.append(Problem("uuid-twice", detail, lines[e], unit="line"))
         seen.add(uuid_here)
     messages = conversation.messages
     if messages and messages[0].role != "user":
-        found.append(f"line {lines[sources[0][0][0]]}: the session opens with {messages[0].role}")
+        detail = f"the session opens with {messages[0].role}"
+        found.append(Problem("first-not-user", detail, lines[sources[0][0][0]], unit="line"))
     for problem in pending(pairing_problems(messages), len(messages)):
-        position, _, reason = problem.partition(": ")
-        at = int(position.split()[-1])
-        found.append(f"line {lines[sources[at][0][0]]}: {reason}")
+        at = problem.message if problem.message is not None else 0
+        found.append(problem.at(message=lines[sources[at][0][0]], unit="line"))
     return found

@@ -28,6 +28,7 @@ from typing import Any
 from ctxcli.formats import responses
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "codex"
@@ -184,7 +185,7 @@ def _with_history(event: Mapping[str, Any], items: list[Any]) -> Any:
     return {**event, "payload": {**payload, "replacement_history": items}}
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Responses rules (:func:`ctxcli.formats.responses.problems`) for the items the
     model sees."""
     return responses.problems({"input": conversation.meta.get("entries", ())}, conversation)

@@ -16,6 +16,7 @@ from typing import Any
 from ctxcli.formats import gemini
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini-checkpoint"
@@ -68,6 +69,6 @@ def write(
     return gemini.written(conversation)
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Gemini rules (:func:`ctxcli.formats.gemini.content_problems`)."""
     return gemini.content_problems(conversation.meta.get("entries", ()))

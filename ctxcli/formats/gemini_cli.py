@@ -44,6 +44,7 @@ from ctxcli.formats import gemini
 from ctxcli.formats._common import kind, messages_of, text_of
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini-cli"
@@ -259,16 +260,14 @@ def _summary(style: Mapping[str, Any], message: Message) -> dict[str, Any]:
     }
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """The API's rules for the Contents the CLI replays (module docstring), each named
     by the message it comes from."""
     contents, origin = replayed(conversation.meta.get("entries", ()))
-    found = []
-    for problem in gemini.content_problems(contents):
-        position, _, reason = problem.partition(": ")
-        at = origin[int(position.split()[-1])]
-        found.append(f"message {at}: {reason}")
-    return found
+    return [
+        problem.at(message=origin[problem.message or 0], unit="message")
+        for problem in gemini.content_problems(contents)
+    ]
 
 
 def replayed(entries: Sequence[Any]) -> tuple[list[dict[str, Any]], list[int]]:

@@ -27,6 +27,7 @@ from ctxcli.formats._common import function_of, kind, messages_of, pending
 from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "openai"
@@ -114,7 +115,7 @@ def write(
     return out
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """The OpenAI rules for one record (Chat Completions rejects a request otherwise):
     every tool result follows its call and every call has its results; a tool call
     has a string ``id`` (once per message) and a ``function`` with a ``name``; a tool
@@ -122,14 +123,15 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
     parts. Calls in the last message may still wait for their results (a log cut
     mid-run, a training target): :func:`ctxcli.formats._common.pending` leaves them
     out."""
-    found = []
+    found: list[Problem] = []
     for position, message in enumerate(conversation.messages):
         data = message.data
         content = data.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            found.append(f"message {position}: content is {kind(content)}")
+            found.append(Problem("bad-content", f"content is {kind(content)}", position))
         if message.role == "tool" and not message.result_ids:
-            found.append(f"message {position}: tool result without a tool_call_id")
+            detail = "tool result without a tool_call_id"
+            found.append(Problem("result-without-id", detail, position))
         calls = data.get("tool_calls")
         if isinstance(calls, list):
             ids = []
@@ -137,15 +139,17 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
                 function = call.get("function") if isinstance(call, Mapping) else None
                 call_id = call.get("id") if isinstance(call, Mapping) else None
                 if not isinstance(call_id, str) or not call_id:
-                    found.append(f"message {position}: a tool call has no id")
+                    found.append(Problem("call-without-id", "a tool call has no id", position))
                 if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-                    found.append(f"message {position}: a tool call has no function name")
+                    detail = "a tool call has no function name"
+                    found.append(Problem("call-without-name", detail, position))
                 ids.append(call_id)
             twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
             if twice:
-                found.append(f"message {position}: tool call id {twice[0]!r} is used twice")
+                detail = f"tool call id {twice[0]!r} is used twice"
+                found.append(Problem("call-id-twice", detail, position))
     pairing = pairing_problems(conversation.messages)
-    found += [p for p in pairing if "tool result 'None'" not in p]
+    found += [p for p in pairing if p.rule != "result-without-call-id"]  # said above
     return pending(found, len(conversation.messages))
 
 

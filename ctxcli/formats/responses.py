@@ -50,6 +50,7 @@ from ctxcli.formats._common import kind, messages_of, pending, text_of
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses"
@@ -281,14 +282,14 @@ def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, A
     return item
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every rule of the module docstring ``record`` breaks, naming the item (its
     position in the list)."""
     items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
     return item_problems(items) + _pairing(conversation)
 
 
-def item_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
+def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
     """The rules of single items in order: reasoning followed by what it produced."""
     found = []
     for i, item in enumerate(items):
@@ -300,14 +301,15 @@ def item_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
             or following in OUTPUTS
             or (following == "message" and items[i + 1].get("role") != "assistant")
         ):
-            found.append(
-                f"item {i}: Item {item.get('id')!r} of type 'reasoning' was provided without "
+            detail = (
+                f"Item {item.get('id')!r} of type 'reasoning' was provided without "
                 "its required following item"
             )
+            found.append(Problem("reasoning-alone", detail, i, unit="item"))
     return found
 
 
-def _pairing(conversation: Conversation) -> list[str]:
+def _pairing(conversation: Conversation) -> list[Problem]:
     """Tool pairing (:func:`ctxcli.invariants.pairing_problems`), each message named by
     the position of the last item it was read from (``message 7``: item 7)."""
     sources: Sequence[Source] = conversation.meta.get("sources", ())

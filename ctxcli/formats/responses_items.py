@@ -16,6 +16,7 @@ from typing import Any
 from ctxcli.formats import responses
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses-items"
@@ -58,6 +59,6 @@ def write(
     return [item for item, _ in responses.written_items(conversation)]
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Responses rules (:func:`ctxcli.formats.responses.problems`)."""
     return responses.problems({"input": list(record)}, conversation)
