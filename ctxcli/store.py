@@ -6,7 +6,7 @@ A store is a JSONL file, one original per line::
 
 written by ``compress`` beside its output (:func:`ctxcli.compress.default_store`), each
 id once (identical contents are stored once), atomically together with the output.
-Ids are those of :func:`ctxcli.stages.placeholder.content_id`; reading a store checks
+Ids are those of :func:`ctxcli.placeholders.content_id`; reading a store checks
 every content against its id, so a store edited by hand cannot restore the wrong text.
 An entry whose content itself looks like a placeholder (:func:`is_verbatim`) records
 placeholder-like text the compressed input already held; restore leaves that text as
@@ -24,7 +24,7 @@ from typing import Any
 from ctxcli import jsonio, parquet
 from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
-from ctxcli.stages.placeholder import (
+from ctxcli.placeholders import (
     ARGUMENTS_KEY,
     PLACEHOLDER_START,
     TOOL_ROLES,
@@ -321,7 +321,7 @@ def _sharegpt_call(value: Any, restore: Any) -> Any:
 
 def is_verbatim(content: Any) -> bool:
     """True for a store entry that holds placeholder-like text as its own original
-    (:func:`ctxcli.stages.placeholder.looks_like`): the input of the run that wrote
+    (:func:`ctxcli.placeholders.looks_like`): the input of the run that wrote
     the store had that text where placeholders go, and ``restore`` leaves it there.
     The placeholder stage never replaces such text, so no other original looks so."""
     return looks_like(content)
