@@ -433,7 +433,9 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
             at = exc.lineno if line is None else line
             raise NumberError(path, at, f"{bad} (column {exc.colno})") from None
         except (ValueError, UnicodeDecodeError):
-            raise InputError(path, line, f"invalid JSON: {exc}") from None
+            # In a line, orjson's own "line 1" is no news: the column is.
+            said = str(exc) if line is None else f"{exc.msg}: column {exc.colno}"
+            raise InputError(path, line, f"invalid JSON: {said}") from None
         except RecursionError:
             raise InputError(path, line, "invalid JSON: nested too deeply") from None
 

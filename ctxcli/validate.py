@@ -9,11 +9,13 @@ read at all is a problem too (rule ``unreadable``). Each is a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from ctxcli import formats, jsonio, parquet
 from ctxcli.errors import InputError
-from ctxcli.formats.base import WholeFile
+from ctxcli.formats.base import Format, WholeFile
+from ctxcli.inputs import find_inputs
 from ctxcli.problems import Problem as Problem  # ctxcli.Problem is read from here
 from ctxcli.tokens import NullCounter, TokenCounter
 
@@ -25,34 +27,61 @@ def validate_file(
     messages_key: str | None = None,
     counter: TokenCounter | None = None,
 ) -> Iterator[Problem]:
-    """Yield every problem of every record in ``path`` (``-``: stdin), in file order.
+    """Yield every problem of every record in ``path`` (``-``: stdin; a folder: each
+    transcript in it, found as ``compress`` finds them, :func:`ctxcli.inputs.find_inputs`),
+    in file order. A number JSON does not allow where the file's shape is decided is
+    listed too, and the file left there.
 
-    Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` and
-    :class:`InputError` when the file cannot be opened.
+    Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` or a folder
+    with no transcripts, and :class:`InputError` when a file cannot be opened.
     """
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
-    shape, items, _ = parquet.open_records(path, None, messages_key)
+    paths = [f.path for f in find_inputs([path])] if os.path.isdir(path) else [path]
+    for each in paths:
+        yield from _file(each, module, messages_key, counter)
+
+
+def _file(
+    path: str, module: Format | None, messages_key: str | None, counter: TokenCounter
+) -> Iterator[Problem]:
+    """The problems of one file (see :func:`validate_file`)."""
+    try:
+        shape, items, _ = parquet.open_records(path, None, messages_key)
+    except jsonio.NumberError as exc:  # raised by the look at the first lines
+        yield Problem("unreadable", exc.reason, path=path, line=exc.line)
+        return
     whole, items = formats.whole_file_of(module, shape, items, path)
     if whole is not None:
         yield from _session(path, items, counter, whole)
         return
     for item in items:
-        try:
-            record = item.parse(path)
-            found = formats.find(record, messages_key, module)
-            if found is None:
-                raise InputError(path, item.line, formats.no_fit(record, messages_key))
-            conversation = found.read(record, counter, path=path, line=item.line or 0)
-        except InputError as exc:
-            yield Problem("unreadable", exc.reason, path=path, line=item.line, record=item.index)
-            continue
-        except (LookupError, TypeError):  # a --messages-key path that leads nowhere
-            reason = formats.no_fit(record, messages_key)
-            yield Problem("unreadable", reason, path=path, line=item.line, record=item.index)
-            continue
-        for problem in found.problems(record, conversation):
-            yield problem.at(path=path, line=item.line, record=item.index, scope=found.format.NAME)
+        yield from _record(path, item, module, messages_key, counter)
+
+
+def _record(
+    path: str,
+    item: jsonio.Record,
+    module: Format | None,
+    messages_key: str | None,
+    counter: TokenCounter,
+) -> Iterator[Problem]:
+    """The problems of one record, each naming its place in ``path``."""
+    at = {"path": path, "line": item.line, "record": item.index}
+    try:
+        record = item.parse(path)
+        found = formats.find(record, messages_key, module)
+        if found is None:
+            raise InputError(path, item.line, formats.no_fit(record, messages_key))
+        conversation = found.read(record, counter, path=path, line=item.line or 0)
+    except InputError as exc:
+        yield Problem("unreadable", exc.reason).at(**at)
+        return
+    except (LookupError, TypeError):  # a --messages-key path that leads nowhere
+        yield Problem("unreadable", formats.no_fit(record, messages_key)).at(**at)
+        return
+    for problem in found.problems(record, conversation):
+        yield problem.at(**at, scope=found.format.NAME)
 
 
 def _session(
