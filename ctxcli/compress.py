@@ -163,20 +163,7 @@ class Compressor:
         bar = drivers.progress(input_path) if progress and shape == "jsonl" else None
         newline, bom = jsonio.line_style(input_path, data)
         shown = drivers.Shown(self._warn, bar)
-        file_run = FileRun(
-            self.recipe,
-            input_path,
-            stats,
-            warn=shown,
-            shape=shape,
-            encode=original.encode if shape == "parquet" else jsonio.dumps,
-            newline=newline,
-            bar=bar,
-            jobs=pool.jobs_for(self.requested_jobs, input_path),
-            threads=getattr(self.summarizer, "concurrency", 1),
-            # Threads only pay off while waiting on a model; no client, no cache to fork.
-            offline=not hasattr(self.summarizer, "concurrency"),
-        )
+        file_run = self._file_run(stats, shown, shape, original, newline, bar)
         whole, items = formats.whole_file_of(self.format, shape, items, input_path)
         items = drivers.tracked(items, bar)  # counted as a driver reads them, not when peeked at
         lines = (
@@ -203,6 +190,32 @@ class Compressor:
             self._close(stats, input_path, shown.count, model_use, started)
             _commit(stats, stats_file, store, writer)
         return stats
+
+    def _file_run(
+        self,
+        stats: FileStats,
+        shown: drivers.Shown,
+        shape: str,
+        original: Any,
+        newline: bytes,
+        bar: Any,
+    ) -> FileRun:
+        """The run of the file ``stats`` are for, of ``shape`` (its Parquet source
+        ``original`` encodes its records), warning through ``shown``."""
+        return FileRun(
+            self.recipe,
+            stats.input,
+            stats,
+            warn=shown,
+            shape=shape,
+            encode=original.encode if shape == "parquet" else jsonio.dumps,
+            newline=newline,
+            bar=bar,
+            jobs=pool.jobs_for(self.requested_jobs, stats.input),
+            threads=getattr(self.summarizer, "concurrency", 1),
+            # Threads only pay off while waiting on a model; no client, no cache to fork.
+            offline=not hasattr(self.summarizer, "concurrency"),
+        )
 
     def _close(
         self,
