@@ -127,15 +127,7 @@ def read(
             previous_id = None
             continue
         message = event["message"]
-        role = message.get("role")
-        if role not in _CHAT:
-            known = ", ".join(_CHAT)
-            raise InputError(path, where[e], f"message has unknown role {role!r} (known: {known})")
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else None
-        for j, block in enumerate(blocks or ()):
-            if not isinstance(block, Mapping):
-                raise InputError(path, where[e], f"block {j} is {kind(block)}, not an object")
+        role, content, blocks = _checked(message, path, where[e])
         message_id = message.get("id") if role == "assistant" else None
         if message_id is not None and message_id == previous_id and blocks is not None:
             # One streamed reply written as several events: one neutral message.
@@ -144,16 +136,9 @@ def read(
             sources[-1].append((e, tuple(range(len(blocks)))))
             continue
         previous_id = message_id if blocks is not None else None
-        if blocks is None:
-            neutral.append({"role": role, "content": content})
-            sources.append([(e, None)])
-        elif role == "assistant":
-            neutral.append({**anthropic._assistant(blocks), "_blocks": list(blocks)})
-            sources.append([(e, tuple(range(len(blocks))))])
-        else:
-            for data, kept in anthropic._user(blocks):
-                neutral.append(data)
-                sources.append([(e, kept)])
+        for data, source in _neutral(role, content, blocks, e):
+            neutral.append(data)
+            sources.append(source)
     for data in neutral:
         data.pop("_blocks", None)
     first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
@@ -172,12 +157,78 @@ def read(
     )
 
 
+def _checked(message: Mapping[str, Any], path: str, line: int) -> tuple[str, Any, list[Any] | None]:
+    """A chat event's ``message``: its role, content and blocks (``None`` for a content
+    that is no list). Raises :class:`InputError` for a role outside user / assistant
+    or a block that is not an object."""
+    role = message.get("role")
+    if role not in _CHAT:
+        known = ", ".join(_CHAT)
+        raise InputError(path, line, f"message has unknown role {role!r} (known: {known})")
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else None
+    for j, block in enumerate(blocks or ()):
+        if not isinstance(block, Mapping):
+            raise InputError(path, line, f"block {j} is {kind(block)}, not an object")
+    return str(role), content, blocks
+
+
+def _neutral(
+    role: str, content: Any, blocks: list[Any] | None, e: int
+) -> list[tuple[dict[str, Any], list[tuple[int, tuple[int, ...] | None]]]]:
+    """The neutral messages of the chat event at ``e``, each with its source (an
+    assistant's keeps its blocks under ``_blocks``, for a streamed reply's next part)."""
+    if blocks is None:
+        return [({"role": role, "content": content}, [(e, None)])]
+    if role == "assistant":
+        data = {**anthropic._assistant(blocks), "_blocks": list(blocks)}
+        return [(data, [(e, tuple(range(len(blocks))))])]
+    return [(data, [(e, kept)]) for data, kept in anthropic._user(blocks)]
+
+
 def write(
     record: Sequence[Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> list[Any]:
     """The session's events after compression: kept events (the very objects read
     when unchanged), summary events, and ``parentUuid`` links re-made; see the module
     docstring."""
+    events: Sequence[Any] = conversation.meta["entries"]
+    sources: Sequence[Source] = conversation.meta["sources"]
+    kept, inserts, waiting, patches = _plan(conversation)
+    chat = {e for source in sources for e, _ in source}
+    dropped = {e for e in chat if e not in kept}
+    parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
+    gone = {events[e].get("uuid") for e in dropped} - {None}
+    out: list[Any] = []
+    for e, event in enumerate(events):
+        if e in dropped:
+            continue
+        parent = _live_parent(event.get("parentUuid"), gone, parents)
+        for message in inserts.get(e, ()):
+            new = _summary_event(event, parent, message)
+            out.append(new)
+            parent = new["uuid"]
+        if e in chat:
+            event = _trimmed(event, kept.get(e), patches.get(e, {}))
+        if parent != event.get("parentUuid"):
+            event = {**event, "parentUuid": parent}
+        out.append(event)
+    last = next((ev for ev in reversed(out) if _is_chat(ev)), None) if waiting else None
+    for message in waiting:
+        style = last or {}
+        last = _summary_event(style, style.get("uuid"), message)
+        out.append(last)
+    return out
+
+
+def _plan(
+    conversation: Conversation,
+) -> tuple[
+    dict[int, set[int] | None], dict[int, list[Message]], list[Message], dict[int, dict[int, Any]]
+]:
+    """What :func:`write` does to each event: the blocks it keeps (``None``: all, its
+    content no list), the summaries to put in front of it, the summaries after the last
+    kept message (``waiting``) and the blocks rewritten, by event position."""
     events: Sequence[Any] = conversation.meta["entries"]
     sources: Sequence[Source] = conversation.meta["sources"]
     kept: dict[int, set[int] | None] = {}
@@ -201,41 +252,30 @@ def write(
                 have = kept.setdefault(e, set())
                 if have is not None:
                     have.update(blocks)
-    chat = {e for source in sources for e, _ in source}
-    dropped = {e for e in chat if e not in kept}
-    parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
-    gone = {events[e].get("uuid") for e in dropped} - {None}
-    out: list[Any] = []
-    for e, event in enumerate(events):
-        if e in dropped:
-            continue
-        parent = event.get("parentUuid")
-        seen = set()
-        while parent in gone and parent not in seen:  # a cycle of links ends here
-            seen.add(parent)
-            parent = parents.get(parent)
-        for message in inserts.get(e, ()):
-            new = _summary_event(event, parent, message)
-            out.append(new)
-            parent = new["uuid"]
-        survivors = kept.get(e)
-        content = event["message"].get("content") if e in chat else None
-        patched = patches.get(e, {})
-        blocks_kept = survivors if survivors is not None and isinstance(content, list) else None
-        if content and blocks_kept is not None and (len(blocks_kept) < len(content) or patched):
-            rebuilt = [patched.get(j, content[j]) for j in sorted(blocks_kept)]
-            event = {**event, "message": {**event["message"], "content": rebuilt}}
-        if parent != event.get("parentUuid"):
-            event = {**event, "parentUuid": parent}
-        out.append(event)
-    if waiting:
-        last = next((ev for ev in reversed(out) if _is_chat(ev)), None)
-        for message in waiting:
-            style = last or {}
-            new = _summary_event(style, style.get("uuid"), message)
-            out.append(new)
-            last = new
-    return out
+    return kept, inserts, waiting, patches
+
+
+def _live_parent(parent: Any, gone: set[Any], parents: Mapping[Any, Any]) -> Any:
+    """The nearest ancestor of ``parent`` (itself first) not ``gone``; a cycle of
+    links ends at the event where it closes."""
+    seen = set()
+    while parent in gone and parent not in seen:
+        seen.add(parent)
+        parent = parents.get(parent)
+    return parent
+
+
+def _trimmed(
+    event: Mapping[str, Any], survivors: set[int] | None, patched: Mapping[int, Any]
+) -> Mapping[str, Any]:
+    """A chat ``event`` with only its ``survivors`` blocks (``None``: all), those of
+    ``patched`` rewritten; the very event when nothing changes."""
+    content = event["message"].get("content")
+    blocks_kept = survivors if survivors is not None and isinstance(content, list) else None
+    if content and blocks_kept is not None and (len(blocks_kept) < len(content) or patched):
+        rebuilt = [patched.get(j, content[j]) for j in sorted(blocks_kept)]
+        return {**event, "message": {**event["message"], "content": rebuilt}}
+    return event
 
 
 def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> dict[str, Any]:
