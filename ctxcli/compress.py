@@ -147,16 +147,7 @@ class Compressor:
         """
         _refuse_overwrites(input_path, output_path, store_path)
         started = time.perf_counter()
-        stats = FileStats(
-            input=input_path,
-            output=output_path,
-            encoding=self.encoding,
-            max_tokens=self.settings.max_tokens,
-            stages=self.settings.stage_names,
-            store=store_path,
-        )
-        if self.score:
-            stats.score = FileScore(input_path, output_path, self.settings.max_tokens)
+        stats = self._stats_for(input_path, output_path, store_path)
         model_use = self._model_use()
         data = jsonio.read_input(input_path)
         shape, items, original = parquet.open_records(input_path, data, self.settings.messages_key)
@@ -189,6 +180,20 @@ class Compressor:
             self.warned += shown.count
             self._close(stats, input_path, shown.count, model_use, started)
             _commit(stats, stats_file, store, writer)
+        return stats
+
+    def _stats_for(self, input_path: str, output_path: str, store_path: str | None) -> FileStats:
+        """Empty stats for one file of this run."""
+        stats = FileStats(
+            input=input_path,
+            output=output_path,
+            encoding=self.encoding,
+            max_tokens=self.settings.max_tokens,
+            stages=self.settings.stage_names,
+            store=store_path,
+        )
+        if self.score:
+            stats.score = FileScore(input_path, output_path, self.settings.max_tokens)
         return stats
 
     def _file_run(
