@@ -78,16 +78,14 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
         return False
     if isinstance(record.get("system"), (str, list)):
         return True
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping) and (
-                    block.get("type") in _OWN_BLOCKS
-                    or (block.get("type") == "image" and "source" in block)
-                ):
-                    return True
-    return False
+    return any(_own_block(block) for message in messages for block in _blocks(message))
+
+
+def _own_block(block: Any) -> bool:
+    """Whether ``block`` is one only Anthropic writes (an image with a ``source``)."""
+    return isinstance(block, Mapping) and (
+        block.get("type") in _OWN_BLOCKS or (block.get("type") == "image" and "source" in block)
+    )
 
 
 def read(
@@ -253,28 +251,41 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     expected: list[str] = []
     for i, entry in enumerate(entries):
         blocks = [b for b in _blocks(entry) if isinstance(b, Mapping)]
-        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
-        if expected:
-            missing = [e for e in expected if e not in results]
-            if entry.get("role") != "user" or missing:
-                detail = f"tool_use {missing or expected} has no tool_result in the next message"
-                found.append(Problem("tool-use-without-result", detail, i - 1))
-        extra = [r for r in results if r not in expected]
-        if extra:
-            detail = f"tool_result {extra} without a tool_use just before"
-            found.append(Problem("tool-result-without-use", detail, i))
-        types = [b.get("type") for b in blocks]
-        if results:
-            first_other = next((k for k, t in enumerate(types) if t != "tool_result"), None)
-            last_result = max(k for k, t in enumerate(types) if t == "tool_result")
-            if first_other is not None and first_other < last_result:
-                detail = "tool_result blocks must come before other blocks"
-                found.append(Problem("tool-result-not-first", detail, i))
+        found += _result_problems(i, entry, blocks, expected)
         found += _thinking_problems(i, entry, blocks)
         expected = []
         if entry.get("role") == "assistant":
             expected = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
     return found
+
+
+def _result_problems(
+    i: int, entry: Mapping[str, Any], blocks: list[Mapping[str, Any]], expected: list[str]
+) -> list[Problem]:
+    """The tool_result rules of message ``i``, after a message whose calls were
+    ``expected``: every call answered, no result without its call, results first."""
+    found = []
+    results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+    if expected:
+        missing = [e for e in expected if e not in results]
+        if entry.get("role") != "user" or missing:
+            detail = f"tool_use {missing or expected} has no tool_result in the next message"
+            found.append(Problem("tool-use-without-result", detail, i - 1))
+    extra = [r for r in results if r not in expected]
+    if extra:
+        detail = f"tool_result {extra} without a tool_use just before"
+        found.append(Problem("tool-result-without-use", detail, i))
+    if results and not _results_first([b.get("type") for b in blocks]):
+        detail = "tool_result blocks must come before other blocks"
+        found.append(Problem("tool-result-not-first", detail, i))
+    return found
+
+
+def _results_first(types: list[Any]) -> bool:
+    """Whether no other block stands before the last ``tool_result`` of ``types``."""
+    first_other = next((k for k, t in enumerate(types) if t != "tool_result"), None)
+    last_result = max(k for k, t in enumerate(types) if t == "tool_result")
+    return first_other is None or first_other >= last_result
 
 
 def _blocks(entry: Mapping[str, Any]) -> list[Any]:
