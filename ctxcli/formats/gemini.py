@@ -412,15 +412,21 @@ def content_problems(entries: Sequence[Mapping[str, Any]]) -> list[Problem]:
             )
             found.append(Problem("response-turn-misplaced", detail, i, unit="content"))
         if signed and calls[i] and i >= current:
-            first = next(p for p in entry["parts"] if field(p, "functionCall") is not None)
-            if not field(first, "thoughtSignature"):
-                name = field(first, "functionCall").get("name")
-                detail = (
-                    "Function call is missing a thought_signature in "
-                    f"functionCall parts (function call `{name}`)."
-                )
-                found.append(Problem("call-unsigned", detail, i, unit="content"))
+            found += _signature_problems(entry, i)
     return found
+
+
+def _signature_problems(entry: Mapping[str, Any], i: int) -> list[Problem]:
+    """The Content ``i`` of the current turn holding calls: its first call signed."""
+    first = next(p for p in entry["parts"] if field(p, "functionCall") is not None)
+    if field(first, "thoughtSignature"):
+        return []
+    name = field(first, "functionCall").get("name")
+    detail = (
+        "Function call is missing a thought_signature in "
+        f"functionCall parts (function call `{name}`)."
+    )
+    return [Problem("call-unsigned", detail, i, unit="content")]
 
 
 def _count(entry: Mapping[str, Any], name: str) -> int:

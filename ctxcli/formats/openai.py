@@ -125,32 +125,39 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     out."""
     found: list[Problem] = []
     for position, message in enumerate(conversation.messages):
-        data = message.data
-        content = data.get("content")
+        content = message.data.get("content")
         if content is not None and not isinstance(content, (str, list)):
             found.append(Problem("bad-content", f"content is {kind(content)}", position))
         if message.role == "tool" and not message.result_ids:
             detail = "tool result without a tool_call_id"
             found.append(Problem("result-without-id", detail, position))
-        calls = data.get("tool_calls")
+        calls = message.data.get("tool_calls")
         if isinstance(calls, list):
-            ids = []
-            for call in calls:
-                function = call.get("function") if isinstance(call, Mapping) else None
-                call_id = call.get("id") if isinstance(call, Mapping) else None
-                if not isinstance(call_id, str) or not call_id:
-                    found.append(Problem("call-without-id", "a tool call has no id", position))
-                if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-                    detail = "a tool call has no function name"
-                    found.append(Problem("call-without-name", detail, position))
-                ids.append(call_id)
-            twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
-            if twice:
-                detail = f"tool call id {twice[0]!r} is used twice"
-                found.append(Problem("call-id-twice", detail, position))
+            found += _call_problems(calls, position)
     pairing = pairing_problems(conversation.messages)
     found += [p for p in pairing if p.rule != "result-without-call-id"]  # said above
     return pending(found, len(conversation.messages))
+
+
+def _call_problems(calls: list[Any], position: int) -> list[Problem]:
+    """The rules of the ``tool_calls`` of message ``position``: each with a string
+    ``id``, used once, and a ``function`` with a ``name``."""
+    found = []
+    ids = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        if not isinstance(call_id, str) or not call_id:
+            found.append(Problem("call-without-id", "a tool call has no id", position))
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            detail = "a tool call has no function name"
+            found.append(Problem("call-without-name", detail, position))
+        ids.append(call_id)
+    twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
+    if twice:
+        detail = f"tool call id {twice[0]!r} is used twice"
+        found.append(Problem("call-id-twice", detail, position))
+    return found
 
 
 def _with_part_calls(

@@ -182,6 +182,13 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     for (_, one), (i, two) in zip(chat, chat[1:]):
         if one == two:
             found.append(Problem("two-in-a-row", f"two {one} turns in a row", i, unit="turn"))
+    return found + _call_problems(senders)
+
+
+def _call_problems(senders: list[Any]) -> list[Problem]:
+    """Each ``function_call`` turn answered right after it, each answer right after
+    its call."""
+    found = []
     for i, sender in enumerate(senders):
         after = senders[i + 1] if i + 1 < len(senders) else None
         before = senders[i - 1] if i else None
