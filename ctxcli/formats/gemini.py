@@ -391,28 +391,39 @@ def content_problems(entries: Sequence[Mapping[str, Any]]) -> list[Problem]:
     signed = any(field(p, "thoughtSignature") for e in entries for p in e["parts"])
     current = _current_turn(entries)
     for i, entry in enumerate(entries):
-        model = entry.get("role") == "model"
-        if calls[i] and (not model or i == 0 or entries[i - 1].get("role") == "model"):
-            detail = (
-                "Please ensure that function call turn comes immediately "
-                "after a user turn or after a function response turn."
-            )
-            found.append(Problem("call-turn-misplaced", detail, i, unit="content"))
-        if calls[i] and i + 1 < len(entries) and answers[i + 1] != calls[i]:
-            detail = (
-                "Please ensure that the number of function response parts is "
-                "equal to the number of function call parts of the function call turn "
-                f"({calls[i]} calls, {answers[i + 1]} responses)."
-            )
-            found.append(Problem("responses-uncounted", detail, i, unit="content"))
-        if answers[i] and (model or i == 0 or not calls[i - 1]):
-            detail = (
-                "Please ensure that function response turn comes immediately "
-                "after a function call turn."
-            )
-            found.append(Problem("response-turn-misplaced", detail, i, unit="content"))
+        found += _turn_problems(entries, calls, answers, i)
         if signed and calls[i] and i >= current:
             found += _signature_problems(entry, i)
+    return found
+
+
+def _turn_problems(
+    entries: Sequence[Mapping[str, Any]], calls: list[int], answers: list[int], i: int
+) -> list[Problem]:
+    """The turn rules of Content ``i``: calls right after a user or response turn,
+    answered by as many responses, responses right after calls. ``calls`` and
+    ``answers`` count each Content's function calls and responses."""
+    found = []
+    model = entries[i].get("role") == "model"
+    if calls[i] and (not model or i == 0 or entries[i - 1].get("role") == "model"):
+        detail = (
+            "Please ensure that function call turn comes immediately "
+            "after a user turn or after a function response turn."
+        )
+        found.append(Problem("call-turn-misplaced", detail, i, unit="content"))
+    if calls[i] and i + 1 < len(entries) and answers[i + 1] != calls[i]:
+        detail = (
+            "Please ensure that the number of function response parts is "
+            "equal to the number of function call parts of the function call turn "
+            f"({calls[i]} calls, {answers[i + 1]} responses)."
+        )
+        found.append(Problem("responses-uncounted", detail, i, unit="content"))
+    if answers[i] and (model or i == 0 or not calls[i - 1]):
+        detail = (
+            "Please ensure that function response turn comes immediately "
+            "after a function call turn."
+        )
+        found.append(Problem("response-turn-misplaced", detail, i, unit="content"))
     return found
 
 

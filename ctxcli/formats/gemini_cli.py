@@ -276,28 +276,29 @@ def replayed(entries: Sequence[Any]) -> tuple[list[dict[str, Any]], list[int]]:
     contents: list[dict[str, Any]] = []
     origin: list[int] = []
     for e, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            continue
-        if entry.get("type") == "user" and not _is_command(entry):
-            content = _parts(entry.get("content"))
-            parts = content if isinstance(content, list) else [{"text": content}]
-            contents.append({"role": "user", "parts": parts})
-            origin.append(e)
-        elif entry.get("type") == "gemini":
-            calls = [c for c in entry.get("toolCalls") or () if isinstance(c, Mapping)]
-            asked = [
-                {"functionCall": {"name": c.get("name"), "args": c.get("args")}} for c in calls
-            ]
-            parts = _model_parts(entry) + asked
-            if not parts:
-                continue  # nothing to replay
-            contents.append({"role": "model", "parts": parts})
-            origin.append(e)
-            answers = [p for c in calls if c.get("result") for p in _result_parts(c["result"])]
-            if answers:
-                contents.append({"role": "user", "parts": answers})
-                origin.append(e)
+        replay = _replay(entry) if isinstance(entry, Mapping) else []
+        contents += replay
+        origin += [e] * len(replay)
     return contents, origin
+
+
+def _replay(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Contents one message of the session replays (see :func:`replayed`)."""
+    if entry.get("type") == "user" and not _is_command(entry):
+        content = _parts(entry.get("content"))
+        parts = content if isinstance(content, list) else [{"text": content}]
+        return [{"role": "user", "parts": parts}]
+    if entry.get("type") != "gemini":
+        return []
+    calls = [c for c in entry.get("toolCalls") or () if isinstance(c, Mapping)]
+    asked = [{"functionCall": {"name": c.get("name"), "args": c.get("args")}} for c in calls]
+    parts = _model_parts(entry) + asked
+    if not parts:
+        return []  # nothing to replay
+    answers = [p for c in calls if c.get("result") for p in _result_parts(c["result"])]
+    return [{"role": "model", "parts": parts}] + (
+        [{"role": "user", "parts": answers}] if answers else []
+    )
 
 
 def _result_parts(result: Any) -> list[Any]:
