@@ -158,23 +158,33 @@ def rebuild_entries(
         content = entries[entry].get(key)
         if message.changed and isinstance(content, list):  # rewritten in its own blocks
             patches.setdefault(entry, {}).update(patch(content, blocks or (), message.data))
-        last = pieces[-1] if pieces else None
-        if isinstance(last, tuple) and last[0] == entry:
-            last[1].extend(blocks or ())
-        else:
-            pieces.append((entry, list(blocks or ())))
-    written: list[Any] = []
-    for piece in pieces:
-        if isinstance(piece, dict):
-            written.append(piece)
-            continue
-        entry_at, kept = piece
-        original = entries[entry_at]
-        content = original.get(key)
-        patched = patches.get(entry_at, {})
-        if not isinstance(content, list) or (len(kept) == len(content) and not patched):
-            written.append(original)
-        else:
-            rebuilt = [patched.get(j, content[j]) for j in sorted(kept)]
-            written.append({**original, key: rebuilt})
-    return written
+        _add_blocks(pieces, entry, blocks or ())
+    return [
+        piece
+        if isinstance(piece, dict)
+        else _rebuilt(entries[piece[0]], key, piece[1], patches.get(piece[0], {}))
+        for piece in pieces
+    ]
+
+
+def _add_blocks(
+    pieces: list[tuple[int, list[int]] | dict[str, Any]], entry: int, blocks: Iterable[int]
+) -> None:
+    """Add the ``blocks`` of ``entry`` to the last piece when it is that entry's, else
+    as a piece of their own."""
+    last = pieces[-1] if pieces else None
+    if isinstance(last, tuple) and last[0] == entry:
+        last[1].extend(blocks)
+    else:
+        pieces.append((entry, list(blocks)))
+
+
+def _rebuilt(
+    original: Mapping[str, Any], key: str, kept: list[int], patched: Mapping[int, Any]
+) -> Any:
+    """The entry ``original`` with only the blocks ``kept`` under ``key``, those of
+    ``patched`` rewritten: the very entry when all are kept as they were."""
+    content = original.get(key)
+    if not isinstance(content, list) or (len(kept) == len(content) and not patched):
+        return original
+    return {**original, key: [patched.get(j, content[j]) for j in sorted(kept)]}
