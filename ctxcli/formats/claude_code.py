@@ -116,10 +116,35 @@ def read(
     block that is not an object.
     """
     where = list(lines) if lines is not None else [line + i for i in range(len(record))]
+    start = context_start(record)
+    neutral, sources = _chat_messages(record, start, where, path)
+    for data in neutral:
+        data.pop("_blocks", None)
+    first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
+    return Conversation(
+        messages=read_messages(neutral, counter, entries=[s[-1][0] for s in sources]),
+        id=None if not first else str(first.get("sessionId")),
+        line=line,
+        meta={
+            "entries": list(record),
+            "sources": sources,
+            "lines": where,
+            "out_of_context": sum(map(_is_chat, record[:start])),
+        },
+        user_first=True,
+        summary_role="user",
+    )
+
+
+def _chat_messages(
+    record: Sequence[Any], start: int, where: Sequence[int], path: str
+) -> tuple[list[dict[str, Any]], list[Source]]:
+    """The neutral messages of the chat events from ``start`` on (an assistant's with
+    its blocks under ``_blocks``), each with its source; the parts of one streamed
+    reply are one message. Raises :class:`InputError` as :func:`read` says."""
     neutral: list[dict[str, Any]] = []
     sources: list[Source] = []
     previous_id: Any = None
-    start = context_start(record)
     for e, event in enumerate(record):
         if not isinstance(event, Mapping):
             raise InputError(path, where[e], f"event is {kind(event)}, not an object")
@@ -139,22 +164,7 @@ def read(
         for data, source in _neutral(role, content, blocks, e):
             neutral.append(data)
             sources.append(source)
-    for data in neutral:
-        data.pop("_blocks", None)
-    first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
-    return Conversation(
-        messages=read_messages(neutral, counter, entries=[s[-1][0] for s in sources]),
-        id=None if not first else str(first.get("sessionId")),
-        line=line,
-        meta={
-            "entries": list(record),
-            "sources": sources,
-            "lines": where,
-            "out_of_context": sum(map(_is_chat, record[:start])),
-        },
-        user_first=True,
-        summary_role="user",
-    )
+    return neutral, sources
 
 
 def _checked(message: Mapping[str, Any], path: str, line: int) -> tuple[str, Any, list[Any] | None]:
@@ -213,12 +223,19 @@ def write(
         if parent != event.get("parentUuid"):
             event = {**event, "parentUuid": parent}
         out.append(event)
+    return out + _trailing(out, waiting)
+
+
+def _trailing(out: Sequence[Any], waiting: Sequence[Message]) -> list[dict[str, Any]]:
+    """Summary events for the summaries after the last kept message, chained after
+    the last chat event of ``out``."""
     last = next((ev for ev in reversed(out) if _is_chat(ev)), None) if waiting else None
+    events = []
     for message in waiting:
         style = last or {}
         last = _summary_event(style, style.get("uuid"), message)
-        out.append(last)
-    return out
+        events.append(last)
+    return events
 
 
 def _plan(
