@@ -180,15 +180,23 @@ def _with_part_calls(
         open_ids = []
         if role != "assistant" or "tool_calls" in message or not isinstance(content, list):
             continue
-        calls = [p for p in content if isinstance(p, Mapping) and p.get("type") == _PART_CALL]
-        if not calls:
-            continue
-        tool_calls = [_call(part, f"ctxcli-{i}-{n}") for n, part in enumerate(calls)]
-        rest = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == _PART_CALL)]
-        neutral[i] = {**message, "content": rest, "tool_calls": tool_calls}
-        added[i] = ("tool_calls",)
-        open_ids = [c["id"] for c in tool_calls]
+        called = _called(message, content, i)
+        if called is not None:
+            neutral[i] = called
+            added[i] = ("tool_calls",)
+            open_ids = [c["id"] for c in called["tool_calls"]]
     return neutral, added
+
+
+def _called(message: Mapping[str, Any], content: list[Any], i: int) -> dict[str, Any] | None:
+    """Assistant message ``i`` with its ``tool_call`` parts as ``tool_calls``, or
+    ``None`` when its ``content`` holds none."""
+    calls = [p for p in content if isinstance(p, Mapping) and p.get("type") == _PART_CALL]
+    if not calls:
+        return None
+    tool_calls = [_call(part, f"ctxcli-{i}-{n}") for n, part in enumerate(calls)]
+    rest = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == _PART_CALL)]
+    return {**message, "content": rest, "tool_calls": tool_calls}
 
 
 def _call(part: Mapping[str, Any], call_id: str) -> dict[str, Any]:

@@ -263,23 +263,34 @@ def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, A
     if kind_of in OUTPUTS and data.get("role") == "tool":
         return {**item, "output": data.get("content")}
     if kind_of in CALLS:
-        calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
-        arguments = calls.get(item.get("call_id"), {}).get("arguments")
-        if kind_of == "function_call" and arguments != item.get("arguments"):
-            return {**item, "arguments": arguments}
-        if kind_of == "custom_tool_call" and arguments != item.get("input"):
-            return {**item, "input": arguments}
-        return item
+        return _patched_call(item, data)
     if kind_of == "message":
-        content = data.get("content")
-        if isinstance(content, list):
-            content = [
-                p for p in content if not (isinstance(p, Mapping) and p.get("type") == "reasoning")
-            ]
-            if isinstance(item.get("content"), str):
-                content = text_of(content)
-        return item if content == item.get("content") else {**item, "content": content}
+        return _patched_message(item, data)
     return item
+
+
+def _patched_call(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A call item with the arguments of its call in ``data``."""
+    calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
+    arguments = calls.get(item.get("call_id"), {}).get("arguments")
+    if item["type"] == "function_call" and arguments != item.get("arguments"):
+        return {**item, "arguments": arguments}
+    if item["type"] == "custom_tool_call" and arguments != item.get("input"):
+        return {**item, "input": arguments}
+    return item
+
+
+def _patched_message(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A message item with the content of ``data`` (its reasoning parts left out, and
+    as text when the item's content was)."""
+    content = data.get("content")
+    if isinstance(content, list):
+        content = [
+            p for p in content if not (isinstance(p, Mapping) and p.get("type") == "reasoning")
+        ]
+        if isinstance(item.get("content"), str):
+            content = text_of(content)
+    return item if content == item.get("content") else {**item, "content": content}
 
 
 def problems(record: Any, conversation: Conversation) -> list[Problem]:
