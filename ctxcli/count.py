@@ -17,14 +17,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from ctxcli import jsonio, parquet
-from ctxcli.compress import Compressor, whole_file_format
+from ctxcli import formats, jsonio, parquet
+from ctxcli.compress import Compressor
 from ctxcli.config import Settings, resolve
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind
+from ctxcli.formats.base import WholeFile
 from ctxcli.model import Conversation
 
 #: The name of the part of a conversation's tokens no message holds: the reply
@@ -133,7 +132,7 @@ class Counting:
         """Each conversation of ``path`` as ``compress`` reads it, in file order, with
         the record it was read from (a whole-file session: its first line's)."""
         shape, items, _ = parquet.open_records(path, None, self.reader.settings.messages_key)
-        whole, items = whole_file_format(self.reader.format, shape, items, path)
+        whole, items = formats.whole_file_of(self.reader.format, shape, items, path)
         if whole is not None:
             yield self._session(whole, list(items), path)
             return
@@ -148,18 +147,15 @@ class Counting:
             raise InputError(path, item.line, exc.reason, record=item.index) from None
 
     def _session(
-        self, module: ModuleType, items: list[jsonio.Record], path: str
+        self, format: WholeFile, items: list[jsonio.Record], path: str
     ) -> tuple[jsonio.Record, Conversation]:
         events: list[Any] = []
-        for item in items:
-            event = item.parse(path)
-            if not isinstance(event, dict):
-                raise InputError(path, item.line, f"event is {kind(event)}, not an object")
+        for _, event in formats.events(items, path):
+            if isinstance(event, InputError):
+                raise event
             events.append(event)
         lines = [item.line or 0 for item in items]
-        conversation = module.read(
-            events, self.counter, path=path, line=lines[0] if lines else 0, lines=lines
-        )
+        conversation = formats.read_file(format, events, self.counter, path=path, lines=lines)
         return (items[0] if items else jsonio.Record(None, None, None)), conversation
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ctxcli.problems import Problem
+from ctxcli.problems import where as where
+
 
 class CtxcliError(Exception):
     """Base class of every error ctxcli raises on purpose."""
@@ -24,14 +27,6 @@ class InputError(CtxcliError):
 
 def _input_error(path: str, line: int | None, reason: str, record: int | None) -> InputError:
     return InputError(path, line, reason, record=record)
-
-
-def where(path: str, line: int | None, record: int | None = None) -> str:
-    """How messages name a place in an input: ``path:line`` for a JSON lines file,
-    ``path[record N]`` (0-based) for an item of a JSON array, else ``path``."""
-    if record is not None:
-        return f"{path}[record {record}]"
-    return f"{path}:{line}" if line is not None else path
 
 
 class OutputError(CtxcliError):
@@ -57,11 +52,11 @@ class SummaryError(CtxcliError):
 class InvariantError(CtxcliError):
     """Compressed output would break a transcript rule (a bug: never written).
 
-    ``problems`` lists the broken rules, each as the text a person reads; the message
-    names the conversation as well."""
+    ``problems`` lists the broken rules (:class:`ctxcli.problems.Problem`; ``str()`` of
+    each is the text a person reads); the message names the conversation as well."""
 
-    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
-        self.problems = problems or (message,)
+    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
+        self.problems = problems or (Problem("invariant", message),)
         super().__init__(message)
 
     def __reduce__(self) -> tuple[object, ...]:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ctxcli import jsonio
 from ctxcli.compress import Compressor, FileStats
+from ctxcli.errors import OutputError
 from ctxcli.inputs import Plan
 
 
@@ -108,10 +109,15 @@ def describe(outcome: Outcome, *, dry_run: bool) -> str:
 @contextlib.contextmanager
 def _temporary(beside: str) -> Iterator[str]:
     """A hidden temporary file's path in ``beside``'s folder (so that renaming it over
-    ``beside`` is atomic), removed at the end unless renamed."""
-    fd, path = tempfile.mkstemp(
-        prefix=f".{Path(beside).name}.", suffix=".ctxcli.tmp", dir=os.path.dirname(beside)
-    )
+    ``beside`` is atomic), removed at the end unless renamed. Raises
+    :class:`OutputError` when the folder takes no new file."""
+    folder = os.path.dirname(beside)
+    try:
+        fd, path = tempfile.mkstemp(
+            prefix=f".{Path(beside).name}.", suffix=".ctxcli.tmp", dir=folder
+        )
+    except OSError as exc:
+        raise OutputError(f"{folder or '.'}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         yield path

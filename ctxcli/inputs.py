@@ -157,22 +157,40 @@ def plan(
     (it may hold an earlier run's originals).
     """
     found = find_inputs(inputs, globs)
-    if len(found) > 1 and (output or stats or store):
-        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
-    for name, value in (("--stats", stats), ("--store", store)):
-        if value == "-":
-            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
-    if in_place and (output or out_dir):
-        raise ConfigError("--in-place writes over each input: it takes neither -o nor --out-dir")
-    if in_place and any(item.path == "-" for item in found):
-        raise ConfigError("--in-place needs files: stdin (-) has no place to write back to")
+    _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
     if in_place:
+        _refuse_in_place(found, output=output, out_dir=out_dir)
         plans = [Plan(f.path, f.path, stats, store or default_store(f.path)) for f in found]
         plans = [dataclasses.replace(p, in_place=True) for p in plans]
     else:
         plans = [_plan_one(f, output, out_dir, stats, store, restorable) for f in found]
     _refuse_clashes(plans)
     return plans
+
+
+def _refuse_options(
+    found: Sequence[Found],
+    *,
+    output: str | None,
+    out_dir: str | None,
+    stats: str | None,
+    store: str | None,
+) -> None:
+    """Raise :class:`ConfigError` for one file's options given with several inputs,
+    or for stats or a store on stdout."""
+    if len(found) > 1 and (output or stats or store):
+        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+    for name, value in (("--stats", stats), ("--store", store)):
+        if value == "-":
+            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
+
+
+def _refuse_in_place(found: Sequence[Found], *, output: str | None, out_dir: str | None) -> None:
+    """Raise :class:`ConfigError` for what ``--in-place`` cannot take."""
+    if output or out_dir:
+        raise ConfigError("--in-place writes over each input: it takes neither -o nor --out-dir")
+    if any(item.path == "-" for item in found):
+        raise ConfigError("--in-place needs files: stdin (-) has no place to write back to")
 
 
 def _plan_one(
@@ -190,11 +208,28 @@ def _plan_one(
     if target != "-" and Path(target).is_dir():
         raise ConfigError(f"{target}: is a folder; -o names the output file")
     streamed = jsonio.is_stream(target)
-    planned = restorable or not streamed  # a file's store costs nothing unless written
-    kept = store or (default_store("-" if streamed else target, path) if planned else None)
-    if kept and not store and target == os.devnull:
-        kept = os.devnull  # the output is thrown away: so are the originals
-    if streamed and not store and kept and not jsonio.is_stream(kept) and Path(kept).exists():
+    kept = store or _default_store(path, target, restorable=restorable)
+    return Plan(
+        input=path,
+        output=target,
+        stats=stats or (None if streamed else default_stats(target)),
+        store=kept,
+    )
+
+
+def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
+    """The store of ``path`` written to ``target`` when none is given: beside the
+    output; ``/dev/null`` with the output; for stdout beside the input, and only when
+    ``restorable``. Raises :class:`ConfigError` when that one beside the input exists."""
+    streamed = jsonio.is_stream(target)
+    if not (restorable or not streamed):  # a file's store costs nothing unless written
+        return None
+    kept = default_store("-" if streamed else target, path)
+    if kept is None:  # stdin to stdout: nowhere to put one
+        return None
+    if target == os.devnull:
+        return os.devnull  # the output is thrown away: so are the originals
+    if streamed and not jsonio.is_stream(kept) and Path(kept).exists():
         # Named after the input, it may be the store of the run that wrote the
         # input: replacing it would lose that run's originals for good.
         raise ConfigError(
@@ -202,12 +237,7 @@ def _plan_one(
             f"{'stdout' if target == '-' else target} give --store PATH, or name that "
             "file to replace it"
         )
-    return Plan(
-        input=path,
-        output=target,
-        stats=stats or (None if streamed else default_stats(target)),
-        store=kept,
-    )
+    return kept
 
 
 def _refuse_clashes(plans: Sequence[Plan]) -> None:

@@ -24,92 +24,125 @@ from collections.abc import Sequence
 
 from ctxcli.errors import InvariantError
 from ctxcli.model import Conversation, Message, latest_user_index, opens_badly
+from ctxcli.problems import Problem
 
 
-def pairing_problems(messages: Sequence[Message]) -> list[str]:
-    """Tool-pairing problems of one message list (rule 1), as readable strings.
+def pairing_problems(messages: Sequence[Message]) -> list[Problem]:
+    """Tool-pairing problems of one message list (rule 1).
 
     A message is named by its position in the input (``Message.index``), so the same
     problem reads the same before and after compression; a message a stage wrote is
-    named by its position here.
+    named by its position here (``new``). Rules: ``result-without-call`` (and
+    ``result-without-call-id`` for a result naming no call),
+    ``function-result-without-call``, ``call-without-result``,
+    ``function-call-without-result``.
     """
-    found: list[str] = []
+    found: list[Problem] = []
     open_ids: set[str] = set()
-    open_at: int | str = -1
+    open_at: Problem = Problem("", "")
     function_open = False
     for here, message in enumerate(messages):
-        pos: int | str = message.index if message.index is not None else f"{here} (new)"
+        at = Problem("", "", message.index if message.index is not None else here)
+        at = at.at(new=True) if message.index is None else at
         role = message.role
         if role == "tool":
-            for call_id in message.result_ids or ("None",):
+            for call_id in message.result_ids or (None,):
                 if call_id not in open_ids:
-                    found.append(f"message {pos}: tool result {call_id!r} without its call")
-                open_ids.discard(call_id)
+                    rule = (
+                        "result-without-call" if call_id is not None else "result-without-call-id"
+                    )
+                    detail = f"tool result {str(call_id)!r} without its call"
+                    found.append(at.at(rule=rule, detail=detail))
+                open_ids.discard(str(call_id))
             continue
         if role == "function":
             if not function_open:
-                found.append(f"message {pos}: function result without a function_call")
+                found.append(at.at(rule="function-result-without-call", detail=_NO_CALL))
             function_open = False
             continue
-        if open_ids:
-            found.append(f"message {open_at}: tool calls {sorted(open_ids)} have no result")
-        if function_open:
-            found.append(f"message {open_at}: function_call has no result")
+        found += _unanswered(open_at, open_ids, function_open)
         open_ids = set(message.call_ids)
         function_open = message.calls_function
-        open_at = pos
+        open_at = at
+    return found + _unanswered(open_at, open_ids, function_open)
+
+
+_NO_CALL = "function result without a function_call"
+
+
+def _unanswered(at: Problem, open_ids: set[str], function_open: bool) -> list[Problem]:
+    """The calls still open at the message ``at`` names, as problems there."""
+    found = []
     if open_ids:
-        found.append(f"message {open_at}: tool calls {sorted(open_ids)} have no result")
+        detail = f"tool calls {sorted(open_ids)} have no result"
+        found.append(at.at(rule="call-without-result", detail=detail))
     if function_open:
-        found.append(f"message {open_at}: function_call has no result")
+        detail = "function_call has no result"
+        found.append(at.at(rule="function-call-without-result", detail=detail))
     return found
 
 
 def problems(
     before: Conversation, after: Conversation, *, max_tokens: int | None = None
-) -> list[str]:
+) -> list[Problem]:
     """Every rule ``after`` breaks that ``before`` kept; ``[]`` when all hold.
 
-    ``max_tokens`` is the budget in tokens (``None``: do not check it).
+    ``max_tokens`` is the budget in tokens (``None``: do not check it). Rules: those of
+    :func:`pairing_problems`, ``out-of-order``, ``unmarked-change``, ``must-keep``,
+    ``last-dropped``, ``bad-opening``, ``over-budget``.
     """
-    found: list[str] = []
+    found: list[Problem] = []
     broken = pairing_problems(after.messages)
     if broken:  # only then is it worth knowing what the input already broke
         known_before = set(pairing_problems(before.messages))
         found += [p for p in broken if p not in known_before]
+    found += _order_problems(before, after) + _kept_problems(before, after)
+    first = before.user_first
+    if opens_badly(after.messages, user_first=first) and not opens_badly(
+        before.messages, user_first=first
+    ):
+        opening = [m for m in after.messages if not (first and m.is_system)]
+        found.append(Problem("bad-opening", f"output starts with a {opening[0].role} message"))
+    if max_tokens is not None and after.tokens > max_tokens:
+        detail = f"{after.tokens} tokens exceed the budget of {max_tokens}"
+        found.append(Problem("over-budget", detail))
+    return found
 
-    originals = before.messages
+
+def _order_problems(before: Conversation, after: Conversation) -> list[Problem]:
+    """Rule 4: input messages in their order, an unchanged one the very dict read."""
+    found = []
     last = -1
-    kept: set[int] = set()
     for message in after.messages:
         if message.index is None:
             continue
         if message.index <= last:
-            found.append(f"message {message.index} is out of order")
+            found.append(Problem("out-of-order", f"message {message.index} is out of order"))
         last = message.index
-        kept.add(message.index)
-        if not message.changed and message.data is not originals[message.index].data:
-            found.append(f"message {message.index} differs but is not marked changed")
+        if not message.changed and message.data is not before.messages[message.index].data:
+            detail = f"message {message.index} differs but is not marked changed"
+            found.append(Problem("unmarked-change", detail))
+    return found
 
+
+def _kept_problems(before: Conversation, after: Conversation) -> list[Problem]:
+    """Rules 2 and 3: system and developer messages and the latest user message kept
+    as they are, the last message kept."""
+    originals = before.messages
+    kept = {m.index for m in after.messages if m.index is not None}
     unchanged = {m.index for m in after.messages if m.index is not None and not m.changed}
     must = {i for i, m in enumerate(originals) if m.is_system}
     latest = latest_user_index(originals)
     if latest is not None:
         must.add(latest)
+    found = []
     for i in sorted(must - unchanged):
         what = "dropped" if i not in kept else "changed"
-        found.append(f"message {i} ({originals[i].role}) was {what} but must be kept as is")
+        detail = f"message {i} ({originals[i].role}) was {what} but must be kept as is"
+        found.append(Problem("must-keep", detail))
     if originals and len(originals) - 1 not in kept:
-        found.append(f"the last message ({len(originals) - 1}) was dropped")
-
-    first = before.user_first
-    if opens_badly(after.messages, user_first=first) and not opens_badly(
-        originals, user_first=first
-    ):
-        opening = [m for m in after.messages if not (first and m.is_system)]
-        found.append(f"output starts with a {opening[0].role} message")
-    if max_tokens is not None and after.tokens > max_tokens:
-        found.append(f"{after.tokens} tokens exceed the budget of {max_tokens}")
+        detail = f"the last message ({len(originals) - 1}) was dropped"
+        found.append(Problem("last-dropped", detail))
     return found
 
 
@@ -119,6 +152,6 @@ def check(before: Conversation, after: Conversation, *, max_tokens: int | None =
     if found:
         raise InvariantError(
             f"conversation {after.label}: output would break the transcript rules: "
-            + "; ".join(found),
+            + "; ".join(map(str, found)),
             tuple(found),
         )

@@ -109,12 +109,7 @@ def read_records(
     first, *after = [line for _, line in itertools.islice(lines, 3)] + [b"", b"", b""]
     if isinstance(lines, Generator):
         lines.close()
-    if (
-        not first
-        or _is_object(first)
-        or (not first.lstrip().startswith(b"[") and all(map(_is_object, after[:2])))
-        or (_is_array(first) and _is_array(after[0]))
-    ):
+    if _looks_like_lines(first, after):
         # JSON lines, perhaps with a broken first line (two whole objects follow it, as
         # no JSON text spread over lines has them), or of arrays (Responses item lists,
         # a line each): no need to read the file whole.
@@ -134,13 +129,29 @@ def read_records(
             raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
         return "jsonl", _jsonl(path, data), None
     if isinstance(whole, list):
-        spans = array_spans(data)
-        raws: list[bytes | None] = (
-            [data[a:b] for a, b in spans] if len(spans) == len(whole) else [None] * len(whole)
-        )
-        items = (Record(None, i, raws[i], value) for i, value in enumerate(whole))
-        return "array", items, data
+        return "array", _array_records(data, whole), data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def _looks_like_lines(first: bytes, after: list[bytes]) -> bool:
+    """Whether a file whose first non-blank lines are ``first`` and ``after`` is JSON
+    lines (see :func:`read_records`)."""
+    return (
+        not first
+        or _is_object(first)
+        or (not first.lstrip().startswith(b"[") and all(map(_is_object, after[:2])))
+        or (_is_array(first) and _is_array(after[0]))
+    )
+
+
+def _array_records(data: bytes, whole: list[Any]) -> Iterator[Record]:
+    """The records of a JSON array file, each with the bytes it was read from when
+    :func:`array_spans` finds them all."""
+    spans = array_spans(data)
+    raws: list[bytes | None] = (
+        [data[a:b] for a, b in spans] if len(spans) == len(whole) else [None] * len(whole)
+    )
+    return (Record(None, i, raws[i], value) for i, value in enumerate(whole))
 
 
 #: A JSON string (with its escapes) or one of the characters that open, close or
@@ -433,7 +444,9 @@ def loads(raw: bytes | str, path: str, line: int | None) -> Any:
             at = exc.lineno if line is None else line
             raise NumberError(path, at, f"{bad} (column {exc.colno})") from None
         except (ValueError, UnicodeDecodeError):
-            raise InputError(path, line, f"invalid JSON: {exc}") from None
+            # In a line, orjson's own "line 1" is no news: the column is.
+            said = str(exc) if line is None else f"{exc.msg}: column {exc.colno}"
+            raise InputError(path, line, f"invalid JSON: {said}") from None
         except RecursionError:
             raise InputError(path, line, "invalid JSON: nested too deeply") from None
 

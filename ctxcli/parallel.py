@@ -109,17 +109,30 @@ def process_map(
     """
     if workers < 1:
         raise ValueError("workers must be 1 or more")
-    context = multiprocessing.get_context("fork")
     window = max(window or 4 * workers, workers * TASKS_IN_HAND)
+    ends, processes = _start(workers, (func, initializer, initargs, learn))
+    pool = _Pool(ends, processes, iter(items), window, news)
+    try:
+        yield from pool.results()
+    finally:
+        pool.stop()
+
+
+def _start(
+    workers: int, work: tuple[Callable[[Any], Any], Any, tuple[Any, ...], Any]
+) -> tuple[list[Connection], list[Any]]:
+    """Fork ``workers`` worker processes serving ``work`` (``func``, ``initializer``,
+    ``initargs``, ``learn``: see :func:`_serve`); their pipes' ends here and the
+    processes. Raises :class:`WorkerError` when one cannot start, once the started
+    ones are stopped."""
+    context = multiprocessing.get_context("fork")
     ends: list[Connection] = []
     processes: list[Any] = []
     for started in range(workers):
         try:
             mine, theirs = context.Pipe()
             process = context.Process(
-                target=_serve,
-                args=(theirs, [*ends, mine], func, initializer, initargs, learn),
-                daemon=True,
+                target=_serve, args=(theirs, [*ends, mine], *work), daemon=True
             )
             with _signals_held():
                 process.start()
@@ -135,81 +148,102 @@ def process_map(
         theirs.close()
         ends.append(mine)
         processes.append(process)
-    source = iter(items)
-    taken = 0  # items sent so far, the index of the next one
-    yielded = 0
-    exhausted = False
-    in_hand: list[deque[int]] = [deque() for _ in range(workers)]
-    done: dict[int, tuple[bool, Any]] = {}
+    return ends, processes
 
-    def lost(w: int) -> WorkerError:
-        processes[w].join(1)
-        return WorkerError(_death(processes[w].exitcode))
 
-    def tell(w: int, message: tuple[int, Any]) -> None:
-        tell_pickled(w, ForkingPickler.dumps(message))
+class _Pool:
+    """One :func:`process_map` run over started workers: what each holds (``in_hand``,
+    item indexes), the results come back early (``done``), and how far ``source`` has
+    been taken (``taken``) and yielded (``yielded``)."""
 
-    def tell_pickled(w: int, message: bytes | memoryview) -> None:
-        try:
-            ends[w].send_bytes(message)
-        except OSError:
-            raise lost(w) from None
+    def __init__(
+        self,
+        ends: list[Connection],
+        processes: list[Any],
+        source: Iterator[Any],
+        window: int,
+        news: Callable[[Any], Any] | None,
+    ) -> None:
+        self.ends, self.processes, self.source = ends, processes, source
+        self.window, self.news = window, news
+        self.taken = self.yielded = 0
+        self.exhausted = False
+        self.in_hand: list[deque[int]] = [deque() for _ in ends]
+        self.done: dict[int, tuple[bool, Any]] = {}
 
-    def give(w: int) -> None:
-        nonlocal taken, exhausted
-        if exhausted or taken - yielded >= window:
-            return
-        try:
-            item = next(source)
-        except StopIteration:
-            exhausted = True
-            return
-        tell(w, (_ITEM, item))
-        in_hand[w].append(taken)
-        taken += 1
-
-    try:
+    def results(self) -> Iterator[Any]:
+        """The results in item order; raises an item's error at its position."""
         while True:
             for depth in range(TASKS_IN_HAND):  # round by round: pieces end near in order
-                for w in range(workers):
-                    if len(in_hand[w]) <= depth:
-                        give(w)
-            busy = [ends[w] for w in range(workers) if in_hand[w]]
+                for w in range(len(self.ends)):
+                    if len(self.in_hand[w]) <= depth:
+                        self._give(w)
+            busy = [self.ends[w] for w in range(len(self.ends)) if self.in_hand[w]]
             if not busy:
-                break
+                return
             for ready in wait(busy):
-                w = ends.index(ready)  # type: ignore[arg-type]
-                try:
-                    ok, value = ends[w].recv()
-                except (EOFError, OSError):
-                    raise lost(w) from None
-                except Exception as exc:  # it pickled there but does not unpickle here
-                    raise WorkerError(f"a worker's result cannot be read back: {exc!r}") from None
-                done[in_hand[w].popleft()] = (ok, value)
-                found = news(value) if ok and news is not None else None
-                if found is not None and workers > 1:
-                    message = ForkingPickler.dumps((_NEWS, found))  # once for all
-                    for other in range(workers):
-                        if other != w:
-                            tell_pickled(other, message)
-            while yielded in done:
-                ok, value = done.pop(yielded)
-                yielded += 1
+                self._receive(self.ends.index(ready))  # type: ignore[arg-type]
+            while self.yielded in self.done:
+                ok, value = self.done.pop(self.yielded)
+                self.yielded += 1
                 if not ok:
                     error, where = value
                     if where:  # not one of ctxcli's own errors: show where it arose
                         raise error from RemoteTraceback(where)
                     raise error
                 yield value
-    finally:
-        for w, end in enumerate(ends):
-            if in_hand[w]:
-                processes[w].terminate()  # stopped early: its work is not wanted
+
+    def _give(self, w: int) -> None:
+        """Send worker ``w`` the next item, unless none is left or the window is full."""
+        if self.exhausted or self.taken - self.yielded >= self.window:
+            return
+        try:
+            item = next(self.source)
+        except StopIteration:
+            self.exhausted = True
+            return
+        self._tell(w, ForkingPickler.dumps((_ITEM, item)))
+        self.in_hand[w].append(self.taken)
+        self.taken += 1
+
+    def _receive(self, w: int) -> None:
+        """Take worker ``w``'s next result, and pass on its news to the others."""
+        try:
+            ok, value = self.ends[w].recv()
+        except (EOFError, OSError):
+            raise self._lost(w) from None
+        except Exception as exc:  # it pickled there but does not unpickle here
+            raise WorkerError(f"a worker's result cannot be read back: {exc!r}") from None
+        self.done[self.in_hand[w].popleft()] = (ok, value)
+        found = self.news(value) if ok and self.news is not None else None
+        if found is not None and len(self.ends) > 1:
+            message = ForkingPickler.dumps((_NEWS, found))  # once for all
+            for other in range(len(self.ends)):
+                if other != w:
+                    self._tell(other, message)
+
+    def _tell(self, w: int, message: bytes | memoryview) -> None:
+        try:
+            self.ends[w].send_bytes(message)
+        except OSError:
+            raise self._lost(w) from None
+
+    def _lost(self, w: int) -> WorkerError:
+        self.processes[w].join(1)
+        return WorkerError(_death(self.processes[w].exitcode))
+
+    def stop(self) -> None:
+        """Stop the workers: reached at the end, on an error, or when the consumer
+        stops early (a worker with items in hand is terminated: its work is not
+        wanted)."""
+        for w, end in enumerate(self.ends):
+            if self.in_hand[w]:
+                self.processes[w].terminate()
             else:
                 with contextlib.suppress(OSError):
                     end.send(None)
             end.close()
-        for process in processes:
+        for process in self.processes:
             process.join()
 
 
@@ -258,65 +292,80 @@ def _serve(
     if initializer is not None:
         initializer(*initargs)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-    def receive() -> None:
-        try:
-            while True:
-                message = end.recv()
-                inbox.put(message)
-                if message is None:
-                    return
-        except (EOFError, OSError):
-            # The parent is gone (killed, say): nobody wants the work in hand.
-            os._exit(1)
-        except BaseException as exc:  # a message that cannot be read: say so, and stop
-            inbox.put((_BROKEN, exc))
-
-    threading.Thread(target=receive, name="ctxcli-inbox", daemon=True).start()
+    threading.Thread(target=_read_into, args=(end, inbox), name="ctxcli-inbox", daemon=True).start()
     outbox: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
-
-    def send() -> None:
-        # Answers are written from here, so that the worker goes on with its next item
-        # while the parent, busy with another worker's answer, has yet to read this one.
-        while (answer := outbox.get()) is not None:
-            try:
-                end.send_bytes(answer)
-            except BaseException:
-                # The parent is gone (OSError), or this answer cannot be written: end
-                # the worker, which the parent reports, rather than leave it waiting.
-                os._exit(1)
-
-    sender = threading.Thread(target=send, name="ctxcli-outbox", daemon=True)
+    sender = threading.Thread(
+        target=_write_from, args=(end, outbox), name="ctxcli-outbox", daemon=True
+    )
     sender.start()
-    items: deque[Any] = deque()
     try:
-        while True:
-            # Take in all that has come; wait only while there is no item to work on.
-            while True:
-                try:
-                    message = inbox.get(block=not items)
-                except queue.Empty:
-                    break
-                if message is None:
-                    return
-                kind, body = message
-                if kind == _ITEM:
-                    items.append(body)
-                elif kind == _BROKEN:
-                    failed = WorkerError(f"a worker cannot read its task: {body!r}")
-                    outbox.put(_pickled(_failure(failed)))
-                    return
-                elif learn is not None:
-                    learn(body)
-            try:
-                answer: tuple[bool, Any] = (True, func(items.popleft()))
-            except Exception as exc:
-                answer = _failure(exc)
-            outbox.put(_pickled(answer))
-            del answer  # the pickled copy is all that is needed now
+        _work(inbox, outbox, func, learn)
     finally:
         outbox.put(None)
         sender.join()  # all answers written
+
+
+def _read_into(end: Connection, inbox: queue.SimpleQueue[Any]) -> None:
+    """A worker's reading thread: each message from the parent into ``inbox``."""
+    try:
+        while True:
+            message = end.recv()
+            inbox.put(message)
+            if message is None:
+                return
+    except (EOFError, OSError):
+        # The parent is gone (killed, say): nobody wants the work in hand.
+        os._exit(1)
+    except BaseException as exc:  # a message that cannot be read: say so, and stop
+        inbox.put((_BROKEN, exc))
+
+
+def _write_from(end: Connection, outbox: queue.SimpleQueue[memoryview | None]) -> None:
+    """A worker's writing thread: the answers of ``outbox`` to the parent, so that the
+    worker goes on with its next item while the parent, busy with another worker's
+    answer, has yet to read this one."""
+    while (answer := outbox.get()) is not None:
+        try:
+            end.send_bytes(answer)
+        except BaseException:
+            # The parent is gone (OSError), or this answer cannot be written: end the
+            # worker, which the parent reports, rather than leave it waiting.
+            os._exit(1)
+
+
+def _work(
+    inbox: queue.SimpleQueue[Any],
+    outbox: queue.SimpleQueue[memoryview | None],
+    func: Callable[[Any], Any],
+    learn: Callable[[Any], object] | None,
+) -> None:
+    """A worker's loop: run the items of ``inbox`` (learning its news first) until
+    told to stop, each answer into ``outbox``."""
+    items: deque[Any] = deque()
+    while True:
+        # Take in all that has come; wait only while there is no item to work on.
+        while True:
+            try:
+                message = inbox.get(block=not items)
+            except queue.Empty:
+                break
+            if message is None:
+                return
+            kind, body = message
+            if kind == _ITEM:
+                items.append(body)
+            elif kind == _BROKEN:
+                failed = WorkerError(f"a worker cannot read its task: {body!r}")
+                outbox.put(_pickled(_failure(failed)))
+                return
+            elif learn is not None:
+                learn(body)
+        try:
+            answer: tuple[bool, Any] = (True, func(items.popleft()))
+        except Exception as exc:
+            answer = _failure(exc)
+        outbox.put(_pickled(answer))
+        del answer  # the pickled copy is all that is needed now
 
 
 def _failure(exc: BaseException) -> tuple[bool, Any]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from ctxcli import formats, jsonio
 from ctxcli.errors import ConfigError, InputError, InvariantError
+from ctxcli.problems import Problem
 
 SUFFIX = ".parquet"
 #: Columns that hold the messages when ``--messages-key`` names none, in order.
@@ -122,22 +123,28 @@ class Source:
         """``record`` as JSON, after checking that every column can hold its value.
         Raises :class:`InvariantError` naming the columns that cannot."""
         pa = require()
-        problems = [f"key {key!r} is not a column" for key in record if key not in self.json_like]
+        problems = [
+            Problem("not-a-column", f"key {key!r} is not a column")
+            for key in record
+            if key not in self.json_like
+        ]
         for name in sorted(self.json_like & set(record)):
             try:
                 held = self._cell(name, record[name])
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                problems.append(f"column {name!r} cannot hold the output: {exc}")
+                detail = f"column {name!r} cannot hold the output: {exc}"
+                problems.append(Problem("column-type", detail))
                 continue
             if name == self.column and self.json_text:
                 continue  # JSON text holds any record
             if jsonio.dumps(_without_nulls(held.to_pylist()[0])) != jsonio.dumps(record[name]):
-                problems.append(
+                detail = (
                     f"column {name!r} ({self.schema.field(name).type}) cannot hold the output "
                     "(a field or value its type lacks)"
                 )
+                problems.append(Problem("column-type", detail))
         if problems:
-            raise InvariantError("; ".join(problems), tuple(problems))
+            raise InvariantError("; ".join(map(str, problems)), tuple(problems))
         return jsonio.dumps(record)
 
     def _cell(self, name: str, value: Any) -> Any:

@@ -6,7 +6,7 @@ A store is a JSONL file, one original per line::
 
 written by ``compress`` beside its output (:func:`ctxcli.compress.default_store`), each
 id once (identical contents are stored once), atomically together with the output.
-Ids are those of :func:`ctxcli.stages.placeholder.content_id`; reading a store checks
+Ids are those of :func:`ctxcli.placeholders.content_id`; reading a store checks
 every content against its id, so a store edited by hand cannot restore the wrong text.
 An entry whose content itself looks like a placeholder (:func:`is_verbatim`) records
 placeholder-like text the compressed input already held; restore leaves that text as
@@ -24,7 +24,7 @@ from typing import Any
 from ctxcli import jsonio, parquet
 from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
-from ctxcli.stages.placeholder import (
+from ctxcli.placeholders import (
     ARGUMENTS_KEY,
     PLACEHOLDER_START,
     TOOL_ROLES,
@@ -171,25 +171,37 @@ def restore_record(
     when nothing was restored. The ids of placeholders that stay (an earlier run's, see
     above) are added to ``kept`` when given.
     """
-    restored: list[str] = []
-    problems: list[str] = []
+    restorer = _Restorer(store, kept)
+    return restorer.walk(record), restorer.restored, restorer.problems
 
-    def original(text: Any) -> Any:
+
+class _Restorer:
+    """One :func:`restore_record` call: the ``store``, the ids ``restored`` and the
+    ``problems`` met so far, and ``kept``, where the ids of placeholders that stay go."""
+
+    def __init__(self, store: Mapping[str, Any], kept: list[str] | None) -> None:
+        self.store, self.kept = store, kept
+        self.restored: list[str] = []
+        self.problems: list[str] = []
+
+    def original(self, text: Any) -> Any:
         """The original for ``text`` at a placeholder place, or ``_KEEP``."""
         if not looks_like(text):
             return _KEEP
         match = parse(text)
-        if match and match.group("id") in store:
-            restored.append(match.group("id"))
-            return store[match.group("id")]
-        if store.get(content_id(text)) == text:
-            if kept is not None:
-                kept.append(match.group("id") if match else content_id(text))
+        if match and match.group("id") in self.store:
+            self.restored.append(match.group("id"))
+            return self.store[match.group("id")]
+        if self.store.get(content_id(text)) == text:
+            if self.kept is not None:
+                self.kept.append(match.group("id") if match else content_id(text))
             return _KEEP
-        problems.append(match.group("id") if match else f"unreadable placeholder {text[:60]!r}")
+        self.problems.append(
+            match.group("id") if match else f"unreadable placeholder {text[:60]!r}"
+        )
         return _KEEP
 
-    def arguments(value: Any, *, as_object: bool) -> Any:
+    def arguments(self, value: Any, *, as_object: bool) -> Any:
         """Call arguments (JSON text, or the object of a ``tool_use`` block) restored."""
         if as_object:
             inner = value.get(ARGUMENTS_KEY) if isinstance(value, Mapping) else None
@@ -197,7 +209,7 @@ def restore_record(
                 return value
         else:
             inner = arguments_text(value)
-        found = original(inner)
+        found = self.original(inner)
         if found is _KEEP:
             return value
         if as_object and isinstance(found, str):
@@ -207,57 +219,66 @@ def restore_record(
                 return found
         return found
 
-    def place(value: Mapping[str, Any]) -> dict[str, Any]:
+    def place(self, value: Mapping[str, Any]) -> dict[str, Any]:
         """The placeholder places of ``value`` with what they restore to."""
-        out: dict[str, Any] = {}
-        if value.get("role") in TOOL_ROLES or value.get("type") == "tool_result":
-            out["content"] = original(value.get("content"))
-        if value.get("from") in _SHAREGPT_RESULTS:
-            out["value"] = original(value.get("value"))
-        kind = value.get("type")
-        if kind in responses.OUTPUTS:
-            out["output"] = original(value.get("output"))
-        if kind in _RESPONSES_ARGUMENTS:
-            key = _RESPONSES_ARGUMENTS[kind]
-            out[key] = arguments(value.get(key), as_object=False)
-        answer = gemini.field(value, "functionResponse")
-        if isinstance(answer, Mapping):
-            out[gemini.key(value, "functionResponse")] = _gemini_answer(answer, original)
-        if isinstance(value.get("result"), list):
-            out["result"] = _gemini_result(value["result"], original)
-        if value.get("type") == "tool_use" and "input" in value:
-            out["input"] = arguments(value["input"], as_object=True)
-        if value.get("from") == "function_call":
-            out["value"] = _sharegpt_call(value.get("value"), arguments)
-        function = value.get("function_call")
-        if isinstance(function, Mapping) and "arguments" in function:
-            out["function_call"] = _with_arguments(function, arguments)
-        calls = value.get("tool_calls")
-        if isinstance(calls, list):
-            new_calls = [
-                {**c, "function": f}
-                if isinstance(c, Mapping)
-                and isinstance(c.get("function"), Mapping)
-                and (f := _with_arguments(c["function"], arguments)) is not c["function"]
-                else c
-                for c in calls
-            ]
-            if any(a is not b for a, b in zip(new_calls, calls)):
-                out["tool_calls"] = new_calls
+        out = {**self._results(value), **self._calls(value)}
         return {k: v for k, v in out.items() if v is not _KEEP and k in value}
 
-    def walk(value: Any) -> Any:
+    def _results(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool-result places of ``value`` (see :func:`restore_record`)."""
+        out: dict[str, Any] = {}
+        if value.get("role") in TOOL_ROLES or value.get("type") == "tool_result":
+            out["content"] = self.original(value.get("content"))
+        if value.get("from") in _SHAREGPT_RESULTS:
+            out["value"] = self.original(value.get("value"))
+        if value.get("type") in responses.OUTPUTS:
+            out["output"] = self.original(value.get("output"))
+        answer = gemini.field(value, "functionResponse")
+        if isinstance(answer, Mapping):
+            out[gemini.key(value, "functionResponse")] = _gemini_answer(answer, self.original)
+        if isinstance(value.get("result"), list):
+            out["result"] = _gemini_result(value["result"], self.original)
+        return out
+
+    def _calls(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool-call argument places of ``value`` (see :func:`restore_record`)."""
+        out: dict[str, Any] = {}
+        kind = value.get("type")
+        if kind in _RESPONSES_ARGUMENTS:
+            key = _RESPONSES_ARGUMENTS[kind]
+            out[key] = self.arguments(value.get(key), as_object=False)
+        if kind == "tool_use" and "input" in value:
+            out["input"] = self.arguments(value["input"], as_object=True)
+        if value.get("from") == "function_call":
+            out["value"] = _sharegpt_call(value.get("value"), self.arguments)
+        function = value.get("function_call")
+        if isinstance(function, Mapping) and "arguments" in function:
+            out["function_call"] = _with_arguments(function, self.arguments)
+        calls = value.get("tool_calls")
+        if isinstance(calls, list):
+            new_calls = [self._call(c) for c in calls]
+            if any(a is not b for a, b in zip(new_calls, calls)):
+                out["tool_calls"] = new_calls
+        return out
+
+    def _call(self, call: Any) -> Any:
+        """One ``tool_calls`` entry, its arguments restored (the very entry if none)."""
+        if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+            return call
+        function = _with_arguments(call["function"], self.arguments)
+        return call if function is call["function"] else {**call, "function": function}
+
+    def walk(self, value: Any) -> Any:
+        """``value`` with every placeholder place in it restored (the very object when
+        nothing is)."""
         if isinstance(value, Mapping):
-            done = place(value)
-            items = {k: done[k] if k in done else walk(v) for k, v in value.items()}
+            done = self.place(value)
+            items = {k: done[k] if k in done else self.walk(v) for k, v in value.items()}
             return value if all(items[k] is value[k] for k in value) else items
         if isinstance(value, list):
-            walked = [walk(v) for v in value]
+            walked = [self.walk(v) for v in value]
             return value if all(a is b for a, b in zip(walked, value)) else walked
         return value
-
-    out = walk(record)
-    return out, restored, problems
 
 
 _KEEP: Any = object()
@@ -321,7 +342,7 @@ def _sharegpt_call(value: Any, restore: Any) -> Any:
 
 def is_verbatim(content: Any) -> bool:
     """True for a store entry that holds placeholder-like text as its own original
-    (:func:`ctxcli.stages.placeholder.looks_like`): the input of the run that wrote
+    (:func:`ctxcli.placeholders.looks_like`): the input of the run that wrote
     the store had that text where placeholders go, and ``restore`` leaves it there.
     The placeholder stage never replaces such text, so no other original looks so."""
     return looks_like(content)

@@ -3,34 +3,21 @@
 Each record is read in its format (forced, else detected as ``compress`` does) and
 checked by that format's ``problems`` (:mod:`ctxcli.formats`): tool pairing and
 order, first-message rules, thinking blocks, session links. A record that cannot be
-read at all is a problem too.
+read at all is a problem too (rule ``unreadable``). Each is a
+:class:`ctxcli.problems.Problem` naming its file, line or record and format.
 """
 
 from __future__ import annotations
 
-import itertools
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from types import ModuleType
 
 from ctxcli import formats, jsonio, parquet
-from ctxcli.errors import InputError, where
-from ctxcli.formats._common import kind
+from ctxcli.errors import InputError
+from ctxcli.formats.base import Format, WholeFile
+from ctxcli.inputs import find_inputs
+from ctxcli.problems import Problem as Problem  # ctxcli.Problem is read from here
 from ctxcli.tokens import NullCounter, TokenCounter
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One broken rule: the file, the line (JSON lines) or record index (JSON array)
-    of the record, and the reason (which names the message inside the record)."""
-
-    path: str
-    line: int | None
-    record: int | None
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{where(self.path, self.line, self.record)}: {self.reason}"
 
 
 def validate_file(
@@ -40,59 +27,77 @@ def validate_file(
     messages_key: str | None = None,
     counter: TokenCounter | None = None,
 ) -> Iterator[Problem]:
-    """Yield every problem of every record in ``path`` (``-``: stdin), in file order.
+    """Yield every problem of every record in ``path`` (``-``: stdin; a folder: each
+    transcript in it, found as ``compress`` finds them, :func:`ctxcli.inputs.find_inputs`),
+    in file order. A number JSON does not allow where the file's shape is decided is
+    listed too, and the file left there.
 
-    Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` and
-    :class:`InputError` when the file cannot be opened.
+    Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` or a folder
+    with no transcripts, and :class:`InputError` when a file cannot be opened.
     """
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
-    shape, items, _ = parquet.open_records(path, None, messages_key)
-    if module is None and shape in ("jsonl", "array"):
-        head = list(itertools.islice(items, formats.HEAD_RECORDS))
-        items = itertools.chain(head, items)
-        module = formats.detect_file([item.peek(path) for item in head])
-    if module is not None and getattr(module, "WHOLE_FILE", False):
-        yield from _session(path, items, counter, module)
+    paths = [f.path for f in find_inputs([path])] if os.path.isdir(path) else [path]
+    for each in paths:
+        yield from _file(each, module, messages_key, counter)
+
+
+def _file(
+    path: str, module: Format | None, messages_key: str | None, counter: TokenCounter
+) -> Iterator[Problem]:
+    """The problems of one file (see :func:`validate_file`)."""
+    try:
+        shape, items, _ = parquet.open_records(path, None, messages_key)
+    except jsonio.NumberError as exc:  # raised by the look at the first lines
+        yield Problem("unreadable", exc.reason, path=path, line=exc.line)
+        return
+    whole, items = formats.whole_file_of(module, shape, items, path)
+    if whole is not None:
+        yield from _session(path, items, counter, whole)
         return
     for item in items:
-        try:
-            record = item.parse(path)
-            found = formats.find(record, messages_key, module)
-            if found is None:
-                raise InputError(path, item.line, formats.no_fit(record, messages_key))
-            conversation = found.read(record, counter, path=path, line=item.line or 0)
-        except InputError as exc:
-            yield Problem(path, item.line, item.index, exc.reason)
-            continue
-        except (LookupError, TypeError):  # a --messages-key path that leads nowhere
-            yield Problem(path, item.line, item.index, formats.no_fit(record, messages_key))
-            continue
-        for reason in found.problems(record, conversation):
-            yield Problem(path, item.line, item.index, f"{found.format.NAME}: {reason}")
+        yield from _record(path, item, module, messages_key, counter)
+
+
+def _record(
+    path: str,
+    item: jsonio.Record,
+    module: Format | None,
+    messages_key: str | None,
+    counter: TokenCounter,
+) -> Iterator[Problem]:
+    """The problems of one record, each naming its place in ``path``."""
+    at = {"path": path, "line": item.line, "record": item.index}
+    try:
+        record = item.parse(path)
+        found = formats.find(record, messages_key, module)
+        if found is None:
+            raise InputError(path, item.line, formats.no_fit(record, messages_key))
+        conversation = found.read(record, counter, path=path, line=item.line or 0)
+    except InputError as exc:
+        yield Problem("unreadable", exc.reason).at(**at)
+        return
+    except (LookupError, TypeError):  # a --messages-key path that leads nowhere
+        yield Problem("unreadable", formats.no_fit(record, messages_key)).at(**at)
+        return
+    for problem in found.problems(record, conversation):
+        yield problem.at(**at, scope=found.format.NAME)
 
 
 def _session(
-    path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: ModuleType
+    path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: WholeFile
 ) -> Iterator[Problem]:
     events, lines = [], []
-    for item in items:
-        try:
-            event = item.parse(path)
-        except InputError as exc:
-            yield Problem(path, item.line, None, exc.reason)
-            continue
-        if not isinstance(event, dict):
-            yield Problem(path, item.line, None, f"event is {kind(event)}, not an object")
+    for item, event in formats.events(items, path):
+        if isinstance(event, InputError):
+            yield Problem("unreadable", event.reason, path=path, line=item.line)
             continue
         events.append(event)
         lines.append(item.line or 0)
     try:
-        conversation = module.read(
-            events, counter, path=path, line=lines[0] if lines else 0, lines=lines
-        )
+        conversation = formats.read_file(module, events, counter, path=path, lines=lines)
     except InputError as exc:
-        yield Problem(path, exc.line, None, exc.reason)
+        yield Problem("unreadable", exc.reason, path=path, line=exc.line)
         return
-    for reason in module.problems(events, conversation):
-        yield Problem(path, None, None, f"{module.NAME}: {reason}")
+    for problem in module.problems(events, conversation):
+        yield problem.at(path=path, scope=module.NAME)

@@ -467,9 +467,9 @@ def each_jobs(source: Path, *args: str) -> dict[str, Run]:
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces of 300 bytes, so that a small file is compressed by worker processes."""
-    from ctxcli import compress
+    from ctxcli import pool
 
-    monkeypatch.setattr(compress, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 300)
 
 
 def agent_run(n: int) -> dict[str, Any]:
@@ -494,9 +494,9 @@ def test_worker_pieces_join_into_the_serial_output(
     """Many small pieces across two workers give the bytes, store, stats and warnings
     (in order) of one process: placeholders, over-budget records, blank lines, bad
     lines kept, the input's line ends."""
-    from ctxcli import compress
+    from ctxcli import pool
 
-    monkeypatch.setattr(compress, "CHUNK_BYTES", 4000)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 4000)
     lines = [json.dumps(agent_run(n) if n % 3 else chat(n % 5 + 1)) for n in range(60)]
     lines[17] = '{"messages": [{"content": "no role"}]}'
     lines[41] = "{not json"
@@ -535,10 +535,10 @@ def _killed(task: Any) -> Any:
 def test_a_killed_worker_is_named_with_its_file_and_leaves_no_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxcli import compress
+    from ctxcli import pool
 
-    monkeypatch.setattr(compress, "_piece", _killed)
-    monkeypatch.setattr(compress, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(pool, "_piece", _killed)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 2000)
     source = write_jsonl(tmp_path / "a.jsonl", [chat(3) for _ in range(20)])
     result = invoke("compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--jobs", "2")
     assert result.exit_code == 1
@@ -572,7 +572,7 @@ def test_the_progress_bar_ends_at_the_files_size(
 
     from tqdm import tqdm
 
-    from ctxcli import compress, config
+    from ctxcli import compress, config, drivers, pool
 
     bars: list[Any] = []
 
@@ -580,8 +580,8 @@ def test_the_progress_bar_ends_at_the_files_size(
         bars.append(tqdm(total=os.path.getsize(path), file=io.StringIO()))
         return bars[-1]
 
-    monkeypatch.setattr(compress, "_progress", progress)
-    monkeypatch.setattr(compress, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(drivers, "progress", progress)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 3000)
     lines = [json.dumps(chat(n % 5 + 1)) for n in range(40)]
     lines.insert(7, "")
     source = tmp_path / "a.jsonl"
@@ -961,29 +961,28 @@ def test_a_warning_clears_the_progress_bar_line_first() -> None:
 
     from tqdm import tqdm
 
-    from ctxcli import compress, config
+    from ctxcli import drivers
 
     screen = io.StringIO()
-    compressor = compress.Compressor(
-        config.resolve(stages="window"), warn=lambda text: screen.write(f"warning: {text}\n")
-    )
-    compressor._bar = tqdm(total=10, file=screen, ncols=40)
-    compressor._bar.update(5)
-    compressor._bar.refresh()
-    compressor.warn("over budget")
+    bar = tqdm(total=10, file=screen, ncols=40)
+    warn = drivers.Shown(lambda text: screen.write(f"warning: {text}\n"), bar)
+    bar.update(5)
+    bar.refresh()
+    warn("over budget")
     before = screen.getvalue().split("warning: over budget")[0]
     assert "50%" in before and before.endswith("\r")
-    compressor._bar.close()
+    bar.close()
 
 
 def test_stats_lists_stop_at_a_bound_and_count_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Memory stays bounded with millions of bad or over-budget records."""
-    from ctxcli import compress
+    from ctxcli import pool
+    from ctxcli import stats as stats_module
 
-    monkeypatch.setattr(compress, "LISTED_MAX", 3)
-    monkeypatch.setattr(compress, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(stats_module, "LISTED_MAX", 3)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 2000)
     lines = [json.dumps(chat(2)) for _ in range(8)] + ["{bad"] * 5
     source = tmp_path / "a.jsonl"
     source.write_text("\n".join(lines) + "\n")

@@ -275,7 +275,7 @@ def test_swe_agent_tool_call_ids_lists_pair() -> None:
     assert openai.problems(record, conversation) == []
     bad = {"history": [*record["history"][:2], {**record["history"][2], "tool_call_ids": ["c9"]}]}
     conversation = openai.read(bad, COUNTER, path="t.traj", line=1, messages_key="history")
-    assert "tool result 'c9' without its call" in openai.problems(bad, conversation)[0]
+    assert "tool result 'c9' without its call" in str(openai.problems(bad, conversation)[0])
 
 
 # --- Claude Code ----------------------------------------------------------------------

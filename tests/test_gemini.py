@@ -251,7 +251,7 @@ def test_problems_name_the_contents_with_the_api_error_texts() -> None:
     ]
     record = {"contents": contents}
     conversation = gemini.read(record, COUNTER, path="a", line=1)
-    assert gemini.problems(record, conversation) == [
+    assert [str(p) for p in gemini.problems(record, conversation)] == [
         "content 2: Please ensure that function call turn comes immediately after a user "
         "turn or after a function response turn.",
         "content 2: Please ensure that the number of function response parts is equal to the "

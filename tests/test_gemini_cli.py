@@ -211,7 +211,7 @@ def test_problems_name_the_message_with_the_api_error_texts() -> None:
     del record["messages"][5]["toolCalls"][0]["result"]  # a call never answered
     record["messages"].insert(5, gemini(40, "Let me look."))  # a model turn before a call
     conversation = gemini_cli.read(record, COUNTER, path="s.json", line=1)
-    assert gemini_cli.problems(record, conversation) == [
+    assert [str(p) for p in gemini_cli.problems(record, conversation)] == [
         "message 6: Please ensure that function call turn comes immediately after a user "
         "turn or after a function response turn.",
         "message 6: Please ensure that the number of function response parts is equal to the "

@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -156,3 +157,20 @@ def test_inputs_are_never_modified_without_in_place(tmp_path: Path) -> None:
     assert invoke("compress", str(big.parent), "--max-tokens", "500").exit_code == 0
     assert {p: p.read_bytes() for p in (big, small)} == before
     assert os.path.exists(big.with_name("agent_run.compressed.jsonl"))
+
+
+def test_a_folder_that_takes_no_new_file_is_a_clean_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder (root ignores modes, so the refusal is simulated)."""
+    import tempfile
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    big, _ = fixtures(tmp_path)
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    result = invoke("compress", str(big), "--in-place")
+    assert result.exit_code == 1
+    assert f"{big.parent}: cannot write: Permission denied" in result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, OSError)

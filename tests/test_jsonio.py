@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctxcli import jsonio
+from ctxcli.errors import InputError
 
 
 def test_pieces_end_at_line_ends_and_name_their_first_line(tmp_path: Path) -> None:
@@ -252,3 +253,14 @@ def test_line_style_of_stdin_is_read_from_its_bytes() -> None:
     assert jsonio.line_style("-", jsonio.BOM + b'{"a": 1}\r\n{"b": 2}\r\n') == (b"\r\n", True)
     assert jsonio.line_style("-", b'{"a": 1}\n') == (b"\n", False)
     assert jsonio.line_style("-", b"") == (b"\n", False)
+
+
+def test_a_broken_line_is_named_by_its_line_and_column_only(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"messages": []}\n{"messages": [{"role": "user" "content": "hi"}]}\n')
+    _, records, _ = jsonio.read_records(str(source))
+    with pytest.raises(InputError) as caught:
+        [record.parse(str(source)) for record in records]
+    assert str(caught.value) == (
+        f"{source}:2: invalid JSON: unexpected character, expected ',' or '}}': column 31"
+    )

@@ -324,48 +324,48 @@ def test_a_memo_made_to_share_from_zero_shares_short_texts() -> None:
 def test_default_workers_follow_affinity_and_a_cgroup_quota(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxcli import compress
+    from ctxcli import pool
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(compress, "CGROUP_CPU_MAX", tmp_path / "cpu.max")
-    assert compress.usable_cpus() == 4  # no cgroup file
+    monkeypatch.setattr(pool, "CGROUP_CPU_MAX", tmp_path / "cpu.max")
+    assert pool.usable_cpus() == 4  # no cgroup file
     (tmp_path / "cpu.max").write_text("max 100000\n")
-    assert compress.usable_cpus() == 4
+    assert pool.usable_cpus() == 4
     (tmp_path / "cpu.max").write_text("150000 100000\n")  # docker --cpus 1.5
-    assert compress.usable_cpus() == 2
+    assert pool.usable_cpus() == 2
     (tmp_path / "cpu.max").write_text("20000 100000\n")
-    assert compress.usable_cpus() == 1
+    assert pool.usable_cpus() == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {3}, raising=False)
     (tmp_path / "cpu.max").write_text("max 100000\n")
-    assert compress.usable_cpus() == 1
+    assert pool.usable_cpus() == 1
 
 
 def test_default_workers_follow_a_cgroup_v1_quota(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxcli import compress
+    from ctxcli import pool
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(compress, "CGROUP_CPU_MAX", tmp_path / "no cgroup v2" / "cpu.max")
-    monkeypatch.setattr(compress, "CGROUP_V1_CPU", tmp_path)
+    monkeypatch.setattr(pool, "CGROUP_CPU_MAX", tmp_path / "no cgroup v2" / "cpu.max")
+    monkeypatch.setattr(pool, "CGROUP_V1_CPU", tmp_path)
     (tmp_path / "cpu.cfs_period_us").write_text("100000\n")
     (tmp_path / "cpu.cfs_quota_us").write_text("-1\n")  # no quota
-    assert compress.usable_cpus() == 4
+    assert pool.usable_cpus() == 4
     (tmp_path / "cpu.cfs_quota_us").write_text("250000\n")  # docker --cpus 2.5
-    assert compress.usable_cpus() == 3
+    assert pool.usable_cpus() == 3
     (tmp_path / "cpu.cfs_period_us").write_text("0\n")  # nonsense: no quota
-    assert compress.usable_cpus() == 4
+    assert pool.usable_cpus() == 4
 
 
 @pytest.mark.parametrize("lines", [1, 400, 2_300, 12_000])
 def test_no_more_workers_start_than_the_file_has_pieces(tmp_path: Path, lines: int) -> None:
-    from ctxcli import compress, jsonio
+    from ctxcli import jsonio, pool
 
     source = tmp_path / "a.jsonl"
     source.write_bytes(b'{"pad": "%s"}\n' % (b"x" * 1000) * lines)
     with jsonio.open_input(str(source)) as stream:
-        expected = compress._pieces_in(stream)
-        assert expected == len(list(jsonio.chunks(stream, *compress._piece_sizes())))
+        expected = pool._pieces_in(stream)
+        assert expected == len(list(jsonio.chunks(stream, *pool._piece_sizes())))
 
 
 def test_a_signal_at_a_workers_birth_does_not_run_the_parents_handler_there() -> None:

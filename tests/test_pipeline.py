@@ -17,6 +17,7 @@ from ctxcli.errors import ConfigError
 from ctxcli.invariants import pairing_problems, problems
 from ctxcli.model import SUMMARY_MARKER, make_conversation, seal, units
 from ctxcli.pipeline import STAGES, Context, build_stage, run
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 COUNTER = TokenCounter("o200k_base")
@@ -203,6 +204,11 @@ def test_summary_leaves_a_conversation_within_budget_alone() -> None:
     assert compress(messages, "summary", 1000) == messages
 
 
+def texts(found: list[Problem]) -> list[str]:
+    """The problems as people read them."""
+    return [str(p) for p in found]
+
+
 def test_the_invariant_check_catches_broken_outputs() -> None:
     messages = convo(("user", "q"), ("assistant", "a"), ("user", "last"))
     messages.insert(
@@ -217,16 +223,20 @@ def test_the_invariant_check_catches_broken_outputs() -> None:
     messages.insert(3, {"role": "tool", "tool_call_id": "c1", "content": "r"})
     before = make_conversation(messages, COUNTER)
     orphan = before.with_messages([before.messages[i] for i in (0, 1, 3, 4, 5)])
-    assert problems(before, orphan) == ["message 3: tool result 'c1' without its call"]
+    assert texts(problems(before, orphan)) == ["message 3: tool result 'c1' without its call"]
     unanswered = before.with_messages([before.messages[i] for i in (0, 1, 2, 4, 5)])
-    assert problems(before, unanswered) == ["message 2: tool calls ['c1'] have no result"]
+    assert texts(problems(before, unanswered)) == ["message 2: tool calls ['c1'] have no result"]
     no_system = before.with_messages(before.messages[1:])
-    assert problems(before, no_system) == ["message 0 (system) was dropped but must be kept as is"]
+    assert texts(problems(before, no_system)) == [
+        "message 0 (system) was dropped but must be kept as is"
+    ]
     no_last_user = before.with_messages(before.messages[:-1])
-    assert "message 5 (user) was dropped but must be kept as is" in problems(before, no_last_user)
+    assert "message 5 (user) was dropped but must be kept as is" in texts(
+        problems(before, no_last_user)
+    )
     swapped = before.with_messages([before.messages[i] for i in (0, 1, 2, 3, 5, 4)])
-    assert "message 4 is out of order" in problems(before, swapped)
-    assert problems(before, before, max_tokens=5) == [
+    assert "message 4 is out of order" in texts(problems(before, swapped))
+    assert texts(problems(before, before, max_tokens=5)) == [
         f"{before.tokens} tokens exceed the budget of 5"
     ]
 
@@ -239,7 +249,7 @@ def test_pairing_problems_follow_legacy_function_calls_by_adjacency() -> None:
         {"role": "function", "name": "f", "content": "again"},
     ]
     conversation = make_conversation(messages, COUNTER)
-    assert pairing_problems(conversation.messages) == [
+    assert texts(pairing_problems(conversation.messages)) == [
         "message 3: function result without a function_call"
     ]
 

@@ -203,7 +203,7 @@ def test_placeholders_patch_the_output_item_and_restore(tmp_path: Path) -> None:
 def test_problems_name_the_items_with_the_api_error_texts() -> None:
     items = [user("hi"), reasoning(0), output(0), call(1)]
     conversation = responses.read({"input": items}, COUNTER, path="a", line=1)
-    assert responses.problems({"input": items}, conversation) == [
+    assert [str(p) for p in responses.problems({"input": items}, conversation)] == [
         "item 1: Item 'rs_0' of type 'reasoning' was provided without its required following item",
         "message 2: tool result 'call_0_0' without its call",
     ]

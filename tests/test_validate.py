@@ -330,3 +330,32 @@ def test_openai_shape_rules(tmp_path: Path, messages: list[Any], reason: str) ->
     result = CliRunner().invoke(cli, ["validate", str(path)])
     assert result.exit_code == 1
     assert f"{path}:1: openai: {reason}" in result.output
+
+
+def test_a_number_json_refuses_on_line_1_is_listed_and_the_next_file_checked(
+    tmp_path: Path,
+) -> None:
+    nan = tmp_path / "nan.jsonl"
+    nan.write_text(
+        '{"messages": [{"role": "user", "content": NaN}]}\n'
+        + json.dumps({"messages": [USER]})
+        + "\n"
+    )
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"messages": [USER]}, {"prompt": "?"}]))
+    result = CliRunner().invoke(cli, ["validate", str(nan), str(other)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == f"{nan}:1: NaN is not a JSON number (column 43)"
+    assert result.stdout.splitlines()[1].startswith(f"{other}[record 1]: no format fits")
+
+
+def test_validate_reads_a_folder_as_compress_does(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    (folder / "deep").mkdir(parents=True)
+    (folder / "a.jsonl").write_text(json.dumps({"messages": [USER]}) + "\n")
+    (folder / "deep" / "b.json").write_text(json.dumps([{"prompt": "?"}]))
+    (folder / "notes.txt").write_text("not a transcript")
+    result = CliRunner().invoke(cli, ["validate", str(folder)])
+    assert result.exit_code == 1, result.output
+    assert "Is a directory" not in result.output
+    assert result.stdout.startswith(f"{folder / 'deep' / 'b.json'}[record 0]: no format fits")

@@ -1,30 +1,27 @@
 """Transcript formats: each reads records into the neutral model and writes them back.
 
-Each format is a module with ``NAME``, ``DEFAULT_KEY`` (where its messages live) and
+Each format is a module implementing :class:`ctxcli.formats.base.Format` (``NAME``,
+``DEFAULT_KEY``, ``detect``, ``read``, ``write``, ``problems``, ``writes_as_read``,
+``kept_problems``); :data:`FORMATS` holds them by name, typed.
 
-- ``detect(record, messages_key=None) -> bool``: a cheap look at one parsed record;
-- ``read(record, counter, *, path, line, messages_key=None) -> Conversation``,
-  raising :class:`ctxcli.errors.InputError` for what it cannot read;
-- ``write(record, conversation, *, messages_key=None)``: the record in this format
-  again; a message no stage changed is written as the very entry that was read;
-- ``problems(record, conversation) -> list[str]``: the rules of the format the record
-  breaks (what ``ctxcli validate`` prints).
-
-A format whose ``WHOLE_FILE`` is true (Claude Code sessions, Codex rollouts, Gemini
-CLI checkpoints) reads a whole file as one record, the list of its lines' objects
-(or of a JSON array's items): ``read`` and ``write`` take that list (``read`` also
-their line numbers as ``lines``), and :func:`detect_file` tells one from a file's
-first record.
+A format of :data:`WHOLE_FILES` (Claude Code sessions, Codex rollouts, Gemini CLI
+checkpoints: :class:`ctxcli.formats.base.WholeFile`) reads a whole file as one
+record, the list of its lines' objects (or of a JSON array's items): ``read`` and
+``write`` take that list (``read`` also their line numbers as ``lines``), and
+:func:`detect_file` tells one from a file's first records. :func:`whole_file_of` and
+:func:`events` are the one detection and the one event loop that ``compress``,
+``count`` and ``validate`` share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
-from ctxcli.errors import ConfigError
+from ctxcli import jsonio
+from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import (
     anthropic,
     claude_code,
@@ -38,28 +35,21 @@ from ctxcli.formats import (
     sharegpt,
 )
 from ctxcli.formats._common import kind
+from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
-#: Format name -> adapter module, in the order :func:`detect` tries them.
-FORMATS: dict[str, ModuleType] = {
-    m.NAME: m
-    for m in (
-        claude_code,
-        codex,
-        gemini_checkpoint,
-        responses_items,
-        sharegpt,
-        anthropic,
-        gemini,
-        gemini_cli,
-        responses,
-        openai,
-    )
-}
+_WHOLE_FILES: tuple[WholeFile, ...] = (claude_code, codex, gemini_checkpoint, responses_items)
+_RECORDS: tuple[Format, ...] = (sharegpt, anthropic, gemini, gemini_cli, responses, openai)
+#: Format name -> adapter module, whole-file formats first, then record formats in
+#: the order :func:`detect` tries them.
+FORMATS: dict[str, Format] = {f.NAME: f for f in (*_WHOLE_FILES, *_RECORDS)}
+#: The whole-file formats among them, in the order :func:`detect_file` tries them.
+WHOLE_FILES: dict[str, WholeFile] = {f.NAME: f for f in _WHOLE_FILES}
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Format:
     """The adapter called ``name``. Raises :class:`ConfigError` naming the known ones."""
     try:
         return FORMATS[name]
@@ -72,28 +62,68 @@ def get(name: str) -> ModuleType:
 HEAD_RECORDS = 20
 
 
-def detect_file(head: Sequence[Any]) -> ModuleType | None:
+def detect_file(head: Sequence[Any]) -> WholeFile | None:
     """The whole-file format (see the module docstring) of a file whose first records
     (up to :data:`HEAD_RECORDS`, parsed; ``None`` for a line that is not JSON) are
-    ``head``: one whose ``detect_head`` accepts them, or else whose ``detect`` accepts
-    the first. ``None`` when none fits."""
-    for module in FORMATS.values():
-        if not getattr(module, "WHOLE_FILE", False) or not head:
+    ``head``: the first whose ``detect_head`` accepts them; ``None`` when none fits."""
+    if not head:
+        return None
+    return next((f for f in _WHOLE_FILES if f.detect_head(head)), None)
+
+
+def whole_file_of(
+    format: Format | None, shape: str, items: Iterator[jsonio.Record], path: str
+) -> tuple[WholeFile | None, Iterator[jsonio.Record]]:
+    """The whole-file format the records of ``path`` (of ``shape``, see
+    :func:`ctxcli.jsonio.read_records`) are, when they are one conversation rather
+    than a conversation each: ``format``'s when forced, else found by
+    :func:`detect_file` from the first records; ``None`` otherwise. Returns that and
+    the records, the first ones included."""
+    if format is not None:
+        return WHOLE_FILES.get(format.NAME), items
+    if shape not in ("jsonl", "array"):
+        return None, items
+    head = list(itertools.islice(items, HEAD_RECORDS))
+    found = detect_file([item.peek(path) for item in head])
+    return found, itertools.chain(head, items)
+
+
+def events(
+    items: Iterable[jsonio.Record], path: str
+) -> Iterator[tuple[jsonio.Record, dict[str, Any] | InputError]]:
+    """Each record of a whole-file format's file with its event (a JSON object), or
+    the :class:`InputError` that says why it is none (not JSON, not an object)."""
+    for item in items:
+        try:
+            event = item.parse(path)
+        except InputError as exc:
+            yield item, exc
             continue
-        accepts = getattr(module, "detect_head", None)
-        if accepts(head) if accepts is not None else module.detect(head[0]):
-            return module
-    return None
+        if not isinstance(event, dict):
+            yield item, InputError(path, item.line, f"event is {kind(event)}, not an object")
+            continue
+        yield item, event
 
 
-def detect(record: Any, messages_key: str | None = None) -> ModuleType | None:
+def read_file(
+    format: WholeFile,
+    events: Sequence[Any],
+    counter: TokenCounter,
+    *,
+    path: str,
+    lines: Sequence[int],
+) -> Conversation:
+    """The events of a whole-file ``format`` (their ``lines``) as one conversation,
+    named by the first line (raises what ``format.read`` raises)."""
+    return format.read(events, counter, path=path, line=lines[0] if lines else 0, lines=lines)
+
+
+def detect(record: Any, messages_key: str | None = None) -> Format | None:
     """The first record format whose ``detect`` accepts ``record``; else the OpenAI
     format for a record that has a list under ``messages_key`` (or ``messages``), so
     that its reader names the faulty message; else ``None``. Whole-file formats are
     found by :func:`detect_file`."""
-    for module in FORMATS.values():
-        if getattr(module, "WHOLE_FILE", False):
-            continue
+    for module in _RECORDS:
         if module.detect(record, messages_key):
             return module
     if isinstance(record, dict) and isinstance(record.get(messages_key or "messages"), list):
@@ -115,7 +145,7 @@ class Found:
     the record itself; see :func:`split_key`); ``implicit``, the well-known key the
     messages were found under without ``--messages-key`` (for the stats)."""
 
-    format: ModuleType
+    format: Format
     key: str | None = None
     path: tuple[str | int, ...] = ()
     implicit: str | None = None
@@ -137,7 +167,7 @@ class Found:
     def read(self, record: Any, counter: TokenCounter, *, path: str, line: int) -> Conversation:
         """The format's ``read`` of :meth:`view` (raises what it raises)."""
         view = self.view(record)
-        return self.format.read(view, counter, path=path, line=line, messages_key=self.key)  # type: ignore[no-any-return]
+        return self.format.read(view, counter, path=path, line=line, messages_key=self.key)
 
     def write(self, record: Any, conversation: Conversation) -> Any:
         """``record`` with the messages at this place written from ``conversation``
@@ -147,9 +177,9 @@ class Found:
             return written[self.key]
         return _put(record, self.path, written) if self.path else written
 
-    def problems(self, record: Any, conversation: Conversation) -> list[str]:
+    def problems(self, record: Any, conversation: Conversation) -> list[Problem]:
         """The format's ``problems`` of :meth:`view`."""
-        return self.format.problems(self.view(record), conversation)  # type: ignore[no-any-return]
+        return self.format.problems(self.view(record), conversation)
 
 
 def _put(value: Any, path: tuple[str | int, ...], written: Any) -> Any:
@@ -175,7 +205,7 @@ def split_key(messages_key: str) -> tuple[tuple[str | int, ...], str | None]:
 
 
 def find(
-    record: Any, messages_key: str | None = None, format: ModuleType | None = None
+    record: Any, messages_key: str | None = None, format: Format | None = None
 ) -> Found | None:
     """The format (``format`` when given) and place of ``record``'s messages: under
     ``messages_key`` (a key or a dotted path, see :func:`split_key`); else where
@@ -216,7 +246,7 @@ def no_fit(record: Any, messages_key: str | None = None) -> str:
     if not isinstance(record, dict):
         return f"expected a JSON object, got {kind(record)}"
     keys = ", ".join(map(repr, list(record)[:8]))
-    tried = ", ".join(n for n, m in FORMATS.items() if not getattr(m, "WHOLE_FILE", False))
+    tried = ", ".join(f.NAME for f in _RECORDS)
     if messages_key:
         return (
             f"no format fits: {messages_key!r} holds no list of messages of any format "

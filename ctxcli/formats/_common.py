@@ -9,6 +9,7 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
+from ctxcli.problems import Problem
 
 if TYPE_CHECKING:
     from ctxcli.model import Conversation, Message
@@ -59,13 +60,18 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def pending(problems: list[str], count: int) -> list[str]:
+#: The rules of :func:`ctxcli.invariants.pairing_problems` for calls with no result.
+UNANSWERED = frozenset({"call-without-result", "function-call-without-result"})
+
+
+def pending(problems: list[Problem], count: int) -> list[Problem]:
     """``problems`` (from :func:`ctxcli.invariants.pairing_problems` over ``count``
-    messages) without "calls have no result" for the last message: a transcript may
+    messages) without calls that have no result in the last message: a transcript may
     end on calls that still wait for their results, as a log cut mid-run or a
     training target does; it is only wrong to go on without them."""
-    last = f"message {count - 1}: "
-    return [p for p in problems if not (p.startswith(last) and p.endswith("no result"))]
+    return [
+        p for p in problems if not (p.rule in UNANSWERED and p.message == count - 1 and not p.new)
+    ]
 
 
 def patch_blocks(
@@ -152,23 +158,33 @@ def rebuild_entries(
         content = entries[entry].get(key)
         if message.changed and isinstance(content, list):  # rewritten in its own blocks
             patches.setdefault(entry, {}).update(patch(content, blocks or (), message.data))
-        last = pieces[-1] if pieces else None
-        if isinstance(last, tuple) and last[0] == entry:
-            last[1].extend(blocks or ())
-        else:
-            pieces.append((entry, list(blocks or ())))
-    written: list[Any] = []
-    for piece in pieces:
-        if isinstance(piece, dict):
-            written.append(piece)
-            continue
-        entry_at, kept = piece
-        original = entries[entry_at]
-        content = original.get(key)
-        patched = patches.get(entry_at, {})
-        if not isinstance(content, list) or (len(kept) == len(content) and not patched):
-            written.append(original)
-        else:
-            rebuilt = [patched.get(j, content[j]) for j in sorted(kept)]
-            written.append({**original, key: rebuilt})
-    return written
+        _add_blocks(pieces, entry, blocks or ())
+    return [
+        piece
+        if isinstance(piece, dict)
+        else _rebuilt(entries[piece[0]], key, piece[1], patches.get(piece[0], {}))
+        for piece in pieces
+    ]
+
+
+def _add_blocks(
+    pieces: list[tuple[int, list[int]] | dict[str, Any]], entry: int, blocks: Iterable[int]
+) -> None:
+    """Add the ``blocks`` of ``entry`` to the last piece when it is that entry's, else
+    as a piece of their own."""
+    last = pieces[-1] if pieces else None
+    if isinstance(last, tuple) and last[0] == entry:
+        last[1].extend(blocks)
+    else:
+        pieces.append((entry, list(blocks)))
+
+
+def _rebuilt(
+    original: Mapping[str, Any], key: str, kept: list[int], patched: Mapping[int, Any]
+) -> Any:
+    """The entry ``original`` with only the blocks ``kept`` under ``key``, those of
+    ``patched`` rewritten: the very entry when all are kept as they were."""
+    content = original.get(key)
+    if not isinstance(content, list) or (len(kept) == len(content) and not patched):
+        return original
+    return {**original, key: [patched.get(j, content[j]) for j in sorted(kept)]}

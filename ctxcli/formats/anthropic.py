@@ -49,11 +49,15 @@ from ctxcli.formats._common import (
     rebuild_entries,
     text_of,
 )
+from ctxcli.formats.base import rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "anthropic"
 DEFAULT_KEY = "messages"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
 ROLES = ("user", "assistant")
 #: Block types only Anthropic uses; one of them (or a top-level ``system``) tells
 #: this format from OpenAI's. A record with string contents only reads the same
@@ -74,16 +78,14 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
         return False
     if isinstance(record.get("system"), (str, list)):
         return True
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping) and (
-                    block.get("type") in _OWN_BLOCKS
-                    or (block.get("type") == "image" and "source" in block)
-                ):
-                    return True
-    return False
+    return any(_own_block(block) for message in messages for block in _blocks(message))
+
+
+def _own_block(block: Any) -> bool:
+    """Whether ``block`` is one only Anthropic writes (an image with a ``source``)."""
+    return isinstance(block, Mapping) and (
+        block.get("type") in _OWN_BLOCKS or (block.get("type") == "image" and "source" in block)
+    )
 
 
 def read(
@@ -238,38 +240,52 @@ def _entry(message: Message) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text_of(data.get("content"))}]}
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
-    """Every Anthropic rule (module docstring) ``record`` breaks, as readable strings
-    naming the message (its position in ``messages``)."""
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
+    """Every Anthropic rule (module docstring) ``record`` breaks, each naming the
+    message (its position in ``messages``)."""
     entries: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
-    found: list[str] = []
+    found: list[Problem] = []
     if entries and entries[0].get("role") != "user":
-        found.append(f"message 0: the first message is {entries[0].get('role')}, not user")
+        detail = f"the first message is {entries[0].get('role')}, not user"
+        found.append(Problem("first-not-user", detail, 0))
     expected: list[str] = []
     for i, entry in enumerate(entries):
         blocks = [b for b in _blocks(entry) if isinstance(b, Mapping)]
-        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
-        if expected:
-            missing = [e for e in expected if e not in results]
-            if entry.get("role") != "user" or missing:
-                found.append(
-                    f"message {i - 1}: tool_use {missing or expected} has no "
-                    "tool_result in the next message"
-                )
-        extra = [r for r in results if r not in expected]
-        if extra:
-            found.append(f"message {i}: tool_result {extra} without a tool_use just before")
-        types = [b.get("type") for b in blocks]
-        if results:
-            first_other = next((k for k, t in enumerate(types) if t != "tool_result"), None)
-            last_result = max(k for k, t in enumerate(types) if t == "tool_result")
-            if first_other is not None and first_other < last_result:
-                found.append(f"message {i}: tool_result blocks must come before other blocks")
+        found += _result_problems(i, entry, blocks, expected)
         found += _thinking_problems(i, entry, blocks)
         expected = []
         if entry.get("role") == "assistant":
             expected = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
     return found
+
+
+def _result_problems(
+    i: int, entry: Mapping[str, Any], blocks: list[Mapping[str, Any]], expected: list[str]
+) -> list[Problem]:
+    """The tool_result rules of message ``i``, after a message whose calls were
+    ``expected``: every call answered, no result without its call, results first."""
+    found = []
+    results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+    if expected:
+        missing = [e for e in expected if e not in results]
+        if entry.get("role") != "user" or missing:
+            detail = f"tool_use {missing or expected} has no tool_result in the next message"
+            found.append(Problem("tool-use-without-result", detail, i - 1))
+    extra = [r for r in results if r not in expected]
+    if extra:
+        detail = f"tool_result {extra} without a tool_use just before"
+        found.append(Problem("tool-result-without-use", detail, i))
+    if results and not _results_first([b.get("type") for b in blocks]):
+        detail = "tool_result blocks must come before other blocks"
+        found.append(Problem("tool-result-not-first", detail, i))
+    return found
+
+
+def _results_first(types: list[Any]) -> bool:
+    """Whether no other block stands before the last ``tool_result`` of ``types``."""
+    first_other = next((k for k, t in enumerate(types) if t != "tool_result"), None)
+    last_result = max(k for k, t in enumerate(types) if t == "tool_result")
+    return first_other is None or first_other >= last_result
 
 
 def _blocks(entry: Mapping[str, Any]) -> list[Any]:
@@ -279,26 +295,29 @@ def _blocks(entry: Mapping[str, Any]) -> list[Any]:
 
 def _thinking_problems(
     i: int, entry: Mapping[str, Any], blocks: list[Mapping[str, Any]]
-) -> list[str]:
+) -> list[Problem]:
     found = []
     types = [b.get("type") for b in blocks]
     for j, block in enumerate(blocks):
         if block.get("type") == "thinking" and not (
             isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
         ):
-            found.append(f"message {i} block {j}: thinking block without thinking and signature")
+            detail = "thinking block without thinking and signature"
+            found.append(Problem("thinking-unsigned", detail, i, block=j))
         if block.get("type") == "redacted_thinking" and not isinstance(block.get("data"), str):
-            found.append(f"message {i} block {j}: redacted_thinking block without data")
+            detail = "redacted_thinking block without data"
+            found.append(Problem("redacted-thinking-empty", detail, i, block=j))
     if any(t in _THINKING for t in types):
         if entry.get("role") != "assistant":
-            found.append(f"message {i}: thinking blocks in a {entry.get('role')} message")
+            detail = f"thinking blocks in a {entry.get('role')} message"
+            found.append(Problem("thinking-outside-assistant", detail, i))
         first_other = next((k for k, t in enumerate(types) if t not in _THINKING), len(types))
         if any(t in _THINKING for t in types[first_other:]):
-            found.append(f"message {i}: thinking blocks must open the message")
+            found.append(Problem("thinking-not-first", "thinking blocks must open the message", i))
     return found
 
 
-def kept_problems(before: Conversation, after: Conversation) -> list[str]:
+def kept_problems(before: Conversation, after: Conversation) -> list[Problem]:
     """Rules only a compressed copy can break: in an ongoing tool loop (the input ends
     on tool results) the last assistant message, thinking blocks and all, is kept as
     it was; the API checks the thinking blocks' signatures."""
@@ -311,4 +330,5 @@ def kept_problems(before: Conversation, after: Conversation) -> list[str]:
     last = assistants[-1]
     if any(m.index == last and not m.changed for m in after.messages):
         return []
-    return [f"the last assistant turn (message {last}) was not kept exactly"]
+    detail = f"the last assistant turn (message {last}) was not kept exactly"
+    return [Problem("last-assistant-changed", detail)]

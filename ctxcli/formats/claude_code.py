@@ -32,14 +32,18 @@ from typing import Any
 from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
 from ctxcli.formats._common import kind, patch_blocks, pending, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "claude-code"
 DEFAULT_KEY = "message"
-#: The record is a whole file of events, not one line (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 _CHAT = ("user", "assistant")
 #: Keys a summary event copies from the event it is put in front of.
 _STYLE = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
@@ -112,44 +116,8 @@ def read(
     block that is not an object.
     """
     where = list(lines) if lines is not None else [line + i for i in range(len(record))]
-    neutral: list[dict[str, Any]] = []
-    sources: list[Source] = []
-    previous_id: Any = None
     start = context_start(record)
-    for e, event in enumerate(record):
-        if not isinstance(event, Mapping):
-            raise InputError(path, where[e], f"event is {kind(event)}, not an object")
-        if e < start or not _is_chat(event):
-            previous_id = None
-            continue
-        message = event["message"]
-        role = message.get("role")
-        if role not in _CHAT:
-            known = ", ".join(_CHAT)
-            raise InputError(path, where[e], f"message has unknown role {role!r} (known: {known})")
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else None
-        for j, block in enumerate(blocks or ()):
-            if not isinstance(block, Mapping):
-                raise InputError(path, where[e], f"block {j} is {kind(block)}, not an object")
-        message_id = message.get("id") if role == "assistant" else None
-        if message_id is not None and message_id == previous_id and blocks is not None:
-            # One streamed reply written as several events: one neutral message.
-            merged = neutral[-1]["_blocks"] + list(blocks)
-            neutral[-1] = {**anthropic._assistant(merged), "_blocks": merged}
-            sources[-1].append((e, tuple(range(len(blocks)))))
-            continue
-        previous_id = message_id if blocks is not None else None
-        if blocks is None:
-            neutral.append({"role": role, "content": content})
-            sources.append([(e, None)])
-        elif role == "assistant":
-            neutral.append({**anthropic._assistant(blocks), "_blocks": list(blocks)})
-            sources.append([(e, tuple(range(len(blocks))))])
-        else:
-            for data, kept in anthropic._user(blocks):
-                neutral.append(data)
-                sources.append([(e, kept)])
+    neutral, sources = _chat_messages(record, start, where, path)
     for data in neutral:
         data.pop("_blocks", None)
     first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
@@ -168,12 +136,116 @@ def read(
     )
 
 
+def _chat_messages(
+    record: Sequence[Any], start: int, where: Sequence[int], path: str
+) -> tuple[list[dict[str, Any]], list[Source]]:
+    """The neutral messages of the chat events from ``start`` on (an assistant's with
+    its blocks under ``_blocks``), each with its source; the parts of one streamed
+    reply are one message. Raises :class:`InputError` as :func:`read` says."""
+    neutral: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    previous_id: Any = None
+    for e, event in enumerate(record):
+        if not isinstance(event, Mapping):
+            raise InputError(path, where[e], f"event is {kind(event)}, not an object")
+        if e < start or not _is_chat(event):
+            previous_id = None
+            continue
+        message = event["message"]
+        role, content, blocks = _checked(message, path, where[e])
+        message_id = message.get("id") if role == "assistant" else None
+        if message_id is not None and message_id == previous_id and blocks is not None:
+            # One streamed reply written as several events: one neutral message.
+            merged = neutral[-1]["_blocks"] + list(blocks)
+            neutral[-1] = {**anthropic._assistant(merged), "_blocks": merged}
+            sources[-1].append((e, tuple(range(len(blocks)))))
+            continue
+        previous_id = message_id if blocks is not None else None
+        for data, source in _neutral(role, content, blocks, e):
+            neutral.append(data)
+            sources.append(source)
+    return neutral, sources
+
+
+def _checked(message: Mapping[str, Any], path: str, line: int) -> tuple[str, Any, list[Any] | None]:
+    """A chat event's ``message``: its role, content and blocks (``None`` for a content
+    that is no list). Raises :class:`InputError` for a role outside user / assistant
+    or a block that is not an object."""
+    role = message.get("role")
+    if role not in _CHAT:
+        known = ", ".join(_CHAT)
+        raise InputError(path, line, f"message has unknown role {role!r} (known: {known})")
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else None
+    for j, block in enumerate(blocks or ()):
+        if not isinstance(block, Mapping):
+            raise InputError(path, line, f"block {j} is {kind(block)}, not an object")
+    return str(role), content, blocks
+
+
+def _neutral(
+    role: str, content: Any, blocks: list[Any] | None, e: int
+) -> list[tuple[dict[str, Any], list[tuple[int, tuple[int, ...] | None]]]]:
+    """The neutral messages of the chat event at ``e``, each with its source (an
+    assistant's keeps its blocks under ``_blocks``, for a streamed reply's next part)."""
+    if blocks is None:
+        return [({"role": role, "content": content}, [(e, None)])]
+    if role == "assistant":
+        data = {**anthropic._assistant(blocks), "_blocks": list(blocks)}
+        return [(data, [(e, tuple(range(len(blocks))))])]
+    return [(data, [(e, kept)]) for data, kept in anthropic._user(blocks)]
+
+
 def write(
     record: Sequence[Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> list[Any]:
     """The session's events after compression: kept events (the very objects read
     when unchanged), summary events, and ``parentUuid`` links re-made; see the module
     docstring."""
+    events: Sequence[Any] = conversation.meta["entries"]
+    sources: Sequence[Source] = conversation.meta["sources"]
+    kept, inserts, waiting, patches = _plan(conversation)
+    chat = {e for source in sources for e, _ in source}
+    dropped = {e for e in chat if e not in kept}
+    parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
+    gone = {events[e].get("uuid") for e in dropped} - {None}
+    out: list[Any] = []
+    for e, event in enumerate(events):
+        if e in dropped:
+            continue
+        parent = _live_parent(event.get("parentUuid"), gone, parents)
+        for message in inserts.get(e, ()):
+            new = _summary_event(event, parent, message)
+            out.append(new)
+            parent = new["uuid"]
+        if e in chat:
+            event = _trimmed(event, kept.get(e), patches.get(e, {}))
+        if parent != event.get("parentUuid"):
+            event = {**event, "parentUuid": parent}
+        out.append(event)
+    return out + _trailing(out, waiting)
+
+
+def _trailing(out: Sequence[Any], waiting: Sequence[Message]) -> list[dict[str, Any]]:
+    """Summary events for the summaries after the last kept message, chained after
+    the last chat event of ``out``."""
+    last = next((ev for ev in reversed(out) if _is_chat(ev)), None) if waiting else None
+    events = []
+    for message in waiting:
+        style = last or {}
+        last = _summary_event(style, style.get("uuid"), message)
+        events.append(last)
+    return events
+
+
+def _plan(
+    conversation: Conversation,
+) -> tuple[
+    dict[int, set[int] | None], dict[int, list[Message]], list[Message], dict[int, dict[int, Any]]
+]:
+    """What :func:`write` does to each event: the blocks it keeps (``None``: all, its
+    content no list), the summaries to put in front of it, the summaries after the last
+    kept message (``waiting``) and the blocks rewritten, by event position."""
     events: Sequence[Any] = conversation.meta["entries"]
     sources: Sequence[Source] = conversation.meta["sources"]
     kept: dict[int, set[int] | None] = {}
@@ -197,41 +269,30 @@ def write(
                 have = kept.setdefault(e, set())
                 if have is not None:
                     have.update(blocks)
-    chat = {e for source in sources for e, _ in source}
-    dropped = {e for e in chat if e not in kept}
-    parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
-    gone = {events[e].get("uuid") for e in dropped} - {None}
-    out: list[Any] = []
-    for e, event in enumerate(events):
-        if e in dropped:
-            continue
-        parent = event.get("parentUuid")
-        seen = set()
-        while parent in gone and parent not in seen:  # a cycle of links ends here
-            seen.add(parent)
-            parent = parents.get(parent)
-        for message in inserts.get(e, ()):
-            new = _summary_event(event, parent, message)
-            out.append(new)
-            parent = new["uuid"]
-        survivors = kept.get(e)
-        content = event["message"].get("content") if e in chat else None
-        patched = patches.get(e, {})
-        blocks_kept = survivors if survivors is not None and isinstance(content, list) else None
-        if content and blocks_kept is not None and (len(blocks_kept) < len(content) or patched):
-            rebuilt = [patched.get(j, content[j]) for j in sorted(blocks_kept)]
-            event = {**event, "message": {**event["message"], "content": rebuilt}}
-        if parent != event.get("parentUuid"):
-            event = {**event, "parentUuid": parent}
-        out.append(event)
-    if waiting:
-        last = next((ev for ev in reversed(out) if _is_chat(ev)), None)
-        for message in waiting:
-            style = last or {}
-            new = _summary_event(style, style.get("uuid"), message)
-            out.append(new)
-            last = new
-    return out
+    return kept, inserts, waiting, patches
+
+
+def _live_parent(parent: Any, gone: set[Any], parents: Mapping[Any, Any]) -> Any:
+    """The nearest ancestor of ``parent`` (itself first) not ``gone``; a cycle of
+    links ends at the event where it closes."""
+    seen = set()
+    while parent in gone and parent not in seen:
+        seen.add(parent)
+        parent = parents.get(parent)
+    return parent
+
+
+def _trimmed(
+    event: Mapping[str, Any], survivors: set[int] | None, patched: Mapping[int, Any]
+) -> Mapping[str, Any]:
+    """A chat ``event`` with only its ``survivors`` blocks (``None``: all), those of
+    ``patched`` rewritten; the very event when nothing changes."""
+    content = event["message"].get("content")
+    blocks_kept = survivors if survivors is not None and isinstance(content, list) else None
+    if content and blocks_kept is not None and (len(blocks_kept) < len(content) or patched):
+        rebuilt = [patched.get(j, content[j]) for j in sorted(blocks_kept)]
+        return {**event, "message": {**event["message"], "content": rebuilt}}
+    return event
 
 
 def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> dict[str, Any]:
@@ -248,32 +309,34 @@ def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> d
     return event
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """What makes the session invalid, naming the line of the event: a ``uuid`` used
     twice, a ``parentUuid`` that names no earlier event, and on the main chain the
     Anthropic rules (first message a user message; every ``tool_use`` answered by its
     ``tool_result`` before anything else, every ``tool_result`` after its call)."""
     lines: Sequence[int] = conversation.meta["lines"]
     sources: Sequence[Source] = conversation.meta["sources"]
-    found: list[str] = []
+    found: list[Problem] = []
     seen: set[Any] = set()
     for e, event in enumerate(record):
         if not isinstance(event, Mapping):
             continue
         parent = event.get("parentUuid")
         if parent is not None and parent not in seen:
-            found.append(f"line {lines[e]}: parentUuid {parent!r} names no earlier event")
+            detail = f"parentUuid {parent!r} names no earlier event"
+            found.append(Problem("dangling-parent", detail, lines[e], unit="line"))
         uuid_here = event.get("uuid")
         if uuid_here is None:  # summary, file-history-snapshot ... lines carry none
             continue
         if uuid_here in seen:
-            found.append(f"line {lines[e]}: uuid {uuid_here!r} is used twice")
+            detail = f"uuid {uuid_here!r} is used twice"
+            found.append(Problem("uuid-twice", detail, lines[e], unit="line"))
         seen.add(uuid_here)
     messages = conversation.messages
     if messages and messages[0].role != "user":
-        found.append(f"line {lines[sources[0][0][0]]}: the session opens with {messages[0].role}")
+        detail = f"the session opens with {messages[0].role}"
+        found.append(Problem("first-not-user", detail, lines[sources[0][0][0]], unit="line"))
     for problem in pending(pairing_problems(messages), len(messages)):
-        position, _, reason = problem.partition(": ")
-        at = int(position.split()[-1])
-        found.append(f"line {lines[sources[at][0][0]]}: {reason}")
+        at = problem.message if problem.message is not None else 0
+        found.append(problem.at(message=lines[sources[at][0][0]], unit="line"))
     return found

@@ -26,13 +26,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcli.formats import responses
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "codex"
 DEFAULT_KEY = "payload"
-#: The record is a whole file of lines, not one line (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 LINE_TYPES = frozenset({"session_meta", "turn_context", "event_msg", "response_item", "compacted"})
 
 #: Where a context item was read from: a line's position, or ``(line, k)`` for the
@@ -49,6 +53,11 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
         and isinstance(record.get("payload"), Mapping)
         and "timestamp" in record
     )
+
+
+def detect_head(head: Sequence[Any]) -> bool:
+    """True when a file's first record is a rollout line (:func:`detect`)."""
+    return detect(head[0])
 
 
 def read(
@@ -115,7 +124,9 @@ def item_at(events: Sequence[Any], place: Place) -> Any:
     return events[place[0]]["payload"]["replacement_history"][place[1]]
 
 
-def write(record: Sequence[Any], conversation: Conversation) -> list[Any]:
+def write(
+    record: Sequence[Any], conversation: Conversation, *, messages_key: str | None = None
+) -> list[Any]:
     """The rollout's lines with the context items rebuilt from ``conversation``
     (module docstring); lines kept as they were are the very objects read."""
     places: Sequence[Place] = conversation.meta.get("places", ())
@@ -174,7 +185,7 @@ def _with_history(event: Mapping[str, Any], items: list[Any]) -> Any:
     return {**event, "payload": {**payload, "replacement_history": items}}
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Responses rules (:func:`ctxcli.formats.responses.problems`) for the items the
     model sees."""
     return responses.problems({"input": conversation.meta.get("entries", ())}, conversation)

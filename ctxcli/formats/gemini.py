@@ -52,11 +52,17 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini"
 DEFAULT_KEY = "contents"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 ROLES = frozenset({"user", "model", "function"})
 #: Fields the REST API also reads in snake_case (protobuf JSON names both ways).
 _SNAKE = {
@@ -370,46 +376,68 @@ def args_of(arguments: Any, had: Any) -> Any:
         return {"arguments": arguments}
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every rule of the module docstring ``record`` breaks, naming the Content (its
     position in the list)."""
     return content_problems(conversation.meta.get("entries", ()))
 
 
-def content_problems(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The Gemini rules (module docstring) ``entries`` (checked Contents) break."""
-    found: list[str] = []
+def content_problems(entries: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """The Gemini rules (module docstring) ``entries`` (checked Contents) break, each
+    naming the Content (``unit`` ``content``)."""
+    found: list[Problem] = []
     calls = [_count(e, "functionCall") for e in entries]
     answers = [_count(e, "functionResponse") for e in entries]
     signed = any(field(p, "thoughtSignature") for e in entries for p in e["parts"])
     current = _current_turn(entries)
     for i, entry in enumerate(entries):
-        model = entry.get("role") == "model"
-        if calls[i] and (not model or i == 0 or entries[i - 1].get("role") == "model"):
-            found.append(
-                f"content {i}: Please ensure that function call turn comes immediately "
-                "after a user turn or after a function response turn."
-            )
-        if calls[i] and i + 1 < len(entries) and answers[i + 1] != calls[i]:
-            found.append(
-                f"content {i}: Please ensure that the number of function response parts is "
-                "equal to the number of function call parts of the function call turn "
-                f"({calls[i]} calls, {answers[i + 1]} responses)."
-            )
-        if answers[i] and (model or i == 0 or not calls[i - 1]):
-            found.append(
-                f"content {i}: Please ensure that function response turn comes immediately "
-                "after a function call turn."
-            )
+        found += _turn_problems(entries, calls, answers, i)
         if signed and calls[i] and i >= current:
-            first = next(p for p in entry["parts"] if field(p, "functionCall") is not None)
-            if not field(first, "thoughtSignature"):
-                name = field(first, "functionCall").get("name")
-                found.append(
-                    f"content {i}: Function call is missing a thought_signature in "
-                    f"functionCall parts (function call `{name}`)."
-                )
+            found += _signature_problems(entry, i)
     return found
+
+
+def _turn_problems(
+    entries: Sequence[Mapping[str, Any]], calls: list[int], answers: list[int], i: int
+) -> list[Problem]:
+    """The turn rules of Content ``i``: calls right after a user or response turn,
+    answered by as many responses, responses right after calls. ``calls`` and
+    ``answers`` count each Content's function calls and responses."""
+    found = []
+    model = entries[i].get("role") == "model"
+    if calls[i] and (not model or i == 0 or entries[i - 1].get("role") == "model"):
+        detail = (
+            "Please ensure that function call turn comes immediately "
+            "after a user turn or after a function response turn."
+        )
+        found.append(Problem("call-turn-misplaced", detail, i, unit="content"))
+    if calls[i] and i + 1 < len(entries) and answers[i + 1] != calls[i]:
+        detail = (
+            "Please ensure that the number of function response parts is "
+            "equal to the number of function call parts of the function call turn "
+            f"({calls[i]} calls, {answers[i + 1]} responses)."
+        )
+        found.append(Problem("responses-uncounted", detail, i, unit="content"))
+    if answers[i] and (model or i == 0 or not calls[i - 1]):
+        detail = (
+            "Please ensure that function response turn comes immediately "
+            "after a function call turn."
+        )
+        found.append(Problem("response-turn-misplaced", detail, i, unit="content"))
+    return found
+
+
+def _signature_problems(entry: Mapping[str, Any], i: int) -> list[Problem]:
+    """The Content ``i`` of the current turn holding calls: its first call signed."""
+    first = next(p for p in entry["parts"] if field(p, "functionCall") is not None)
+    if field(first, "thoughtSignature"):
+        return []
+    name = field(first, "functionCall").get("name")
+    detail = (
+        "Function call is missing a thought_signature in "
+        f"functionCall parts (function call `{name}`)."
+    )
+    return [Problem("call-unsigned", detail, i, unit="content")]
 
 
 def _count(entry: Mapping[str, Any], name: str) -> int:

@@ -14,13 +14,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcli.formats import gemini
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini-checkpoint"
 DEFAULT_KEY = "parts"
-#: The record is a whole file of Contents, not one of them (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
@@ -32,6 +36,11 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
         and record.get("role") in gemini.ROLES
         and not {"messages", "contents", "type"} & set(record)
     )
+
+
+def detect_head(head: Sequence[Any]) -> bool:
+    """True when a file's first record is a Content (:func:`detect`)."""
+    return detect(head[0])
 
 
 def read(
@@ -60,6 +69,6 @@ def write(
     return gemini.written(conversation)
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Gemini rules (:func:`ctxcli.formats.gemini.content_problems`)."""
     return gemini.content_problems(conversation.meta.get("entries", ()))

@@ -42,11 +42,17 @@ from typing import Any
 from ctxcli.errors import InputError
 from ctxcli.formats import gemini
 from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "gemini-cli"
 DEFAULT_KEY = "messages"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 TYPES = frozenset({"user", "gemini", "info", "error", "warning", "compression_marker"})
 _NAMESPACE = uuid.UUID("0b8f3d2e-5c1a-4e7b-9f60-3a2d1c4b5e6f")
 
@@ -254,16 +260,14 @@ def _summary(style: Mapping[str, Any], message: Message) -> dict[str, Any]:
     }
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """The API's rules for the Contents the CLI replays (module docstring), each named
     by the message it comes from."""
     contents, origin = replayed(conversation.meta.get("entries", ()))
-    found = []
-    for problem in gemini.content_problems(contents):
-        position, _, reason = problem.partition(": ")
-        at = origin[int(position.split()[-1])]
-        found.append(f"message {at}: {reason}")
-    return found
+    return [
+        problem.at(message=origin[problem.message or 0], unit="message")
+        for problem in gemini.content_problems(contents)
+    ]
 
 
 def replayed(entries: Sequence[Any]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -272,28 +276,29 @@ def replayed(entries: Sequence[Any]) -> tuple[list[dict[str, Any]], list[int]]:
     contents: list[dict[str, Any]] = []
     origin: list[int] = []
     for e, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            continue
-        if entry.get("type") == "user" and not _is_command(entry):
-            content = _parts(entry.get("content"))
-            parts = content if isinstance(content, list) else [{"text": content}]
-            contents.append({"role": "user", "parts": parts})
-            origin.append(e)
-        elif entry.get("type") == "gemini":
-            calls = [c for c in entry.get("toolCalls") or () if isinstance(c, Mapping)]
-            asked = [
-                {"functionCall": {"name": c.get("name"), "args": c.get("args")}} for c in calls
-            ]
-            parts = _model_parts(entry) + asked
-            if not parts:
-                continue  # nothing to replay
-            contents.append({"role": "model", "parts": parts})
-            origin.append(e)
-            answers = [p for c in calls if c.get("result") for p in _result_parts(c["result"])]
-            if answers:
-                contents.append({"role": "user", "parts": answers})
-                origin.append(e)
+        replay = _replay(entry) if isinstance(entry, Mapping) else []
+        contents += replay
+        origin += [e] * len(replay)
     return contents, origin
+
+
+def _replay(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Contents one message of the session replays (see :func:`replayed`)."""
+    if entry.get("type") == "user" and not _is_command(entry):
+        content = _parts(entry.get("content"))
+        parts = content if isinstance(content, list) else [{"text": content}]
+        return [{"role": "user", "parts": parts}]
+    if entry.get("type") != "gemini":
+        return []
+    calls = [c for c in entry.get("toolCalls") or () if isinstance(c, Mapping)]
+    asked = [{"functionCall": {"name": c.get("name"), "args": c.get("args")}} for c in calls]
+    parts = _model_parts(entry) + asked
+    if not parts:
+        return []  # nothing to replay
+    answers = [p for c in calls if c.get("result") for p in _result_parts(c["result"])]
+    return [{"role": "model", "parts": parts}] + (
+        [{"role": "user", "parts": answers}] if answers else []
+    )
 
 
 def _result_parts(result: Any) -> list[Any]:

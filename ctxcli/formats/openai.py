@@ -24,12 +24,16 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, pending
+from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "openai"
 DEFAULT_KEY = "messages"
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 _PART_CALL = "tool_call"
 _ADDED = "_ctxcli_added"
 
@@ -111,7 +115,7 @@ def write(
     return out
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """The OpenAI rules for one record (Chat Completions rejects a request otherwise):
     every tool result follows its call and every call has its results; a tool call
     has a string ``id`` (once per message) and a ``function`` with a ``name``; a tool
@@ -119,31 +123,41 @@ def problems(record: Any, conversation: Conversation) -> list[str]:
     parts. Calls in the last message may still wait for their results (a log cut
     mid-run, a training target): :func:`ctxcli.formats._common.pending` leaves them
     out."""
-    found = []
+    found: list[Problem] = []
     for position, message in enumerate(conversation.messages):
-        data = message.data
-        content = data.get("content")
+        content = message.data.get("content")
         if content is not None and not isinstance(content, (str, list)):
-            found.append(f"message {position}: content is {kind(content)}")
+            found.append(Problem("bad-content", f"content is {kind(content)}", position))
         if message.role == "tool" and not message.result_ids:
-            found.append(f"message {position}: tool result without a tool_call_id")
-        calls = data.get("tool_calls")
+            detail = "tool result without a tool_call_id"
+            found.append(Problem("result-without-id", detail, position))
+        calls = message.data.get("tool_calls")
         if isinstance(calls, list):
-            ids = []
-            for call in calls:
-                function = call.get("function") if isinstance(call, Mapping) else None
-                call_id = call.get("id") if isinstance(call, Mapping) else None
-                if not isinstance(call_id, str) or not call_id:
-                    found.append(f"message {position}: a tool call has no id")
-                if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-                    found.append(f"message {position}: a tool call has no function name")
-                ids.append(call_id)
-            twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
-            if twice:
-                found.append(f"message {position}: tool call id {twice[0]!r} is used twice")
+            found += _call_problems(calls, position)
     pairing = pairing_problems(conversation.messages)
-    found += [p for p in pairing if "tool result 'None'" not in p]
+    found += [p for p in pairing if p.rule != "result-without-call-id"]  # said above
     return pending(found, len(conversation.messages))
+
+
+def _call_problems(calls: list[Any], position: int) -> list[Problem]:
+    """The rules of the ``tool_calls`` of message ``position``: each with a string
+    ``id``, used once, and a ``function`` with a ``name``."""
+    found = []
+    ids = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        if not isinstance(call_id, str) or not call_id:
+            found.append(Problem("call-without-id", "a tool call has no id", position))
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            detail = "a tool call has no function name"
+            found.append(Problem("call-without-name", detail, position))
+        ids.append(call_id)
+    twice = sorted({i for i in ids if isinstance(i, str) and ids.count(i) > 1})
+    if twice:
+        detail = f"tool call id {twice[0]!r} is used twice"
+        found.append(Problem("call-id-twice", detail, position))
+    return found
 
 
 def _with_part_calls(
@@ -166,15 +180,23 @@ def _with_part_calls(
         open_ids = []
         if role != "assistant" or "tool_calls" in message or not isinstance(content, list):
             continue
-        calls = [p for p in content if isinstance(p, Mapping) and p.get("type") == _PART_CALL]
-        if not calls:
-            continue
-        tool_calls = [_call(part, f"ctxcli-{i}-{n}") for n, part in enumerate(calls)]
-        rest = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == _PART_CALL)]
-        neutral[i] = {**message, "content": rest, "tool_calls": tool_calls}
-        added[i] = ("tool_calls",)
-        open_ids = [c["id"] for c in tool_calls]
+        called = _called(message, content, i)
+        if called is not None:
+            neutral[i] = called
+            added[i] = ("tool_calls",)
+            open_ids = [c["id"] for c in called["tool_calls"]]
     return neutral, added
+
+
+def _called(message: Mapping[str, Any], content: list[Any], i: int) -> dict[str, Any] | None:
+    """Assistant message ``i`` with its ``tool_call`` parts as ``tool_calls``, or
+    ``None`` when its ``content`` holds none."""
+    calls = [p for p in content if isinstance(p, Mapping) and p.get("type") == _PART_CALL]
+    if not calls:
+        return None
+    tool_calls = [_call(part, f"ctxcli-{i}-{n}") for n, part in enumerate(calls)]
+    rest = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == _PART_CALL)]
+    return {**message, "content": rest, "tool_calls": tool_calls}
 
 
 def _call(part: Mapping[str, Any], call_id: str) -> dict[str, Any]:

@@ -47,12 +47,18 @@ from typing import Any
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import kind, messages_of, pending, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses"
 DEFAULT_KEY = "input"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 #: Call item type -> the type of the item that answers it.
 CALLS = {
     "function_call": "function_call_output",
@@ -257,33 +263,44 @@ def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, A
     if kind_of in OUTPUTS and data.get("role") == "tool":
         return {**item, "output": data.get("content")}
     if kind_of in CALLS:
-        calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
-        arguments = calls.get(item.get("call_id"), {}).get("arguments")
-        if kind_of == "function_call" and arguments != item.get("arguments"):
-            return {**item, "arguments": arguments}
-        if kind_of == "custom_tool_call" and arguments != item.get("input"):
-            return {**item, "input": arguments}
-        return item
+        return _patched_call(item, data)
     if kind_of == "message":
-        content = data.get("content")
-        if isinstance(content, list):
-            content = [
-                p for p in content if not (isinstance(p, Mapping) and p.get("type") == "reasoning")
-            ]
-            if isinstance(item.get("content"), str):
-                content = text_of(content)
-        return item if content == item.get("content") else {**item, "content": content}
+        return _patched_message(item, data)
     return item
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def _patched_call(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A call item with the arguments of its call in ``data``."""
+    calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
+    arguments = calls.get(item.get("call_id"), {}).get("arguments")
+    if item["type"] == "function_call" and arguments != item.get("arguments"):
+        return {**item, "arguments": arguments}
+    if item["type"] == "custom_tool_call" and arguments != item.get("input"):
+        return {**item, "input": arguments}
+    return item
+
+
+def _patched_message(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A message item with the content of ``data`` (its reasoning parts left out, and
+    as text when the item's content was)."""
+    content = data.get("content")
+    if isinstance(content, list):
+        content = [
+            p for p in content if not (isinstance(p, Mapping) and p.get("type") == "reasoning")
+        ]
+        if isinstance(item.get("content"), str):
+            content = text_of(content)
+    return item if content == item.get("content") else {**item, "content": content}
+
+
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every rule of the module docstring ``record`` breaks, naming the item (its
     position in the list)."""
     items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
     return item_problems(items) + _pairing(conversation)
 
 
-def item_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
+def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
     """The rules of single items in order: reasoning followed by what it produced."""
     found = []
     for i, item in enumerate(items):
@@ -295,14 +312,15 @@ def item_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
             or following in OUTPUTS
             or (following == "message" and items[i + 1].get("role") != "assistant")
         ):
-            found.append(
-                f"item {i}: Item {item.get('id')!r} of type 'reasoning' was provided without "
+            detail = (
+                f"Item {item.get('id')!r} of type 'reasoning' was provided without "
                 "its required following item"
             )
+            found.append(Problem("reasoning-alone", detail, i, unit="item"))
     return found
 
 
-def _pairing(conversation: Conversation) -> list[str]:
+def _pairing(conversation: Conversation) -> list[Problem]:
     """Tool pairing (:func:`ctxcli.invariants.pairing_problems`), each message named by
     the position of the last item it was read from (``message 7``: item 7)."""
     sources: Sequence[Source] = conversation.meta.get("sources", ())

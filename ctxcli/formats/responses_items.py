@@ -14,13 +14,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxcli.formats import responses
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "responses-items"
 DEFAULT_KEY = "input"
-#: The record is a whole file of items, not one of them (see :mod:`ctxcli.formats`).
-WHOLE_FILE = True
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
@@ -55,6 +59,6 @@ def write(
     return [item for item, _ in responses.written_items(conversation)]
 
 
-def problems(record: Sequence[Any], conversation: Conversation) -> list[str]:
+def problems(record: Sequence[Any], conversation: Conversation) -> list[Problem]:
     """The Responses rules (:func:`ctxcli.formats.responses.problems`)."""
     return responses.problems({"input": list(record)}, conversation)

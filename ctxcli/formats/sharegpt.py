@@ -28,11 +28,17 @@ import orjson
 from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, text_of
+from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
 NAME = "sharegpt"
 DEFAULT_KEY = "conversations"
+#: Its writer rebuilds the entries (see :meth:`ctxcli.formats.base.Format.writes_as_read`).
+writes_as_read = rewrites
+#: No rules beyond :func:`problems` (:meth:`ctxcli.formats.base.Format.kept_problems`).
+kept_problems = no_kept_problems
 #: ``from`` value -> neutral role; ``function_call`` and ``observation`` are the
 #: legacy function pair.
 ROLES = {
@@ -162,24 +168,34 @@ def _turn(message: Message, sender: str | None = None) -> dict[str, Any]:
     return {"from": role_sender, "value": text_of(data.get("content"))}
 
 
-def problems(record: Any, conversation: Conversation) -> list[str]:
+def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every ShareGPT rule (module docstring) ``record`` breaks, naming the turn."""
     turns = [t for t in conversation.meta.get("entries", ()) if isinstance(t, Mapping)]
-    found: list[str] = []
+    found: list[Problem] = []
     senders = [t.get("from") for t in turns]
     first = next((i for i, s in enumerate(senders) if s != "system"), None)
     if first is not None and ROLES.get(str(senders[first])) != "user":
-        found.append(f"turn {first}: the first turn is {senders[first]!r}, not a human turn")
+        detail = f"the first turn is {senders[first]!r}, not a human turn"
+        found.append(Problem("first-not-human", detail, first, unit="turn"))
     sides = [_SIDES.get(str(s)) for s in senders]
     chat = [(i, s) for i, s in enumerate(sides) if s is not None]
     for (_, one), (i, two) in zip(chat, chat[1:]):
         if one == two:
-            found.append(f"turn {i}: two {one} turns in a row")
+            found.append(Problem("two-in-a-row", f"two {one} turns in a row", i, unit="turn"))
+    return found + _call_problems(senders)
+
+
+def _call_problems(senders: list[Any]) -> list[Problem]:
+    """Each ``function_call`` turn answered right after it, each answer right after
+    its call."""
+    found = []
     for i, sender in enumerate(senders):
         after = senders[i + 1] if i + 1 < len(senders) else None
         before = senders[i - 1] if i else None
         if sender == _CALL and after not in _RESULTS and i + 1 < len(senders):
-            found.append(f"turn {i}: function_call without an observation right after it")
+            detail = "function_call without an observation right after it"
+            found.append(Problem("call-without-observation", detail, i, unit="turn"))
         if sender in _RESULTS and before != _CALL:
-            found.append(f"turn {i}: {sender} without a function_call right before it")
+            detail = f"{sender} without a function_call right before it"
+            found.append(Problem("observation-without-call", detail, i, unit="turn"))
     return found

@@ -1,0 +1,248 @@
+"""The placeholder text: how ctxcli writes, recognises and names a placeholder, for
+the stage that writes them (:mod:`ctxcli.stages.placeholder`), the store that restores
+them (:mod:`ctxcli.store`) and whoever must tell one from ordinary text.
+
+The placeholder format (one line of header, then the preview)::
+
+    [ctxcli placeholder id=3f2a9c0d1e4b5a67 tool="read_log" tokens=812 chars=2819 head=100 tail=50]
+    <head: the first `head` characters of the preview text>
+    [... 2669 characters omitted ...]
+    <tail: the last `tail` characters of the preview text>
+
+:data:`PLACEHOLDER_RE` parses it (``fullmatch`` on the whole content):
+
+- ``id``: the first :data:`ID_HEX` hex digits of a SHA-256 (:func:`content_id`). For
+  string content the hash is of its UTF-8 bytes; for any other content (a list of
+  parts) of its canonical JSON (sorted keys, ``,`` and ``:`` separators, non-ASCII as
+  UTF-8). A lone surrogate (JSON allows ``"\\ud83d"`` alone) is hashed as its 3-byte
+  ``surrogatepass`` form, so such a string still has one well-defined id.
+- ``tool``: the tool's name as a JSON string (``""`` when neither the message's
+  ``name`` nor the matching call names it).
+- ``tokens``: the original content's tokens (:meth:`ctxcli.tokens.TokenCounter.content`); ``chars``:
+  its characters (code points) for a string, of its canonical JSON otherwise.
+- ``head`` / ``tail``: the lengths in characters of the two preview pieces, so
+  ``preview[:head]`` and ``preview[-tail:]`` (when ``tail`` > 0) give them exactly.
+  The preview text is the string content itself, or for a list of parts their texts
+  joined by newlines (an image part as ``[image]``).
+
+Previews are cut at a line end, or else between words, where one is near the cut
+(:func:`cut_preview`), and always on character boundaries: Python strings are
+sequences of code points, so no cut lands inside a multi-byte UTF-8 sequence; a cut
+is also moved off a surrogate pair, off a combining mark, variation selector, emoji
+modifier or zero-width joiner (so ``👍🏽`` stays whole), and out of a ``data:`` URL
+(the preview then ends before it, or starts after it). A lone surrogate in a preview
+is replaced with U+FFFD: a preview is for reading, and some APIs reject lone
+surrogates. The original, lone surrogate included, is stored and restored exactly
+(written as the same ``\\udXXX`` escape).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+from ctxcli import jsonio
+from ctxcli.model import Message
+
+#: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
+#: before about 4e9 distinct contents (birthday bound).
+ID_HEX = 16
+#: The key of the JSON object that replaces long tool-call arguments.
+ARGUMENTS_KEY = "ctxcli_placeholder"
+#: How every placeholder text begins.
+PLACEHOLDER_START = "[ctxcli placeholder "
+
+PLACEHOLDER_RE = re.compile(
+    r"\[ctxcli placeholder id=(?P<id>[0-9a-f]{12,64})"
+    r' tool=(?P<tool>"(?:[^"\\\n]|\\.)*")'
+    r" tokens=(?P<tokens>\d+) chars=(?P<chars>\d+) head=(?P<head>\d+) tail=(?P<tail>\d+)\]"
+    r"\n(?P<preview>.*)",
+    re.DOTALL,
+)
+_DATA_URL = re.compile(r"data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-]*)?)*,[\w+/=%.~-]*")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+TOOL_ROLES = frozenset({"tool", "function"})
+
+
+def content_id(content: Any) -> str:
+    """The id of a content value: hex SHA-256 (first :data:`ID_HEX` digits) of a
+    string's UTF-8 bytes, or of any other value's canonical JSON (see module doc)."""
+    return hashlib.sha256(_content_bytes(content)).hexdigest()[:ID_HEX]
+
+
+def _content_bytes(content: Any) -> bytes:
+    text = content if isinstance(content, str) else canonical_json(content)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as JSON text with sorted keys, no spaces and non-ASCII kept."""
+    return jsonio.std_dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse(text: Any) -> re.Match[str] | None:
+    """The :data:`PLACEHOLDER_RE` match when ``text`` is a whole placeholder, else None."""
+    return PLACEHOLDER_RE.fullmatch(text) if isinstance(text, str) else None
+
+
+def looks_like(text: Any) -> TypeGuard[str]:
+    """True when ``text`` is a string that begins as a placeholder does
+    (:data:`PLACEHOLDER_START`), whether or not it is a whole, readable one."""
+    return isinstance(text, str) and text.startswith(PLACEHOLDER_START)
+
+
+def arguments_text(arguments: Any) -> str | None:
+    """The string in tool-call ``arguments`` that are the JSON text of an object with
+    the one key :data:`ARGUMENTS_KEY` (what ``clear_inputs`` writes), else None."""
+    if not isinstance(arguments, str) or ARGUMENTS_KEY not in arguments:
+        return None
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and list(value) == [ARGUMENTS_KEY]:
+        text = value[ARGUMENTS_KEY]
+        return text if isinstance(text, str) else None
+    return None
+
+
+def parse_arguments(arguments: Any) -> re.Match[str] | None:
+    """The placeholder match inside replaced tool-call ``arguments``, else None."""
+    return parse(arguments_text(arguments))
+
+
+def placeholder_texts(message: Message) -> list[str]:
+    """The texts in ``message`` that look like placeholders (:func:`looks_like`) in the
+    places this stage writes them, and only there: the whole ``content`` of a tool
+    result (``tool`` / ``function``), and the :data:`ARGUMENTS_KEY` string of call
+    arguments (``tool_calls[].function.arguments``, the legacy ``function_call``).
+    Placeholder-like text anywhere else (a user quoting one) is ordinary text."""
+    texts: list[str] = []
+    content = message.data.get("content")
+    if message.role in TOOL_ROLES and looks_like(content):
+        texts.append(content)
+    functions = [
+        c.get("function") for c in message.data.get("tool_calls") or [] if isinstance(c, Mapping)
+    ]
+    functions.append(message.data.get("function_call"))  # the legacy form
+    for function in functions:
+        if isinstance(function, Mapping):
+            text = arguments_text(function.get("arguments"))
+            if looks_like(text):
+                texts.append(text)
+    return texts
+
+
+def placeholder_ids(message: Message) -> set[str]:
+    """Ids of the readable placeholders ``message`` holds where this stage writes
+    them (see :func:`placeholder_texts`)."""
+    matches = (parse(text) for text in placeholder_texts(message))
+    return {match.group("id") for match in matches if match}
+
+
+def verbatim_ids(message: Message) -> set[str]:
+    """Store ids of the placeholder-like texts ``message`` holds (see
+    :func:`placeholder_texts`), each taken as its own original: the entries that tell
+    ``restore`` the text was in this run's input as it is."""
+    return {content_id(text) for text in placeholder_texts(message)}
+
+
+def preview_text(content: Any) -> str:
+    """The text a preview is cut from: a string as is; a list of parts as their texts
+    joined by newlines (images as ``[image]``); anything else as its JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return canonical_json(content)
+    pieces = []
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part)
+        elif isinstance(part, Mapping) and str(part.get("type", "")).startswith(
+            ("image", "input_image")
+        ):
+            pieces.append("[image]")
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif isinstance(part, Mapping) and isinstance(part.get("value"), str):
+            pieces.append(part["value"])
+        else:
+            pieces.append(canonical_json(part))
+    return "\n".join(pieces)
+
+
+def _joins(text: str, at: int) -> bool:
+    """True when a cut before ``text[at]`` would split a character as people see it."""
+    if at <= 0 or at >= len(text):
+        return False
+    before, after = text[at - 1], text[at]
+    if "\ud800" <= before <= "\udbff" and "\udc00" <= after <= "\udfff":
+        return True
+    if before == "\u200d" or after == "\u200d":
+        return True
+    code = ord(after)
+    return (
+        unicodedata.combining(after) != 0
+        or 0xFE00 <= code <= 0xFE0F  # variation selectors
+        or 0x1F3FB <= code <= 0x1F3FF  # emoji skin-tone modifiers
+        or 0xE0020 <= code <= 0xE007F  # emoji tag sequences
+    )
+
+
+def cut_preview(text: str, head: int, tail: int) -> tuple[str, str]:
+    """The first ``head`` and last ``tail`` characters of ``text`` (fewer where a cut
+    would split a character or a ``data:`` URL), never overlapping. Where something is
+    left out, a cut falls at a line end, or else between words, when one is in the
+    later half of the head (the earlier half of the tail): a word cut short reads as
+    another word."""
+    n = len(text)
+    end = min(head, n)
+    start = max(n - tail, end) if tail > 0 else n
+    if end < start:  # something is left out between them
+        cut = text.rfind("\n", end // 2, end)
+        cut = cut if cut >= 0 else text.rfind(" ", end // 2, end)
+        end = cut if cut > 0 else end
+        if start < n:
+            half = start + (n - start) // 2
+            cut = text.find("\n", start, half)
+            cut = cut if cut >= 0 else text.find(" ", start, half)
+            start = cut + 1 if cut >= 0 else start
+    for match in _DATA_URL.finditer(text):
+        if match.start() < end < match.end():
+            end = match.start()
+        if match.start() < start < match.end():
+            start = match.end()
+    while _joins(text, end):
+        end -= 1
+    while _joins(text, start):
+        start += 1
+    return text[:end], text[start:]
+
+
+def _clean(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def render(content: Any, *, tool: str, tokens: int, head: int, tail: int) -> str:
+    """The placeholder text for ``content`` (format in the module docstring)."""
+    source = preview_text(content)
+    first, last = cut_preview(source, head, tail)
+    first, last = _clean(first), _clean(last)
+    chars = len(content) if isinstance(content, str) else len(canonical_json(content))
+    omitted = len(source) - len(first) - len(last)
+    name = json.dumps(_clean(tool), ensure_ascii=False)
+    lines = [
+        f"[ctxcli placeholder id={content_id(content)} tool={name} tokens={tokens}"
+        f" chars={chars} head={len(first)} tail={len(last)}]",
+        first,
+        f"[... {omitted} characters omitted ...]",
+    ]
+    if last:
+        lines.append(last)
+    return "\n".join(lines)
