@@ -165,15 +165,6 @@ def array_spans(data: bytes) -> list[tuple[int, int]]:
     no array. Strings are skipped whole, so brackets inside them do not count."""
     spans: list[tuple[int, int]] = []
     depth, start = 0, -1
-
-    def add(begin: int, end: int) -> None:
-        while begin < end and data[begin] in b" \t\r\n":
-            begin += 1
-        while end > begin and data[end - 1] in b" \t\r\n":
-            end -= 1
-        if begin < end:
-            spans.append((begin, end))
-
     for match in _STRUCTURE.finditer(data):
         char = data[match.start()]
         if char == 0x22:  # a string
@@ -185,12 +176,22 @@ def array_spans(data: bytes) -> list[tuple[int, int]]:
         elif char in b"]}":
             depth -= 1
             if depth == 0:
-                add(start, match.start())
+                spans += _trimmed(data, start, match.start())
                 break
         elif depth == 1 and start >= 0:  # a comma between elements
-            add(start, match.start())
+            spans += _trimmed(data, start, match.start())
             start = match.end()
     return spans if start >= 0 else []
+
+
+def _trimmed(data: bytes, begin: int, end: int) -> list[tuple[int, int]]:
+    """``[(begin, end)]`` without the white space at either end; ``[]`` if nothing is
+    left."""
+    while begin < end and data[begin] in b" \t\r\n":
+        begin += 1
+    while end > begin and data[end - 1] in b" \t\r\n":
+        end -= 1
+    return [(begin, end)] if begin < end else []
 
 
 def restyle(value: Any, original: bytes, span: tuple[int, int]) -> bytes:
