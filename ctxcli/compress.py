@@ -53,6 +53,7 @@ from ctxcli.model import Conversation, Message
 from ctxcli.parallel import ordered_map, process_map
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
 from ctxcli.score import ConversationScore, FileScore, score
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.store import StoreWriter, needs_store
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import NullCounter, TokenCounter, encoding_name_for, knows_model
@@ -464,7 +465,7 @@ class Compressor:
         return self._run(self.read(record, path=path, line=line)[1])
 
     def _run(self, conversation: Conversation) -> Result:
-        result = run(conversation, self.settings.stages, self.context)
+        result = settle_store(run(conversation, self.settings.stages, self.context))
         for text in result.warnings:
             self.warn(text)
         return result
@@ -623,7 +624,7 @@ class Compressor:
             return None, None, InputError(path, item.line, exc.reason, record=item.index)
 
         def attempt(stages: Sequence[Stage]) -> tuple[Result, bytes | None]:
-            result = run(conversation, stages, self.context)
+            result = settle_store(run(conversation, stages, self.context))
             if not result.changed:
                 return result, None
             written = found.write(record, result.after)
@@ -671,7 +672,7 @@ class Compressor:
             self.warn(_already_broken(path, conversation, module, broken))
 
         def attempt(stages: Sequence[Stage]) -> tuple[Result, list[Any]]:
-            result = run(conversation, stages, self.context)
+            result = settle_store(run(conversation, stages, self.context))
             if not result.changed:
                 return result, events
             out = module.write(events, result.after)

@@ -21,6 +21,7 @@ from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.model import SUMMARY_MARKER, make_conversation
 from ctxcli.pipeline import Context, build_stage, run
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.summarizers.extractive import Extractive
 from ctxcli.tokens import TokenCounter
 from ctxcli.validate import validate_file
@@ -606,7 +607,8 @@ def test_a_summary_reads_the_originals_of_results_the_placeholder_stage_replaced
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": content})
     messages.append({"role": "assistant", "content": "Still looking."})
     settings_ = resolve(max_tokens=300)  # the default stages: placeholder, summary, priority
-    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(300, COUNTER))
+    conversation = make_conversation(messages, COUNTER)
+    result = settle_store(run(conversation, settings_.stages, Context(300, COUNTER)))
     (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
     assert "#W4471" in summary and "2024-06-02" in summary
     assert result.events["placeholder"]["placeholders_written"] >= 1

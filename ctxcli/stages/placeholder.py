@@ -67,15 +67,16 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, TypeVar
 
 from ctxcli import jsonio
 from ctxcli.model import Conversation, Message, tool_names, units
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
 
 #: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
 #: before about 4e9 distinct contents (birthday bound).
@@ -102,6 +103,45 @@ _ERROR_TEXT = re.compile(
     re.IGNORECASE,
 )
 TOOL_ROLES = frozenset({"tool", "function"})
+
+
+class Ran(Protocol):
+    """What :func:`settle_store` reads and sets of a run's result
+    (:class:`ctxcli.pipeline.Result`)."""
+
+    before: Conversation
+    after: Conversation
+    events: dict[str, Counter[str]]
+    stored: dict[str, Any]
+
+
+R = TypeVar("R", bound=Ran)
+
+
+def settle_store(result: R) -> R:
+    """``result`` with ``stored`` made the store's content for its conversation: the
+    originals the stages replaced that the output still refers to, and the
+    placeholder-like texts the input held where placeholders go, each stored as its own
+    original whatever the stages (``restore`` then tells such text from a placeholder
+    whose store was lost: see :func:`ctxcli.store.restore_record`). When anything was
+    replaced, ``events["placeholder"]["placeholders_kept"]`` counts the messages that
+    still hold a placeholder. The caller of :func:`ctxcli.pipeline.run` calls this
+    before it writes the store."""
+    messages = result.before.messages
+    as_read = {content_id(t): t for m in messages for t in placeholder_texts(m)}
+    stored = {**as_read, **result.stored}
+    if stored:  # only what the output still refers to: a later stage may drop some
+        current = result.after.messages
+        held = [placeholder_ids(m) for m in current if m.changed and m.index is not None]
+        as_is = [verbatim_ids(m) for m in current if m.index is not None]
+        kept = set().union(*held, *as_is)
+        written = any(not looks_like(value) for value in stored.values())
+        stored = {key: value for key, value in stored.items() if key in kept}
+        if written:
+            events = result.events.setdefault("placeholder", Counter())
+            events["placeholders_kept"] = sum(map(bool, held))
+    result.stored = stored
+    return result
 
 
 def content_id(content: Any) -> str:

@@ -22,7 +22,7 @@ from ctxcli.summarizers.extractive import Extractive, language, message_text
 from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
 
 #: What a summary's seal adds to its header line, costed before the seal is known.
 _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
