@@ -322,7 +322,7 @@ def test_a_second_run_merges_into_the_summary_after_the_task(tmp_path: Path) -> 
     )
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=800)
+    assert_valid(record, after, COUNTER, max_tokens=1500)
     messages = after["messages"]
     assert [is_summary(m) for m in messages].count(True) == 1
     assert messages[1]["content"] == TASK and is_summary(messages[2])
@@ -340,7 +340,7 @@ def test_a_system_role_summary_follows_the_task_and_is_merged_later(tmp_path: Pa
     stats = compress_file(longer, tmp_path / "second.jsonl", args)
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=800)
+    assert_valid(record, after, COUNTER, max_tokens=1500)
     assert [is_summary(m) for m in after["messages"]].count(True) == 1
 
 
@@ -615,7 +615,7 @@ def test_a_summary_reads_the_originals_of_results_the_placeholder_stage_replaced
     assert not result.stored  # the folded placeholder needs no original in the store
 
 
-@pytest.mark.parametrize("budgets", [(1200, 450), (1200, 450, 330)])
+@pytest.mark.parametrize("budgets", [(1200, 450), (1200, 450, 200)])
 def test_anthropic_summaries_merge_when_compressed_again(
     tmp_path: Path, budgets: tuple[int, ...]
 ) -> None:
@@ -727,7 +727,8 @@ def test_sharegpt_a_system_summary_is_a_human_turn_before_a_tail_of_calls(
 
     turns = [{"from": "human", "value": "Find flights to Oslo."}]
     for i in range(4):
-        turns += [call(f"q{i}"), {"from": "observation", "value": f"result {i} " * 150}]
+        # Results under what the stage turns into placeholders: whole messages fold.
+        turns += [call(f"q{i}"), {"from": "observation", "value": f"result {i} " * 60}]
     turns += [{"from": "gpt", "value": "Found three."}, {"from": "human", "value": "Book one."}]
     turns += [call("book"), {"from": "observation", "value": "booked"}]
     source = write_jsonl(tmp_path / "in.jsonl", [{"id": "s", "conversations": turns}])

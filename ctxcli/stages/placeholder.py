@@ -103,6 +103,18 @@ _ERROR_TEXT = re.compile(
     re.IGNORECASE,
 )
 TOOL_ROLES = frozenset({"tool", "function"})
+#: At most this many characters of facts in a placeholder (:func:`omitted_facts`).
+FACT_CHARS = 1200
+#: An error line counts by this many characters from its start.
+FACT_LINE_CHARS = 120
+_FACT = re.compile(
+    r"[$€£¥]?[A-Za-z0-9][A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
+    r"|[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
+)
+_ERROR_LINE = re.compile(
+    r"^[^\n]*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)[^\n]*",
+    re.MULTILINE,
+)
 
 
 class Ran(Protocol):
@@ -325,19 +337,50 @@ def _clean(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def render(content: Any, *, tool: str, tokens: int, head: int, tail: int) -> str:
-    """The placeholder text for ``content`` (format in the module docstring)."""
+def omitted_facts(source: str, shown: str) -> list[str]:
+    """What identifies the part of ``source`` a preview leaves out: its words with a
+    digit (ids, dates, amounts, numbers), its paths and its error lines (up to
+    :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
+    order they first appear, as many as fit a sixth of ``source``'s characters (at
+    most :data:`FACT_CHARS`)."""
+    found: list[tuple[int, str]] = [(m.start(), m.group()) for m in _FACT.finditer(source)]
+    for match in _ERROR_LINE.finditer(source):
+        found.append((match.start(), match.group().strip()[:FACT_LINE_CHARS]))
+    room = min(FACT_CHARS, len(source) // 6)
+    facts: list[str] = []
+    seen: set[str] = set()
+    for _, fact in sorted(found):
+        fact = fact.rstrip(".,:;-")
+        if len(fact) < 3 or fact in seen or fact in shown:
+            continue
+        room -= len(fact) + 2
+        if room < 0:
+            break
+        seen.add(fact)
+        facts.append(fact)
+    return facts
+
+
+def render(
+    content: Any, *, tool: str, tokens: int, head: int, tail: int, facts: bool = False
+) -> str:
+    """The placeholder text for ``content`` (format in the module docstring); with
+    ``facts`` the line that says what is omitted names what identifies it
+    (:func:`omitted_facts`): ``[... 2669 characters omitted; they hold: JG7FMM,
+    2024-05-20, $480 ...]``."""
     source = preview_text(content)
     first, last = cut_preview(source, head, tail)
     first, last = _clean(first), _clean(last)
     chars = len(content) if isinstance(content, str) else len(canonical_json(content))
     omitted = len(source) - len(first) - len(last)
     name = json.dumps(_clean(tool), ensure_ascii=False)
+    held = omitted_facts(source, first + "\n" + last) if facts and omitted else []
+    hold = f"; they hold: {_clean(', '.join(held))}" if held else ""
     lines = [
         f"[ctxcli placeholder id={content_id(content)} tool={name} tokens={tokens}"
         f" chars={chars} head={len(first)} tail={len(last)}]",
         first,
-        f"[... {omitted} characters omitted ...]",
+        f"[... {omitted} characters omitted{hold} ...]",
     ]
     if last:
         lines.append(last)
@@ -354,8 +397,11 @@ class Placeholder:
     (:func:`reports_error`). ``clear_inputs``: also replace tool-call arguments over the
     threshold (not those of calls whose results ``keep_recent`` keeps, nor those of the
     last unit's calls: the conversation's current state). ``head_chars`` /
-    ``tail_chars``: preview lengths in characters. Runs whatever the budget: a result
-    is replaced only when its placeholder is smaller. The originals go to
+    ``tail_chars``: preview lengths in characters. ``facts``: the placeholder names
+    what identifies the omitted part (:func:`omitted_facts`), so a result kept as a
+    placeholder holds the ids a summary of it would. Runs with no budget or on a
+    conversation over it (one within it is left as it is); a result is replaced only
+    when its placeholder is smaller. The originals go to
     ``context.stored``. Text that looks like a placeholder where placeholders go is
     kept as it is and stored as its own original (see the module docstring).
     """
@@ -371,6 +417,7 @@ class Placeholder:
     clear_inputs: bool = False
     head_chars: int = 100
     tail_chars: int = 50
+    facts: bool = True
 
     def __post_init__(self) -> None:
         exclude = self.exclude_tools
@@ -397,6 +444,8 @@ class Placeholder:
     def apply(
         self, conversation: Conversation, context: Context
     ) -> tuple[Conversation, Mapping[str, int]]:
+        if context.max_tokens is not None and not context.over(conversation):
+            return conversation, {}  # within the budget: nothing to do
         messages = list(conversation.messages)
         counter = context.counter
         names = tool_names([m.data for m in messages])
@@ -450,7 +499,14 @@ class Placeholder:
         return conversation.with_messages(messages), events
 
     def _text(self, content: Any, tool: str, tokens: int) -> str:
-        return render(content, tool=tool, tokens=tokens, head=self.head_chars, tail=self.tail_chars)
+        return render(
+            content,
+            tool=tool,
+            tokens=tokens,
+            head=self.head_chars,
+            tail=self.tail_chars,
+            facts=self.facts,
+        )
 
     def _clear_calls(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -15,11 +15,13 @@ from ctxcli.model import (
     Message,
     latest_turn,
     seal,
+    tool_names,
     units,
 )
+from ctxcli.stages import plan
+from ctxcli.stages.placeholder import content_id, render
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import Extractive, language, message_text
-from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
@@ -81,14 +83,16 @@ class Summary:
 
     name: ClassVar[str] = "summary"
     fits_budget: ClassVar[bool] = True
-    keep_last: int = 6
+    keep_last: int | None = None
     role: Literal["user", "system"] = "user"
-    max_tokens: int = 400
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ("user", "system"):
             raise ValueError(f"role must be 'user' or 'system', not {self.role!r}")
-        if self.keep_last < 0 or self.max_tokens < 1:
+        if (self.keep_last is not None and self.keep_last < 0) or (
+            self.max_tokens is not None and self.max_tokens < 1
+        ):
             raise ValueError("keep_last must be 0 or more and max_tokens 1 or more")
 
     def apply(
@@ -96,55 +100,68 @@ class Summary:
     ) -> tuple[Conversation, Mapping[str, int]]:
         if not context.over(conversation):
             return conversation, {}
+        assert context.max_tokens is not None
         messages = conversation.messages
-        groups = units(messages)
-        turn = latest_turn(messages, groups)
         role = conversation.summary_role or self.role
         frame = context.counter.message({"role": role, "content": ""})
-        lead = 0
-        while lead < len(messages) and messages[lead].is_system:
-            lead += 1
-        start = self._tail_start(messages, groups, turn, role)
-        # The steps folded after the latest user turn run from ``after`` to ``end``.
-        steps_start = self._steps_start(conversation, groups, turn)
-        after = turn[-1] + 1 if steps_start is not None else len(messages)
-        end = after if steps_start is None else steps_start
-        if context.max_tokens is not None:
-            start, end = self._make_room(
-                conversation, (start, after, end), groups, turn, (role, frame), context.max_tokens
-            )
-        # Each summary stands where its messages were: what came before the latest user
-        # turn right after the leading system messages, the steps after that turn at
-        # the first of them, so the task is read after what led to it and before the
-        # steps it led to. A part with nothing new (an earlier summary only) stays as is.
-        parts = [
-            [i for i in range(lead, start) if not messages[i].is_system],
-            [i for i in range(after, end) if not messages[i].is_system],
-        ]
-        parts = [p for p in parts if any(not messages[i].is_summary for i in p)]
-        if not parts:
-            return conversation, {}
+        layout = self._layout(conversation, role)
+        compacted = _compacted(messages, layout.compacts, context)
+        cuts = plan.chain(
+            layout.compacts, layout.befores, layout.steps, layout.coster(compacted, frame)
+        )
+        taken = plan.first_fit(cuts, context.max_tokens, self.max_tokens)
+        cut = cuts[taken]
+        # Each side's share of the room is fixed by what the most folded cut folds on
+        # it, so that neither side's room shrinks as the budget grows.
+        weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
+        parts = layout.parts(cut)
+        room = plan.room(cuts, taken, context.max_tokens, self.max_tokens)
         fold = {i for part in parts for i in part}
-        rest = sum(m.tokens for i, m in enumerate(messages) if i not in fold)
-        total = self.max_tokens
-        if context.max_tokens is not None:
-            left = context.max_tokens - rest - REPLY_PRIMING - conversation.extra_tokens
-            total = min(total, left - frame * len(parts))
-        # ``max_tokens`` bounds the bodies together: each part gets a share in proportion
-        # to the tokens it folds, but at least a quarter (tool output swells the steps,
-        # while the requests that led to the task are short and matter as much), and
-        # what the first summary leaves goes to the second.
-        weights = [sum(messages[i].tokens for i in part) for part in parts]
+        current = list(messages)
         events: dict[str, int] = {}
-        written: dict[int, Message] = {}
+        for i in layout.compacts[: cut.compacted]:
+            if i not in fold and i in compacted:
+                current[i] = compacted[i]
+                original = messages[i].data.get("content")
+                context.stored[content_id(original)] = original
+                _add(events, "results_compacted", 1)
+        shares = _shares(room, weights, [bool(part) for part in parts])
+        written = self._write(conversation, parts, (role, shares), context, events)
+        if parts[1] and parts[1][0] in written:
+            events["steps_summarized"] = sum(not messages[i].is_summary for i in parts[1])
+        gone = {i for part in parts if part and part[0] in written for i in part}
+        out: list[Message] = []
+        for i, message in enumerate(current):
+            if i in written:
+                out.append(written[i])
+            if i not in gone:
+                out.append(message)
+        if len(out) == len(messages) and all(a is b for a, b in zip(out, messages)):
+            return conversation, events
+        return conversation.with_messages(out), events
+
+    def _write(
+        self,
+        conversation: Conversation,
+        parts: list[list[int]],
+        role_shares: tuple[str, list[int]],
+        context: Context,
+        events: dict[str, int],
+    ) -> dict[int, Message]:
+        """The summary of each part that is not empty, by the position of its first
+        message, each within its share (tokens, header included)."""
+        messages = conversation.messages
+        role, shares = role_shares
         # Even with the budget all but spent a summary gets a few tokens (priority may
         # drop it then), but never more than ``max_tokens`` grants.
-        floor = min(MIN_SUMMARY_TOKENS, max(1, self.max_tokens // len(parts)))
-        for k, part in enumerate(parts):
-            share = total
-            if k < len(parts) - 1:
-                share = total * weights[k] // sum(weights)
-                share = min(max(share, total // 4), total - total // 4)
+        cap = self.max_tokens
+        floor = MIN_SUMMARY_TOKENS
+        if cap is not None:
+            floor = min(floor, cap // sum(map(bool, parts)) or 1)
+        written: dict[int, Message] = {}
+        for part, share in zip(parts, shares):
+            if not part:
+                continue
             folded = [messages[i] for i in part]
             summary, fell_back = self._summarize(
                 conversation, folded, (role, max(floor, share)), context
@@ -154,24 +171,50 @@ class Summary:
                 # Nothing worth keeping fits: a summary would only hide what was dropped.
                 _add(events, "summaries_skipped", 1)
                 continue
-            total -= summary.tokens - frame
             written[part[0]] = summary
             fresh = sum(not m.is_summary for m in folded)
             _add(events, "messages_summarized", fresh)
             _add(events, "summaries_written", 1)
             _add(events, "summaries_merged", len(folded) - fresh)
-            if part[0] >= after:
-                events["steps_summarized"] = fresh
-        if not written:
-            return conversation, events
-        gone = {i for part in parts if part[0] in written for i in part}
-        out: list[Message] = []
-        for i, message in enumerate(messages):
-            if i in written:
-                out.append(written[i])
-            if i not in gone:
-                out.append(message)
-        return conversation.with_messages(out), events
+        return written
+
+    def _layout(self, conversation: Conversation, role: str) -> _Layout:
+        """Where the folds may end (see :class:`_Layout`)."""
+        messages = conversation.messages
+        groups = units(messages)
+        turn = latest_turn(messages, groups)
+        lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
+        start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
+        steps_ok = _steps_allowed(conversation, turn)
+        after = turn[-1] + 1 if steps_ok else len(messages)
+        first_step = after
+        if steps_ok and self.keep_last is not None:
+            # With ``keep_last`` steps are folded only past the last ``keep_last``.
+            first_step = self._steps_start(conversation, groups, turn) or after
+            steps_ok = first_step > after
+        steps = [first_step]
+        if steps_ok:
+            steps += [g[0] for g in groups if first_step < g[0] and _opens_tail(messages[g[0]])]
+        limit = turn[0] if turn else len(messages) - 1
+        # In a chat a user summary is never followed by a user message (see the class).
+        lone_user = role == "user" and not steps_ok
+        befores = [start] + [
+            g[0]
+            for g in groups
+            if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
+        ]
+        # Results in the latest turn (beside the user's text) and the last unit stay.
+        end = min(turn[0], groups[-1][0]) if turn and groups else len(messages)
+        compacts = (
+            [
+                i
+                for i in plan.compactable(messages, len(messages))
+                if i < end or (i > turn[-1] and i < groups[-1][0])
+            ]
+            if groups
+            else []
+        )
+        return _Layout(conversation, lead, after, befores, steps, compacts)
 
     def _summarize(
         self,
@@ -226,62 +269,6 @@ class Summary:
         data = {"role": role, "content": seal(header, body)}
         return Message(data, counter.message(data), None, True), fell_back
 
-    def _make_room(
-        self,
-        conversation: Conversation,
-        bounds: tuple[int, int, int],
-        groups: list[list[int]],
-        turn: list[int],
-        role_frame: tuple[str, int],
-        budget: int,
-    ) -> tuple[int, int]:
-        """Later ``(start, end)`` when the kept messages leave no room for the summaries.
-
-        ``bounds`` is ``(start, after, end)``: the fold before the latest user turn ends
-        at ``start``, the fold of the steps after that turn runs from ``after`` to
-        ``end`` (``after == end`` when no steps are folded); ``turn`` is that turn's
-        positions; ``role_frame`` the summaries' role and the tokens each costs beyond
-        its text. Returns the first pair whose kept messages plus that frame per
-        summary and :func:`_reserve` tokens fit ``budget`` (tokens), else the last pair:
-        ``end`` is tried first, then each later unit start that may open a tail (the
-        steps tail is what ``keep_last`` asks for); for each, ``start``, then each later
-        unit start up to the latest user turn (what that user message answers is kept
-        while it fits). Folding more beats keeping a tail whole and then dropping units
-        unsummarized."""
-        messages = conversation.messages
-        start, after, end = bounds
-        role, frame = role_frame
-        steps = end > after
-        limit = turn[0] if turn else len(messages) - 1
-        # In a chat a user summary is never followed by a user message (see the class);
-        # once steps are folded one follows the user's task anyway, so one may precede it.
-        lone_user = role == "user" and not steps
-        befores = [
-            g[0]
-            for g in groups
-            if start <= g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
-        ] or [start]
-        ends = [end]
-        if steps:
-            ends += [g[0] for g in groups if g[0] > end and _opens_tail(messages[g[0]])]
-        pairs = [(before_end, steps_end) for steps_end in ends for before_end in befores]
-        fixed = REPLY_PRIMING + conversation.extra_tokens + _reserve(self.max_tokens, budget)
-        folds = [0]  # tokens of the non-system messages before position i
-        fresh = [0]  # how many of them are not earlier summaries
-        for message in messages:
-            folds.append(folds[-1] + (0 if message.is_system else message.tokens))
-            fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
-        lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
-        whole = sum(m.tokens for m in messages)
-        for before_end, steps_end in pairs:
-            kept = whole + fixed
-            for a, b in ((lead, before_end), (after, steps_end)):
-                if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
-                    kept -= folds[b] - folds[a] - frame
-            if kept <= budget:
-                return before_end, steps_end
-        return pairs[-1]
-
     def _steps_start(
         self, conversation: Conversation, groups: list[list[int]], turn: list[int]
     ) -> int | None:
@@ -298,7 +285,7 @@ class Summary:
         which would then open the output.
         """
         messages = conversation.messages
-        if conversation.alternating or not turn or messages[turn[0]].role != "user":
+        if not _steps_allowed(conversation, turn) or self.keep_last is None:
             return None
         after = turn[-1] + 1
         steps = [i for i in range(after, len(messages)) if not messages[i].is_system]
@@ -315,6 +302,7 @@ class Summary:
         messages, moved back to a unit's start and never past the latest user turn nor
         the last unit (kept whatever ``keep_last`` says, with no user message too);
         ``role`` is the summary's."""
+        assert self.keep_last is not None
         unit_start = {}
         for group in groups:
             for i in group:
@@ -347,10 +335,99 @@ def _add(events: dict[str, int], name: str, count: int) -> None:
         events[name] = events.get(name, 0) + count
 
 
-def _reserve(summary_max: int, budget: int) -> int:
-    """Tokens the tail must leave for the summary: an eighth of the budget, at least
-    twice :data:`MIN_SUMMARY_TOKENS`, at most the summary's own bound."""
-    return min(summary_max, max(2 * MIN_SUMMARY_TOKENS, budget // 8))
+@dataclass(frozen=True)
+class _Layout:
+    """Where the summary stage's folds may end in ``conversation``: the fold before
+    the latest user turn runs from ``lead`` (the first non-system message) to one of
+    ``befores``, the fold of the steps after that turn from ``after`` to one of
+    ``steps`` (the first of each is the least the stage folds: nothing, or what
+    ``keep_last`` asks for); ``compacts`` are the tool results that may become
+    placeholders (:func:`ctxcli.stages.plan.compactable`)."""
+
+    conversation: Conversation
+    lead: int
+    after: int
+    befores: list[int]
+    steps: list[int]
+    compacts: list[int]
+
+    def parts(self, cut: plan.Cut) -> list[list[int]]:
+        """The non-system messages ``cut`` folds before the latest user turn and after
+        it; a side with nothing new (an earlier summary only) is left empty."""
+        messages = self.conversation.messages
+        sides = [
+            [i for i in range(self.lead, cut.before) if not messages[i].is_system],
+            [i for i in range(self.after, cut.steps) if not messages[i].is_system],
+        ]
+        return [p if any(not messages[i].is_summary for i in p) else [] for p in sides]
+
+    def coster(
+        self, compacted: Mapping[int, Message], frame: int
+    ) -> Callable[[int, int, int], int]:
+        """``cost(compacted, before, steps)``: the tokens a cut keeps, with ``frame``
+        tokens per summary it writes (see :class:`ctxcli.stages.plan.Cut`)."""
+        messages = self.conversation.messages
+        folds = [0]  # tokens of the non-system messages before position i
+        fresh = [0]  # how many of them are not earlier summaries
+        for message in messages:
+            folds.append(folds[-1] + (0 if message.is_system else message.tokens))
+            fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
+        saving = {i: messages[i].tokens - m.tokens for i, m in compacted.items()}
+        whole = self.conversation.tokens
+
+        def cost(count: int, before: int, steps: int) -> int:
+            kept = whole
+            for a, b in ((self.lead, before), (self.after, steps)):
+                if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
+                    kept -= folds[b] - folds[a] - frame
+            folded = range(self.lead, before), range(self.after, steps)
+            return kept - sum(
+                saving[i]
+                for i in self.compacts[:count]
+                if i in saving and i not in folded[0] and i not in folded[1]
+            )
+
+        return cost
+
+
+def _shares(room: int, weights: list[int], present: list[bool]) -> list[int]:
+    """``room`` (tokens) split between the two sides that are ``present``: by
+    ``weights``, but at least a quarter each (tool output swells the steps, while the
+    requests that led to the task are short and matter as much); a side alone gets it
+    all."""
+    if not all(present):
+        return [room if here else 0 for here in present]
+    first = room * weights[0] // max(1, sum(weights))
+    first = min(max(first, room // 4), room - room // 4)
+    return [first, room - first]
+
+
+def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
+    """Whether steps after the latest user turn may be folded: not for formats whose
+    turns must alternate (the summary would be a second user turn in a row), nor when
+    that turn opens with other messages than the user's own (an Anthropic tool result
+    read beside the user's text), which would then open the output."""
+    messages = conversation.messages
+    return not conversation.alternating and bool(turn) and messages[turn[0]].role == "user"
+
+
+def _compacted(
+    messages: Sequence[Message], positions: Sequence[int], context: Context
+) -> dict[int, Message]:
+    """The tool results at ``positions`` as placeholders (originals into
+    ``context.stored`` when used: see :meth:`Summary.apply`), where one is smaller."""
+    counter = context.counter
+    names = tool_names([m.data for m in messages]) if positions else {}
+    out: dict[int, Message] = {}
+    for i in positions:
+        message = messages[i]
+        content = message.data.get("content")
+        tokens = counter.content(content)
+        text = render(content, tool=names.get(i, ""), tokens=tokens, head=100, tail=50, facts=True)
+        new = message.replace({**message.data, "content": text}, counter)
+        if new.tokens < message.tokens:
+            out[i] = new
+    return out
 
 
 def _opens_tail(message: Message) -> bool:
