@@ -5,9 +5,9 @@ from the least lossy to the most (:func:`chain`): first the large tool results i
 the kept part become placeholders, oldest first (:func:`compactable`); then the
 messages before the latest user turn are folded, oldest unit first; then the steps
 after it. The cut taken at budget ``B`` is the first whose kept messages fit beside
-the summary's reserve :func:`reserve` (``B // 4``, at least
+the summary's reserve :func:`reserve` (``B // 3``, at least
 :data:`MIN_RESERVE`, at most the stage's cap); the summaries get the room the cut
-leaves, but never more than any larger budget would give them (:func:`room`). So as
+leaves, but never more than any larger budget would give them (:func:`rooms`). So as
 the budget grows the tail never gets shorter, a result once kept whole stays whole,
 and the summaries' room never shrinks: with a summarizer that keeps a prefix of a
 fixed ranking (see :mod:`ctxcli.summarizers`), a larger budget never keeps fewer
@@ -34,19 +34,22 @@ class Cut:
     """One point of the chain: the first ``compacted`` of the compactable results are
     placeholders, messages ``lead..before`` and ``after..steps`` are folded (empty
     ranges fold nothing), and ``kept`` is what the rest costs (tokens, with a frame
-    per summary and the conversation's fixed tokens)."""
+    per summary and the conversation's fixed tokens); ``sides`` says which of the two
+    summaries it writes."""
 
     compacted: int
     before: int
     steps: int
     kept: int
+    #: Whether it writes the summary before the latest user turn, and the one after.
+    sides: tuple[bool, bool] = (False, False)
 
 
 def reserve(budget: int, cap: int | None) -> int:
-    """Tokens the tail must leave the summaries at ``budget``: a quarter, at least
+    """Tokens the tail must leave the summaries at ``budget``: a third, at least
     :data:`MIN_RESERVE`, at most ``cap``. ``budget - reserve(budget)`` never falls as
     ``budget`` grows."""
-    share = max(MIN_RESERVE, budget // 4)
+    share = max(MIN_RESERVE, budget // 3)
     return share if cap is None else min(cap, share)
 
 
@@ -84,37 +87,60 @@ def entry(kept: int, cap: int | None) -> int:
     return low
 
 
-def room(cuts: Sequence[Cut], taken: int, budget: int, cap: int | None) -> int:
-    """Tokens for the summaries at ``budget`` with cut ``taken``: what it leaves, but no
-    more than a larger budget taking an earlier cut would leave (so the room never
-    shrinks as the budget grows), and within ``cap``."""
-    left = budget - cuts[taken].kept
-    floor = reserve(budget, cap)
-    for cut in reversed(cuts[:taken]):
-        if left <= floor:
-            break
-        left = min(left, entry(cut.kept, cap) - cut.kept)
-    return max(0, left if cap is None else min(cap, left))
+def split(room: int, weights: Sequence[int], sides: tuple[bool, bool]) -> list[int]:
+    """``room`` (tokens) between the two summaries ``sides`` says are written: by
+    ``weights``, but at least a quarter each (tool output swells the steps, while the
+    requests that led to the task are short and matter as much); one alone gets it
+    all."""
+    if not all(sides):
+        return [room if side else 0 for side in sides]
+    first = room * weights[0] // max(1, sum(weights))
+    first = min(max(first, room // 4), room - room // 4)
+    return [first, room - first]
+
+
+def rooms(
+    cuts: Sequence[Cut], taken: int, budget: int, cap: int | None, weights: Sequence[int]
+) -> list[int]:
+    """Tokens for each of the two summaries at ``budget`` with cut ``taken``: what the
+    cut leaves (within ``cap``), split by :func:`split`, but for each summary no more
+    than a larger budget, taking an earlier cut that still writes it, would give it;
+    what that holds back goes to a summary no earlier cut writes (its messages are all
+    in the tail there). So no summary's room shrinks as the budget grows."""
+    cut = cuts[taken]
+    left = max(0, budget - cut.kept if cap is None else min(cap, budget - cut.kept))
+    shares = split(left, weights, cut.sides)
+    caps: list[int | None] = [None, None]
+    for earlier in reversed(cuts[:taken]):
+        start = entry(earlier.kept, cap)
+        if reserve(start, cap) >= left:
+            break  # every earlier cut leaves at least as much
+        room = start - earlier.kept if cap is None else min(cap, start - earlier.kept)
+        for k, share in enumerate(split(room, weights, earlier.sides)):
+            if earlier.sides[k] and cut.sides[k]:
+                held = caps[k]
+                caps[k] = share if held is None else min(held, share)
+    out = [share if held is None else min(share, held) for share, held in zip(shares, caps)]
+    free = [k for k in (0, 1) if cut.sides[k] and caps[k] is None]
+    if free:
+        out[free[0]] += left - sum(out)
+    return out
 
 
 def chain(
     compacts: Sequence[int],
     befores: Sequence[int],
     steps: Sequence[int],
-    cost: Callable[[int, int, int], int],
+    cost: Callable[[int, int, int], tuple[int, tuple[bool, bool]]],
 ) -> list[Cut]:
-    """The cuts in order: nothing done, each compaction, each fold before the turn
-    but the last (the unit the turn answers), each fold of steps, then that last one;
-    ``befores``/``steps`` are the candidate ends of the two folds (the first of each
-    folds the least), ``cost(compacted, before, steps)`` prices a cut. Each cut folds
+    """The cuts in order: nothing done, each compaction, each fold before the latest
+    user turn, then each fold of the steps after it (the task's own steps stay
+    longest); ``befores``/``steps`` are the candidate ends of the two folds (the first of each
+    folds the least), ``cost(compacted, before, steps)`` prices a cut and says which
+    summaries it writes. Each cut folds
     or compacts all that the one before it did."""
     n = len(compacts)
     points = [(k, befores[0], steps[0]) for k in range(n + 1)]
-    # With steps to fold, what the latest user turn answers goes last.
-    early = befores[1:-1] if len(steps) > 1 else befores[1:]
-    points += [(n, b, steps[0]) for b in early]
-    last = early[-1] if early else befores[0]
-    points += [(n, last, s) for s in steps[1:]]
-    if len(steps) > 1 and len(befores) > 1:
-        points.append((n, befores[-1], steps[-1]))
-    return [Cut(k, b, s, cost(k, b, s)) for k, b, s in points]
+    points += [(n, b, steps[0]) for b in befores[1:]]
+    points += [(n, befores[-1], s) for s in steps[1:]]
+    return [Cut(k, b, s, *cost(k, b, s)) for k, b, s in points]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,12 +20,13 @@ from ctxcli.model import (
     units,
 )
 from ctxcli.stages import plan
-from ctxcli.stages.placeholder import content_id, render
+from ctxcli.stages.placeholder import TOOL_ROLES, content_id, preview_text, render
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import Extractive, language, message_text
 
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
+    from ctxcli.tokens import TokenCounter
 
 #: What a summary's seal adds to its header line, costed before the seal is known.
 _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
@@ -115,7 +117,7 @@ class Summary:
         # it, so that neither side's room shrinks as the budget grows.
         weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
         parts = layout.parts(cut)
-        room = plan.room(cuts, taken, context.max_tokens, self.max_tokens)
+        shares = plan.rooms(cuts, taken, context.max_tokens, self.max_tokens, weights)
         fold = {i for part in parts for i in part}
         current = list(messages)
         events: dict[str, int] = {}
@@ -125,7 +127,6 @@ class Summary:
                 original = messages[i].data.get("content")
                 context.stored[content_id(original)] = original
                 _add(events, "results_compacted", 1)
-        shares = _shares(room, weights, [bool(part) for part in parts])
         written = self._write(conversation, parts, (role, shares), context, events)
         if parts[1] and parts[1][0] in written:
             events["steps_summarized"] = sum(not messages[i].is_summary for i in parts[1])
@@ -136,6 +137,9 @@ class Summary:
                 out.append(written[i])
             if i not in gone:
                 out.append(message)
+        spare = context.max_tokens - conversation.with_messages(out).tokens
+        if spare > 0:
+            _add(events, "previews_widened", _widen(out, spare, context))
         if len(out) == len(messages) and all(a is b for a, b in zip(out, messages)):
             return conversation, events
         return conversation.with_messages(out), events
@@ -363,7 +367,7 @@ class _Layout:
 
     def coster(
         self, compacted: Mapping[int, Message], frame: int
-    ) -> Callable[[int, int, int], int]:
+    ) -> Callable[[int, int, int], tuple[int, tuple[bool, bool]]]:
         """``cost(compacted, before, steps)``: the tokens a cut keeps, with ``frame``
         tokens per summary it writes (see :class:`ctxcli.stages.plan.Cut`)."""
         messages = self.conversation.messages
@@ -375,31 +379,22 @@ class _Layout:
         saving = {i: messages[i].tokens - m.tokens for i, m in compacted.items()}
         whole = self.conversation.tokens
 
-        def cost(count: int, before: int, steps: int) -> int:
+        def cost(count: int, before: int, steps: int) -> tuple[int, tuple[bool, bool]]:
             kept = whole
-            for a, b in ((self.lead, before), (self.after, steps)):
+            sides = [False, False]
+            for k, (a, b) in enumerate(((self.lead, before), (self.after, steps))):
                 if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
                     kept -= folds[b] - folds[a] - frame
+                    sides[k] = True
             folded = range(self.lead, before), range(self.after, steps)
-            return kept - sum(
+            kept -= sum(
                 saving[i]
                 for i in self.compacts[:count]
                 if i in saving and i not in folded[0] and i not in folded[1]
             )
+            return kept, (sides[0], sides[1])
 
         return cost
-
-
-def _shares(room: int, weights: list[int], present: list[bool]) -> list[int]:
-    """``room`` (tokens) split between the two sides that are ``present``: by
-    ``weights``, but at least a quarter each (tool output swells the steps, while the
-    requests that led to the task are short and matter as much); a side alone gets it
-    all."""
-    if not all(present):
-        return [room if here else 0 for here in present]
-    first = room * weights[0] // max(1, sum(weights))
-    first = min(max(first, room // 4), room - room // 4)
-    return [first, room - first]
 
 
 def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
@@ -428,6 +423,47 @@ def _compacted(
         if new.tokens < message.tokens:
             out[i] = new
     return out
+
+
+def _widen(messages: list[Message], spare: int, context: Context) -> int:
+    """Give ``spare`` tokens to the placeholders in ``messages`` (whose originals are
+    in ``context.stored``), newest first: each is written again with a longer head,
+    never whole. Returns how many were widened; ``messages`` is changed in place."""
+    widened = 0
+    for i in reversed(range(len(messages))):
+        message = messages[i]
+        match = parse_placeholder(message.data.get("content")) if spare > 8 else None
+        if match is None or message.role not in TOOL_ROLES:
+            continue
+        original = context.stored.get(match.group("id"))
+        if original is None:
+            continue
+        new = _wider(message, original, match, spare, context.counter)
+        if new is not None:
+            spare -= new.tokens - message.tokens
+            messages[i] = new
+            widened += 1
+    return widened
+
+
+def _wider(
+    message: Message, original: Any, match: re.Match[str], spare: int, counter: TokenCounter
+) -> Message | None:
+    """``message``'s placeholder with a head longer by as much as ``spare`` tokens
+    allow (halved until it fits, a few times), or ``None``."""
+    head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
+    length = len(preview_text(original))
+    grow = min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
+    tool = json.loads(match.group("tool"))
+    for _ in range(4):
+        if grow <= 0:
+            return None
+        text = render(original, tool=tool, tokens=tokens, head=head + grow, tail=tail, facts=True)
+        new = message.replace({**message.data, "content": text}, counter)
+        if message.tokens < new.tokens <= message.tokens + spare:
+            return new
+        grow //= 2
+    return None
 
 
 def _opens_tail(message: Message) -> bool:
