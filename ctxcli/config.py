@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,10 @@ from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET
 
 DEFAULT_MAX_TOKENS = 8000
+#: Options the default pipeline (no ``stages`` given) sets beneath the user's: it
+#: leaves a conversation within the budget as it is, placeholders included, and its
+#: placeholders name the facts they omit (see :class:`ctxcli.stages.placeholder.Placeholder`).
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {"placeholder": {"until_fit": True, "facts": True}}
 _TOP_LEVEL = {
     "model",
     "encoding",
@@ -158,6 +163,7 @@ def resolve(
     """
     file = dict(file or {})
     check(file)
+    default = stages is None and "stages" not in file
     listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
     built: list[Stage] = []
     listed_names = [name for name, _ in listed]
@@ -165,7 +171,8 @@ def resolve(
     if twice:
         raise ConfigError(f"stage {twice!r} is listed twice")
     for name, options in listed:
-        merged = dict(file.get(name) or {})
+        merged = dict(DEFAULT_OPTIONS.get(name, {})) if default else {}
+        merged.update(file.get(name) or {})
         merged.update(options)
         merged.update((stage_options or {}).get(name, {}))
         built.append(build_stage(name, merged))
@@ -276,6 +283,8 @@ def _option_kind(hint: Any) -> _Kind:
     if hint in simple:
         return simple[hint]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        return _option_kind(next(a for a in args if a is not type(None))).or_null()
     if origin is Literal:
         return _one_of(*args)
     if origin is tuple and args[:1] == (str,):

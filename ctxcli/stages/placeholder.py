@@ -399,9 +399,11 @@ class Placeholder:
     last unit's calls: the conversation's current state). ``head_chars`` /
     ``tail_chars``: preview lengths in characters. ``facts``: the placeholder names
     what identifies the omitted part (:func:`omitted_facts`), so a result kept as a
-    placeholder holds the ids a summary of it would. Runs with no budget or on a
-    conversation over it (one within it is left as it is); a result is replaced only
-    when its placeholder is smaller. The originals go to
+    placeholder holds the ids a summary of it would. ``until_fit``: replace results
+    (oldest first) only while the conversation is over the budget, so one within it
+    is left as it is; else it runs whatever the budget. The default pipeline sets
+    both (:data:`ctxcli.config.DEFAULT_OPTIONS`). A result
+    is replaced only when its placeholder is smaller. The originals go to
     ``context.stored``. Text that looks like a placeholder where placeholders go is
     kept as it is and stored as its own original (see the module docstring).
     """
@@ -417,7 +419,8 @@ class Placeholder:
     clear_inputs: bool = False
     head_chars: int = 100
     tail_chars: int = 50
-    facts: bool = True
+    facts: bool = False
+    until_fit: bool = False
 
     def __post_init__(self) -> None:
         exclude = self.exclude_tools
@@ -444,11 +447,10 @@ class Placeholder:
     def apply(
         self, conversation: Conversation, context: Context
     ) -> tuple[Conversation, Mapping[str, int]]:
-        if context.max_tokens is not None and not context.over(conversation):
-            return conversation, {}  # within the budget: nothing to do
+        excess = self._excess(conversation, context)
+        if excess is not None and excess <= 0:
+            return conversation, {}
         messages = list(conversation.messages)
-        counter = context.counter
-        names = tool_names([m.data for m in messages])
         results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
         recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
         recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
@@ -456,20 +458,58 @@ class Placeholder:
         recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
         # Placeholder-like text the input already holds where placeholders go (an
-        # earlier run's output, compressed again) is kept as it is (``pipeline.run``
-        # records it in the store as its own original, so that restoring with this
-        # run's store leaves it be); its original, if this run meets it too, stays
-        # whole (see ``restore``).
+        # earlier run's output, compressed again) is kept as it is
+        # (:func:`settle_store` records it in the store as its own original, so that
+        # restoring with this run's store leaves it be); its original, if this run
+        # meets it too, stays whole (see ``restore``).
         held: set[str] = set()
         for message in messages:
             held |= placeholder_ids(message)
-        for i in results:
+        candidates = [i for i in results if i not in recent]
+        excess = self._results(messages, candidates, (held, excess), context, events)
+        if self.clear_inputs:
+            # The last unit is the conversation's current state: in a tool loop the
+            # model goes on from those calls, which Anthropic wants exactly as they were.
+            current = units(messages)[-1][0] if messages else -1
+            for i, message in enumerate(messages):
+                if message.role == "assistant" and i != current:
+                    keep_function = i in recent_calls
+                    messages[i] = self._clear_calls(
+                        message, recent_ids, context, events, held, keep_function=keep_function
+                    )
+        if not events.get("placeholders_written"):
+            return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
+        return conversation.with_messages(messages), events
+
+    def _excess(self, conversation: Conversation, context: Context) -> int | None:
+        """With ``until_fit`` and a budget, the tokens over it; else ``None``."""
+        if not self.until_fit or context.max_tokens is None:
+            return None
+        return conversation.tokens - context.max_tokens
+
+    def _results(
+        self,
+        messages: list[Message],
+        candidates: list[int],
+        held_excess: tuple[set[str], int | None],
+        context: Context,
+        events: dict[str, int],
+    ) -> int | None:
+        """Replace the tool results at ``candidates`` (oldest first) in ``messages``,
+        while ``excess`` (tokens over the budget, ``None``: no bound) is above 0; what
+        is left of it."""
+        held, excess = held_excess
+        counter = context.counter
+        names = tool_names([m.data for m in messages])
+        for i in candidates:
             message = messages[i]
             tool = names[i]
-            if i in recent or tool in self.exclude_tools:
-                continue
             content = message.data.get("content")
-            if content is None or looks_like(content) or content_id(content) in held:
+            if excess is not None and excess <= 0:
+                break
+            if tool in self.exclude_tools or content is None or looks_like(content):
+                continue
+            if content_id(content) in held:
                 continue
             tokens = counter.content(content)
             if tokens <= self.limit(tool):
@@ -484,19 +524,9 @@ class Placeholder:
             context.stored[content_id(content)] = content
             messages[i] = new
             _count(events, message, new)
-        if self.clear_inputs:
-            # The last unit is the conversation's current state: in a tool loop the
-            # model goes on from those calls, which Anthropic wants exactly as they were.
-            current = units(messages)[-1][0] if messages else -1
-            for i, message in enumerate(messages):
-                if message.role == "assistant" and i != current:
-                    keep_function = i in recent_calls
-                    messages[i] = self._clear_calls(
-                        message, recent_ids, context, events, held, keep_function=keep_function
-                    )
-        if not events.get("placeholders_written"):
-            return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
-        return conversation.with_messages(messages), events
+            if excess is not None:
+                excess -= message.tokens - new.tokens
+        return excess
 
     def _text(self, content: Any, tool: str, tokens: int) -> str:
         return render(

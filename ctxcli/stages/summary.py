@@ -156,6 +156,8 @@ class Summary:
         message, each within its share (tokens, header included)."""
         messages = conversation.messages
         role, shares = role_shares
+        if not any(parts):
+            return {}
         # Even with the budget all but spent a summary gets a few tokens (priority may
         # drop it then), but never more than ``max_tokens`` grants.
         cap = self.max_tokens
@@ -207,6 +209,10 @@ class Summary:
             for g in groups
             if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
         ]
+        # What comes before the task is folded only when a summary of it saves tokens.
+        before_tokens = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
+        if steps_ok and before_tokens <= 2 * MIN_SUMMARY_TOKENS:
+            befores = befores[:1]
         # Results in the latest turn (beside the user's text) and the last unit stay.
         end = min(turn[0], groups[-1][0]) if turn and groups else len(messages)
         compacts = (
