@@ -453,9 +453,6 @@ class Placeholder:
         messages = list(conversation.messages)
         results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
         recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
-        recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
-        # A legacy function result pairs with the function_call right before it.
-        recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
         # Placeholder-like text the input already holds where placeholders go (an
         # earlier run's output, compressed again) is kept as it is
@@ -468,18 +465,33 @@ class Placeholder:
         candidates = [i for i in results if i not in recent]
         excess = self._results(messages, candidates, (held, excess), context, events)
         if self.clear_inputs:
-            # The last unit is the conversation's current state: in a tool loop the
-            # model goes on from those calls, which Anthropic wants exactly as they were.
-            current = units(messages)[-1][0] if messages else -1
-            for i, message in enumerate(messages):
-                if message.role == "assistant" and i != current:
-                    keep_function = i in recent_calls
-                    messages[i] = self._clear_calls(
-                        message, recent_ids, context, events, held, keep_function=keep_function
-                    )
+            self._clear_all(messages, recent, context, events, held)
         if not events.get("placeholders_written"):
             return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
         return conversation.with_messages(messages), events
+
+    def _clear_all(
+        self,
+        messages: list[Message],
+        recent: set[int],
+        context: Context,
+        events: dict[str, int],
+        held: set[str],
+    ) -> None:
+        """``clear_inputs``: replace the long call arguments of every assistant message
+        but the last unit's, and those of the calls whose results stay whole (at the
+        positions ``recent``)."""
+        recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
+        # A legacy function result pairs with the function_call right before it.
+        recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
+        # The last unit is the conversation's current state: in a tool loop the
+        # model goes on from those calls, which Anthropic wants exactly as they were.
+        current = units(messages)[-1][0] if messages else -1
+        for i, message in enumerate(messages):
+            if message.role == "assistant" and i != current:
+                messages[i] = self._clear_calls(
+                    message, recent_ids, context, events, held, keep_function=i in recent_calls
+                )
 
     def _excess(self, conversation: Conversation, context: Context) -> int | None:
         """With ``until_fit`` and a budget, the tokens over it; else ``None``."""

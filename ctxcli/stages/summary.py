@@ -112,37 +112,21 @@ class Summary:
             layout.compacts, layout.befores, layout.steps, layout.coster(compacted, frame)
         )
         taken = plan.first_fit(cuts, context.max_tokens, self.max_tokens)
-        cut = cuts[taken]
         # Each side's share of the room is fixed by what the most folded cut folds on
         # it, so that neither side's room shrinks as the budget grows.
         weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
-        parts = layout.parts(cut)
+        parts = layout.parts(cuts[taken])
         shares = plan.rooms(cuts, taken, context.max_tokens, self.max_tokens, weights)
-        fold = {i for part in parts for i in part}
-        current = list(messages)
         events: dict[str, int] = {}
-        for i in layout.compacts[: cut.compacted]:
-            if i not in fold and i in compacted:
-                current[i] = compacted[i]
-                original = messages[i].data.get("content")
-                context.stored[content_id(original)] = original
-                _add(events, "results_compacted", 1)
+        chosen = layout.compacts[: cuts[taken].compacted]
+        kept = {i: compacted[i] for i in chosen if i in compacted}
+        current = _with_compacted(messages, kept, {i for p in parts for i in p}, context)
+        _add(events, "results_compacted", sum(a is not b for a, b in zip(current, messages)))
         written = self._write(conversation, parts, (role, shares), context, events)
         if parts[1] and parts[1][0] in written:
             events["steps_summarized"] = sum(not messages[i].is_summary for i in parts[1])
-        gone = {i for part in parts if part and part[0] in written for i in part}
-        out: list[Message] = []
-        for i, message in enumerate(current):
-            if i in written:
-                out.append(written[i])
-            if i not in gone:
-                out.append(message)
-        spare = context.max_tokens - conversation.with_messages(out).tokens
-        if spare > 0:
-            _add(events, "previews_widened", _widen(out, spare, context))
-        if len(out) == len(messages) and all(a is b for a, b in zip(out, messages)):
-            return conversation, events
-        return conversation.with_messages(out), events
+        out = _assemble(current, parts, written)
+        return _finish(conversation, out, context, events), events
 
     def _write(
         self,
@@ -190,41 +174,29 @@ class Summary:
         groups = units(messages)
         turn = latest_turn(messages, groups)
         lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
+        after, steps = self._step_ends(conversation, groups, turn)
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
-        steps_ok = _steps_allowed(conversation, turn)
-        after = turn[-1] + 1 if steps_ok else len(messages)
-        first_step = after
-        if steps_ok and self.keep_last is not None:
+        befores = _before_ends(messages, groups, turn, (start, lead), role, len(steps) > 1)
+        return _Layout(conversation, lead, after, befores, steps, _compacts(messages, groups, turn))
+
+    def _step_ends(
+        self, conversation: Conversation, groups: list[list[int]], turn: list[int]
+    ) -> tuple[int, list[int]]:
+        """Where the fold of the steps after the latest user turn starts, and where it
+        may end: the first end folds the least (nothing, or what ``keep_last`` asks
+        for), the others are the later starts of units that may open a tail."""
+        messages = conversation.messages
+        if not _steps_allowed(conversation, turn):
+            return len(messages), [len(messages)]
+        after = turn[-1] + 1
+        first = after
+        if self.keep_last is not None:
             # With ``keep_last`` steps are folded only past the last ``keep_last``.
-            first_step = self._steps_start(conversation, groups, turn) or after
-            steps_ok = first_step > after
-        steps = [first_step]
-        if steps_ok:
-            steps += [g[0] for g in groups if first_step < g[0] and _opens_tail(messages[g[0]])]
-        limit = turn[0] if turn else len(messages) - 1
-        # In a chat a user summary is never followed by a user message (see the class).
-        lone_user = role == "user" and not steps_ok
-        befores = [start] + [
-            g[0]
-            for g in groups
-            if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
-        ]
-        # What comes before the task is folded only when a summary of it saves tokens.
-        before_tokens = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
-        if steps_ok and before_tokens <= 2 * MIN_SUMMARY_TOKENS:
-            befores = befores[:1]
-        # Results in the latest turn (beside the user's text) and the last unit stay.
-        end = min(turn[0], groups[-1][0]) if turn and groups else len(messages)
-        compacts = (
-            [
-                i
-                for i in plan.compactable(messages, len(messages))
-                if i < end or (i > turn[-1] and i < groups[-1][0])
-            ]
-            if groups
-            else []
-        )
-        return _Layout(conversation, lead, after, befores, steps, compacts)
+            first = self._steps_start(conversation, groups, turn) or after
+            if first == after:
+                return after, [after]
+        ends = [g[0] for g in groups if first < g[0] and _opens_tail(messages[g[0]])]
+        return after, [first, *ends]
 
     def _summarize(
         self,
@@ -252,22 +224,7 @@ class Summary:
         header_cost = counter.text(_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
-        fell_back = False
-        try:
-            body = summarizer.summarize(
-                fresh, previous=previous, max_tokens=body_bound, counter=counter
-            )
-        except SummaryError as exc:
-            if summarizer is _EXTRACTIVE:
-                raise
-            context.warnings.append(
-                f"conversation {conversation.label}: summary failed ({exc}); "
-                "used the extractive summary instead"
-            )
-            fell_back = True
-            body = _EXTRACTIVE.summarize(
-                fresh, previous=previous, max_tokens=body_bound, counter=counter
-            )
+        body, fell_back = _body_of(conversation, fresh, (previous, body_bound), context)
         if not body.strip():
             return None, fell_back
         # The extractive body is in the foreseen language (its labels say so, whatever
@@ -327,17 +284,52 @@ class Summary:
         start = min(start, turn_start, groups[-1][0])
         start = unit_start.get(start, start)
         if role == "user":
-            starts = [g[0] for g in groups]
-            # Fold older user messages too, so the tail does not open with one ...
-            while start < turn_start and messages[start].role == "user":
-                start = next((s for s in starts if s > start), len(messages))
-            # ... but the latest user message is never folded: keep one unit more.
-            while start < len(messages) and messages[start].role == "user":
-                earlier = [s for s in starts if s < start]
-                if not earlier:
-                    break
-                start = earlier[-1]
+            start = _away_from_user(messages, groups, start, turn_start)
         return start
+
+
+def _body_of(
+    conversation: Conversation,
+    fresh: list[Mapping[str, Any]],
+    previous_bound: tuple[str | None, int],
+    context: Context,
+) -> tuple[str, bool]:
+    """The summary body of ``fresh`` by the configured summarizer within the bound
+    (tokens), or by the extractive one when that fails (a warning says so; the flag
+    is then true). Raises :class:`SummaryError` when the extractive summarizer fails."""
+    previous, bound = previous_bound
+    summarizer = context.summarizer or _EXTRACTIVE
+    counter = context.counter
+    try:
+        return summarizer.summarize(
+            fresh, previous=previous, max_tokens=bound, counter=counter
+        ), False
+    except SummaryError as exc:
+        if summarizer is _EXTRACTIVE:
+            raise
+        context.warnings.append(
+            f"conversation {conversation.label}: summary failed ({exc}); "
+            "used the extractive summary instead"
+        )
+    body = _EXTRACTIVE.summarize(fresh, previous=previous, max_tokens=bound, counter=counter)
+    return body, True
+
+
+def _away_from_user(
+    messages: Sequence[Message], groups: list[list[int]], start: int, turn_start: int
+) -> int:
+    """``start`` moved so that a tail after a user summary does not open with a user
+    message: past older user messages, but back one unit before the latest one, which
+    is never folded."""
+    starts = [g[0] for g in groups]
+    while start < turn_start and messages[start].role == "user":
+        start = next((s for s in starts if s > start), len(messages))
+    while start < len(messages) and messages[start].role == "user":
+        earlier = [s for s in starts if s < start]
+        if not earlier:
+            break
+        start = earlier[-1]
+    return start
 
 
 def _add(events: dict[str, int], name: str, count: int) -> None:
@@ -401,6 +393,90 @@ class _Layout:
             return kept, (sides[0], sides[1])
 
         return cost
+
+
+def _before_ends(
+    messages: Sequence[Message],
+    groups: list[list[int]],
+    turn: list[int],
+    start_lead: tuple[int, int],
+    role: str,
+    steps: bool,
+) -> list[int]:
+    """Where the fold before the latest user turn may end: ``start`` (the least it
+    folds), then each later unit start up to that turn; in a chat (no ``steps``) with a
+    user summary, never at a user message (see :class:`Summary`). What comes before a
+    task is folded only when a summary of it saves tokens."""
+    start, lead = start_lead
+    limit = turn[0] if turn else len(messages) - 1
+    lone_user = role == "user" and not steps
+    ends = [
+        g[0]
+        for g in groups
+        if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
+    ]
+    before = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
+    if steps and before <= 2 * MIN_SUMMARY_TOKENS:
+        return [start]
+    return [start, *ends]
+
+
+def _compacts(messages: Sequence[Message], groups: list[list[int]], turn: list[int]) -> list[int]:
+    """The tool results the summary stage may turn into placeholders
+    (:func:`ctxcli.stages.plan.compactable`), but those of the latest user turn (read
+    beside the user's text) and of the last unit."""
+    if not groups:
+        return []
+    last = groups[-1][0]
+    end = min(turn[0], last) if turn else last
+    found = plan.compactable(messages, last)
+    return [i for i in found if i < end or (turn and turn[-1] < i)]
+
+
+def _with_compacted(
+    messages: Sequence[Message], compacted: Mapping[int, Message], fold: set[int], context: Context
+) -> list[Message]:
+    """``messages`` with the ``compacted`` placeholders (by position) in place of their
+    results, but where they are folded (the summary reads the original); their
+    originals go to ``context.stored``."""
+    current = list(messages)
+    for i, new in compacted.items():
+        if i not in fold:
+            original = messages[i].data.get("content")
+            context.stored[content_id(original)] = original
+            current[i] = new
+    return current
+
+
+def _finish(
+    conversation: Conversation, out: list[Message], context: Context, events: dict[str, int]
+) -> Conversation:
+    """``conversation`` with ``out`` for its messages (itself when nothing changed),
+    the budget's spare tokens given to its placeholders' previews (:func:`_widen`)."""
+    assert context.max_tokens is not None
+    spare = context.max_tokens - conversation.with_messages(out).tokens
+    if spare > 0:
+        _add(events, "previews_widened", _widen(out, spare, context))
+    if len(out) == len(conversation.messages) and all(
+        a is b for a, b in zip(out, conversation.messages)
+    ):
+        return conversation
+    return conversation.with_messages(out)
+
+
+def _assemble(
+    messages: list[Message], parts: list[list[int]], written: Mapping[int, Message]
+) -> list[Message]:
+    """``messages`` with each part that got a summary replaced by it, where the part
+    began."""
+    gone = {i for part in parts if part and part[0] in written for i in part}
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if i in written:
+            out.append(written[i])
+        if i not in gone:
+            out.append(message)
+    return out
 
 
 def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
