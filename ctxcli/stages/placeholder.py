@@ -108,12 +108,9 @@ FACT_CHARS = 1200
 #: An error line counts by this many characters from its start.
 FACT_LINE_CHARS = 120
 _FACT = re.compile(
-    r"[$€£¥]?[A-Za-z0-9][A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
+    r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
+    r"|[$€£¥]?[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
     r"|[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
-)
-_ERROR_LINE = re.compile(
-    r"^[^\n]*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)[^\n]*",
-    re.MULTILINE,
 )
 
 
@@ -342,14 +339,16 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     digit (ids, dates, amounts, numbers), its paths and its error lines (up to
     :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
     order they first appear, as many as fit a sixth of ``source``'s characters (at
-    most :data:`FACT_CHARS`)."""
-    found: list[tuple[int, str]] = [(m.start(), m.group()) for m in _FACT.finditer(source)]
-    for match in _ERROR_LINE.finditer(source):
-        found.append((match.start(), match.group().strip()[:FACT_LINE_CHARS]))
+    most :data:`FACT_CHARS`). The scan stops once they fill it."""
     room = min(FACT_CHARS, len(source) // 6)
     facts: list[str] = []
     seen: set[str] = set()
-    for _, fact in sorted(found):
+    for match in _FACT.finditer(source):
+        fact = match.group()
+        if match.lastgroup == "error":  # the whole line it stands in
+            start = source.rfind("\n", 0, match.start()) + 1
+            end = source.find("\n", match.end())
+            fact = source[start : end if end >= 0 else len(source)].strip()[:FACT_LINE_CHARS]
         fact = fact.rstrip(".,:;-")
         if len(fact) < 3 or fact in seen or fact in shown:
             continue
