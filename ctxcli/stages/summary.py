@@ -42,32 +42,37 @@ class Summary:
     """When the conversation is over budget, fold older messages into summaries, each
     standing where its messages were, so the output reads in the order things happened.
 
-    Before the latest user turn (:func:`ctxcli.model.latest_turn`), the messages older
-    than the last ``keep_last`` are folded into one summary right after the leading
-    system messages. After that turn, steps are folded only in an agent run, where more
-    than ``keep_last`` non-system messages follow it (the user gave a task, the agent
-    then made many tool calls): the steps before the last ``keep_last`` go, whole units
-    only, the kept tail opening with a unit that is not a tool result, into a second
-    summary right after the turn; the last unit is always kept. So a chat gets one
-    summary after the system prompt, a single-task run (nothing before the task) one
-    after the task, and a run after a chat both: system prompt, what led to the task,
-    what the task answers (kept while it fits), the task, its folded steps, the tail.
-    A system message is never folded (one among the older messages stays where it is),
-    nor is the latest user turn. Steps are not folded for formats whose turns alternate
+    How much is folded is the budget's call (:mod:`ctxcli.stages.plan`): the verbatim
+    tail is as long as fits beside the summaries' reserve, large tool results in it
+    become placeholders (naming the facts they omit) before whole messages are folded,
+    and the summaries get the room that is left, so that a larger budget never keeps a
+    shorter tail nor gives a summary less room. Before the latest user turn
+    (:func:`ctxcli.model.latest_turn`) the oldest messages are folded first into one
+    summary right after the leading system messages; then, in an agent run (the user
+    gave a task, the agent then made tool calls), the steps after that turn, oldest
+    first, whole units only, the kept tail opening with a unit that is not a tool
+    result, into a second summary right after the turn; the last unit is always kept.
+    So a chat gets one summary after the system prompt, a single-task run (nothing
+    before the task) one after the task, and a run after a chat both. A system message
+    is never folded (one among the older messages stays where it is), nor is the
+    latest user turn. Steps are not folded for formats whose turns alternate
     (ShareGPT), where the summary would be a second user turn in a row, nor when the
     latest turn opens with an assistant call (Anthropic tool results read beside the
     user's text). An earlier ctxcli summary among the messages folded on one side is
     merged into that side's new summary, never stacked; a side with nothing new to
-    fold is left as it is, its summary included.
+    fold is left as it is, its summary included. Tokens the summaries leave unused
+    lengthen the kept placeholders' previews.
 
-    ``max_tokens`` bounds the summaries together (tokens, header lines included; a
-    header, about 15 tokens with the seal that closes it (:func:`ctxcli.model.seal`),
-    comes whole even past a smaller bound), and so does what
-    is left of the budget after the kept messages and a frame per summary; each
-    summary gets a share in proportion to the tokens it folds, but at least a quarter
-    and at least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when
-    that is less), and what the first leaves goes to the second. A summary whose body
-    comes out empty is not written and its messages stay.
+    ``keep_last`` (``None``: the budget decides) keeps at most that many non-system
+    messages in the tail, and folds steps only when more than that follow the task.
+    ``max_tokens`` (``None``: no cap) caps the summaries together (tokens, header lines
+    included; a header, about 15 tokens with the seal that closes it
+    (:func:`ctxcli.model.seal`), comes whole even past a smaller bound). The two
+    summaries share their room in proportion to the tokens each side folds at most,
+    but at least a quarter each (:func:`ctxcli.stages.plan.split`), and each gets at
+    least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when that
+    is less). A summary whose body comes out empty is not written and its messages
+    stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
     the first. With ``user``, a chat's summary comes with a kept tail that does not
