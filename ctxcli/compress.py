@@ -38,6 +38,7 @@ from ctxcli.inputs import expand_inputs as expand_inputs
 from ctxcli.inputs import plan as plan
 from ctxcli.model import Conversation
 from ctxcli.pipeline import Context, Result, run
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.pool import POOL_MIN_BYTES as POOL_MIN_BYTES
 from ctxcli.pool import Piece as Piece
 from ctxcli.pool import usable_cpus as usable_cpus
@@ -121,7 +122,8 @@ class Compressor:
     def conversation(self, record: Any, *, path: str = "<input>", line: int = 0) -> Result:
         """Compress one parsed record. Raises :class:`ctxcli.errors.InputError` for a
         bad record."""
-        result = run(self.read(record, path=path, line=line)[1], self.settings.stages, self.context)
+        conversation = self.read(record, path=path, line=line)[1]
+        result = settle_store(run(conversation, self.settings.stages, self.context))
         for text in result.warnings:
             self.warn(text)
         return result

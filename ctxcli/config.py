@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,10 @@ from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET
 
 DEFAULT_MAX_TOKENS = 8000
+#: Options the default pipeline (:data:`DEFAULT_STAGES`) sets beneath the user's: it
+#: leaves a conversation within the budget as it is, placeholders included, and its
+#: placeholders name the facts they omit (see :class:`ctxcli.stages.placeholder.Placeholder`).
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {"placeholder": {"until_fit": True, "facts": True}}
 _TOP_LEVEL = {
     "model",
     "encoding",
@@ -158,29 +163,11 @@ def resolve(
     """
     file = dict(file or {})
     check(file)
-    listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
-    built: list[Stage] = []
-    listed_names = [name for name, _ in listed]
-    twice = next((n for n in listed_names if listed_names.count(n) > 1), None)
-    if twice:
-        raise ConfigError(f"stage {twice!r} is listed twice")
-    for name, options in listed:
-        merged = dict(file.get(name) or {})
-        merged.update(options)
-        merged.update((stage_options or {}).get(name, {}))
-        built.append(build_stage(name, merged))
+    built = _stages(file, stages, stage_options or {})
     names = ("max_tokens", "model", "encoding", "on_error", "format", "messages_key")
     values: dict[str, Any] = {k: file[k] for k in names if k in file}
     values.update({k: v for k, v in overrides.items() if v is not None})
-    max_tokens = values.get("max_tokens", DEFAULT_MAX_TOKENS)
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool)
-        or not isinstance(max_tokens, int)
-        or not 0 <= max_tokens <= MAX_BUDGET
-    ):
-        raise ConfigError(
-            f"max_tokens must be a whole number of tokens up to {MAX_BUDGET}, not {max_tokens!r}"
-        )
+    max_tokens = _budget(values.get("max_tokens", DEFAULT_MAX_TOKENS))
     if values.get("on_error", "fail") not in ("fail", "keep"):
         raise ConfigError(f"on_error must be 'fail' or 'keep', not {values['on_error']!r}")
     return Settings(
@@ -193,6 +180,41 @@ def resolve(
         format=values.get("format"),
         messages_key=values.get("messages_key"),
     )
+
+
+def _stages(
+    file: Mapping[str, Any], stages: str | None, stage_options: Mapping[str, Mapping[str, Any]]
+) -> list[Stage]:
+    """The stages of :func:`resolve`: the list given, else the file's, else the
+    default one; the default list, however given, gets :data:`DEFAULT_OPTIONS`
+    beneath the user's options."""
+    listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
+    listed_names = [name for name, _ in listed]
+    default = listed_names == list(DEFAULT_STAGES)
+    twice = next((n for n in listed_names if listed_names.count(n) > 1), None)
+    if twice:
+        raise ConfigError(f"stage {twice!r} is listed twice")
+    built: list[Stage] = []
+    for name, options in listed:
+        merged = dict(DEFAULT_OPTIONS.get(name, {})) if default else {}
+        merged.update(file.get(name) or {})
+        merged.update(options)
+        merged.update(stage_options.get(name, {}))
+        built.append(build_stage(name, merged))
+    return built
+
+
+def _budget(max_tokens: Any) -> int | None:
+    """``max_tokens`` checked: ``None`` or a whole number up to :data:`MAX_BUDGET`."""
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not 0 <= max_tokens <= MAX_BUDGET
+    ):
+        raise ConfigError(
+            f"max_tokens must be a whole number of tokens up to {MAX_BUDGET}, not {max_tokens!r}"
+        )
+    return max_tokens
 
 
 def _summarizer(file: Any, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,6 +298,8 @@ def _option_kind(hint: Any) -> _Kind:
     if hint in simple:
         return simple[hint]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        return _option_kind(next(a for a in args if a is not type(None))).or_null()
     if origin is Literal:
         return _one_of(*args)
     if origin is tuple and args[:1] == (str,):

@@ -66,6 +66,15 @@ PLACEHOLDER_RE = re.compile(
 _DATA_URL = re.compile(r"data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-]*)?)*,[\w+/=%.~-]*")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 TOOL_ROLES = frozenset({"tool", "function"})
+#: At most this many characters of facts in a placeholder (:func:`omitted_facts`).
+FACT_CHARS = 1200
+#: An error line counts by this many characters from its start.
+FACT_LINE_CHARS = 120
+_FACT = re.compile(
+    r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
+    r"|[$€£¥]?[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
+    r"|[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
+)
 
 
 def content_id(content: Any) -> str:
@@ -229,19 +238,52 @@ def _clean(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def render(content: Any, *, tool: str, tokens: int, head: int, tail: int) -> str:
-    """The placeholder text for ``content`` (format in the module docstring)."""
+def omitted_facts(source: str, shown: str) -> list[str]:
+    """What identifies the part of ``source`` a preview leaves out: its words with a
+    digit (ids, dates, amounts, numbers), its paths and its error lines (up to
+    :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
+    order they first appear, as many as fit a sixth of ``source``'s characters (at
+    most :data:`FACT_CHARS`). The scan stops once they fill it."""
+    room = min(FACT_CHARS, len(source) // 6)
+    facts: list[str] = []
+    seen: set[str] = set()
+    for match in _FACT.finditer(source):
+        fact = match.group()
+        if match.lastgroup == "error":  # the whole line it stands in
+            start = source.rfind("\n", 0, match.start()) + 1
+            end = source.find("\n", match.end())
+            fact = source[start : end if end >= 0 else len(source)].strip()[:FACT_LINE_CHARS]
+        fact = fact.rstrip(".,:;-")
+        if len(fact) < 3 or fact in seen or fact in shown:
+            continue
+        room -= len(fact) + 2
+        if room < 0:
+            break
+        seen.add(fact)
+        facts.append(fact)
+    return facts
+
+
+def render(
+    content: Any, *, tool: str, tokens: int, head: int, tail: int, facts: bool = False
+) -> str:
+    """The placeholder text for ``content`` (format in the module docstring); with
+    ``facts`` the line that says what is omitted names what identifies it
+    (:func:`omitted_facts`): ``[... 2669 characters omitted; they hold: JG7FMM,
+    2024-05-20, $480 ...]``."""
     source = preview_text(content)
     first, last = cut_preview(source, head, tail)
     first, last = _clean(first), _clean(last)
     chars = len(content) if isinstance(content, str) else len(canonical_json(content))
     omitted = len(source) - len(first) - len(last)
     name = json.dumps(_clean(tool), ensure_ascii=False)
+    held = omitted_facts(source, first + "\n" + last) if facts and omitted else []
+    hold = f"; they hold: {_clean(', '.join(held))}" if held else ""
     lines = [
         f"[ctxcli placeholder id={content_id(content)} tool={name} tokens={tokens}"
         f" chars={chars} head={len(first)} tail={len(last)}]",
         first,
-        f"[... {omitted} characters omitted ...]",
+        f"[... {omitted} characters omitted{hold} ...]",
     ]
     if last:
         lines.append(last)

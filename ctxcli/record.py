@@ -21,6 +21,7 @@ from ctxcli.errors import ConfigError, InputError, InvariantError, OutputError, 
 from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.problems import Problem
 from ctxcli.score import ConversationScore, score
 from ctxcli.stats import Fallback, FileStats, Tally
@@ -104,7 +105,7 @@ def compress_record(
         return None, None, InputError(path, item.line, exc.reason, record=item.index)
 
     def attempt(stages: Sequence[Stage]) -> tuple[Result, bytes | None]:
-        result = run(conversation, stages, recipe.context)
+        result = settle_store(run(conversation, stages, recipe.context))
         if not result.changed:
             return result, None
         written = found.write(record, result.after)
@@ -198,7 +199,7 @@ def compress_session(
     broken = format.problems(events, conversation)
 
     def attempt(stages: Sequence[Stage]) -> tuple[Result, list[Any]]:
-        result = run(conversation, stages, recipe.context)
+        result = settle_store(run(conversation, stages, recipe.context))
         if not result.changed:
             return result, events
         out = format.write(events, result.after)

@@ -64,7 +64,7 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
                      "3: stages[1]: expected a stage name or {name: options}, got a list",
                      id="stage-item"),
         pytest.param("stages:\n  - summary: {keep_last: three}\n",
-                     "2: stages[0].summary.keep_last: expected a whole number, got a string",
+                     "2: stages[0].summary.keep_last: expected a whole number or null, got a string",
                      id="stage-list-option"),
         pytest.param("stages:\n  - summary: 4\n",
                      "2: stages[0].summary: expected a mapping of options or null,"
@@ -76,7 +76,7 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
                      "2: summary.role: expected one of 'user', 'system', got a list",
                      id="summary-role"),
         pytest.param("summary: {max_tokens: true}\n",
-                     "1: summary.max_tokens: expected a whole number, got true/false",
+                     "1: summary.max_tokens: expected a whole number or null, got true/false",
                      id="summary-bool"),
         pytest.param("priority: {order: [user, 3]}\n",
                      "1: priority.order[1]: expected a string, got a whole number",

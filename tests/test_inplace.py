@@ -43,7 +43,7 @@ def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> No
     result = invoke("compress", str(big.parent), "--in-place", "--dry-run")
     assert result.exit_code == 1, result.output
     assert (
-        f"would rewrite {big}: 1 of 1 conversation changed, 8,396→1,073 tokens (-87%)\n"
+        f"would rewrite {big}: 1 of 1 conversation changed, 8,396→6,977 tokens (-17%)\n"
         in result.stderr
     )
     assert str(small) + ":" not in result.stderr
@@ -67,7 +67,7 @@ def test_in_place_rewrites_what_changes_keeps_its_mode_and_then_passes(tmp_path:
     assert sorted(p.name for p in big.parent.iterdir()) == sorted(
         [big.name, small.name, store.name]
     )  # no stats, no temporary file left behind
-    assert len(store.read_text().splitlines()) == 4
+    assert len(store.read_text().splitlines()) == 1  # one placeholder brings it within 8000
     again = invoke("compress", str(big.parent), "--in-place", "--dry-run")
     assert again.exit_code == 0, again.output
     assert again.stderr.endswith("0 of 2 files would change\n")

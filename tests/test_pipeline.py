@@ -371,3 +371,30 @@ def test_a_conversation_is_labelled_by_id_then_line_never_line_0() -> None:
     assert conversation.label == "(no id)"  # a JSON array's record: its index is named apart
     assert dataclasses.replace(conversation, line=7).label == "line 7"
     assert dataclasses.replace(conversation, line=7, id="c-1").label == "c-1"
+
+
+def _imports(path: Any) -> set[str]:
+    """Every ``ctxcli`` module ``path`` imports, under ``TYPE_CHECKING`` and inside
+    functions too."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("ctxcli")}
+
+
+def test_stages_never_import_the_pipeline() -> None:
+    """The stage protocol and Context live in a leaf module: no stage imports
+    ``ctxcli.pipeline``, and ``stages.base`` imports no stage."""
+    from pathlib import Path
+
+    import ctxcli.stages
+
+    folder = Path(ctxcli.stages.__file__).parent
+    for path in folder.glob("*.py"):
+        assert "ctxcli.pipeline" not in _imports(path), path.name
+    assert not {m for m in _imports(folder / "base.py") if m.startswith("ctxcli.stages")}

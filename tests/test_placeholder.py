@@ -25,6 +25,7 @@ from ctxcli.stages.placeholder import (
     parse_arguments,
     render,
     reports_error,
+    settle_store,
 )
 from ctxcli.store import restore_record
 from ctxcli.tokens import get_counter
@@ -53,7 +54,7 @@ def agent(*results: Any, names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 def apply(messages: list[dict[str, Any]], **options: Any) -> tuple[list[dict[str, Any]], Any]:
     conversation = make_conversation(messages, COUNTER)
-    result = run(conversation, [Placeholder(**options)], Context(None, COUNTER))
+    result = settle_store(run(conversation, [Placeholder(**options)], Context(None, COUNTER)))
     return [dict(m.data) for m in result.after.messages], result
 
 
@@ -254,8 +255,8 @@ def test_it_is_registered_and_on_by_default() -> None:
 def test_the_side_channel_is_per_conversation() -> None:
     context = Context(None, COUNTER)
     stage = Placeholder(threshold=100, keep_recent=0)
-    first = run(make_conversation(agent(BIG), COUNTER), [stage], context)
-    second = run(make_conversation(agent("small"), COUNTER), [stage], context)
+    first = settle_store(run(make_conversation(agent(BIG), COUNTER), [stage], context))
+    second = settle_store(run(make_conversation(agent("small"), COUNTER), [stage], context))
     assert list(first.stored) == [content_id(BIG)]
     assert second.stored == {} and context.stored == {}
 

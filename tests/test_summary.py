@@ -21,6 +21,7 @@ from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.model import SUMMARY_MARKER, make_conversation
 from ctxcli.pipeline import Context, build_stage, run
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.summarizers.extractive import Extractive
 from ctxcli.tokens import TokenCounter
 from ctxcli.validate import validate_file
@@ -321,7 +322,7 @@ def test_a_second_run_merges_into_the_summary_after_the_task(tmp_path: Path) -> 
     )
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=800)
+    assert_valid(record, after, COUNTER, max_tokens=1500)
     messages = after["messages"]
     assert [is_summary(m) for m in messages].count(True) == 1
     assert messages[1]["content"] == TASK and is_summary(messages[2])
@@ -339,7 +340,7 @@ def test_a_system_role_summary_follows_the_task_and_is_merged_later(tmp_path: Pa
     stats = compress_file(longer, tmp_path / "second.jsonl", args)
     assert stats["stage_events"]["summary"]["summaries_merged"] == 1
     after = read_jsonl(tmp_path / "second.jsonl")[0]
-    assert_valid(record, after, COUNTER, max_tokens=800)
+    assert_valid(record, after, COUNTER, max_tokens=1500)
     assert [is_summary(m) for m in after["messages"]].count(True) == 1
 
 
@@ -411,8 +412,10 @@ def test_anthropic_a_mixed_run_gets_two_user_summaries(tmp_path: Path) -> None:
     stats = compress_file(source, out, "--stages summary,priority --max-tokens 1200")
     assert stats["stage_events"]["summary"]["summaries_written"] == 2
     messages = read_jsonl(out)[0]["messages"]
-    assert [is_summary(m) for m in messages[:5]] == [True, False, False, True, False]
-    assert messages[1:3] == [earlier[-1], record["messages"][4]]  # what the task answers
+    # What led to the task is folded before the task's own steps, the answer the task
+    # replies to included (ctxcli.stages.plan.chain).
+    assert [is_summary(m) for m in messages[:4]] == [True, False, True, False]
+    assert messages[1] == record["messages"][4]  # the task
     assert "INV-77" in messages[0]["content"][0]["text"]
     assert messages[-1] == record["messages"][-1]
 
@@ -606,14 +609,15 @@ def test_a_summary_reads_the_originals_of_results_the_placeholder_stage_replaced
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": content})
     messages.append({"role": "assistant", "content": "Still looking."})
     settings_ = resolve(max_tokens=300)  # the default stages: placeholder, summary, priority
-    result = run(make_conversation(messages, COUNTER), settings_.stages, Context(300, COUNTER))
+    conversation = make_conversation(messages, COUNTER)
+    result = settle_store(run(conversation, settings_.stages, Context(300, COUNTER)))
     (summary,) = [m.data["content"] for m in result.after.messages if m.is_summary]
     assert "#W4471" in summary and "2024-06-02" in summary
     assert result.events["placeholder"]["placeholders_written"] >= 1
     assert not result.stored  # the folded placeholder needs no original in the store
 
 
-@pytest.mark.parametrize("budgets", [(1200, 450), (1200, 450, 330)])
+@pytest.mark.parametrize("budgets", [(1200, 450), (1200, 450, 200)])
 def test_anthropic_summaries_merge_when_compressed_again(
     tmp_path: Path, budgets: tuple[int, ...]
 ) -> None:
@@ -725,7 +729,8 @@ def test_sharegpt_a_system_summary_is_a_human_turn_before_a_tail_of_calls(
 
     turns = [{"from": "human", "value": "Find flights to Oslo."}]
     for i in range(4):
-        turns += [call(f"q{i}"), {"from": "observation", "value": f"result {i} " * 150}]
+        # Results under what the stage turns into placeholders: whole messages fold.
+        turns += [call(f"q{i}"), {"from": "observation", "value": f"result {i} " * 60}]
     turns += [{"from": "gpt", "value": "Found three."}, {"from": "human", "value": "Book one."}]
     turns += [call("book"), {"from": "observation", "value": "booked"}]
     source = write_jsonl(tmp_path / "in.jsonl", [{"id": "s", "conversations": turns}])

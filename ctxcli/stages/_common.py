@@ -24,28 +24,40 @@ def keep_only(
     messages = conversation.messages
     keep = set(keep)
     if conversation.user_first or not (messages and messages[0].is_system):
-        for group in groups:
-            if not keep.intersection(group):
-                continue
-            kept = [messages[i] for i in group]
-            if conversation.user_first and all(m.is_system for m in kept):
-                continue
-            if not starts_badly(kept):
-                break
-            if must and set(group) & set(must):
-                # A pinned unit would open the conversation (the latest turn begins
-                # with a tool call): keep the nearest user message before it as well.
-                before = [i for i in range(group[0]) if messages[i].role == "user"]
-                if before:
-                    keep.update(next(g for g in groups if before[-1] in g))
-                break
-            keep.difference_update(group)
+        _open_well(conversation, keep, groups, must)
     if conversation.alternating:
         _alternate(messages, keep, groups, must)
     if len(keep) == len(messages):
         return conversation, {}
     out: list[Message] = [m for i, m in enumerate(messages) if i in keep]
     return conversation.with_messages(out), {"messages_dropped": len(messages) - len(out)}
+
+
+def _open_well(
+    conversation: Conversation,
+    keep: set[int],
+    groups: Sequence[Sequence[int]],
+    must: Collection[int],
+) -> None:
+    """Drop leading units from ``keep`` until the kept messages open well (see
+    :func:`keep_only`)."""
+    messages = conversation.messages
+    for group in groups:
+        if not keep.intersection(group):
+            continue
+        kept = [messages[i] for i in group]
+        if conversation.user_first and all(m.is_system for m in kept):
+            continue
+        if not starts_badly(kept):
+            return
+        if must and set(group) & set(must):
+            # A pinned unit would open the conversation (the latest turn begins
+            # with a tool call): keep the nearest user message before it as well.
+            before = [i for i in range(group[0]) if messages[i].role == "user"]
+            if before:
+                keep.update(next(g for g in groups if before[-1] in g))
+            return
+        keep.difference_update(group)
 
 
 def _alternate(

@@ -8,7 +8,38 @@ original}``), which the pipeline hands on as :attr:`ctxcli.pipeline.Result.store
 the file driver writes to the store (see :mod:`ctxcli.store`); ``ctxcli restore`` puts
 it back.
 
-The placeholder text (its format, ids, previews) is :mod:`ctxcli.placeholders`.
+The placeholder format (one line of header, then the preview)::
+
+    [ctxcli placeholder id=3f2a9c0d1e4b5a67 tool="read_log" tokens=812 chars=2819 head=100 tail=50]
+    <head: the first `head` characters of the preview text>
+    [... 2669 characters omitted ...]
+    <tail: the last `tail` characters of the preview text>
+
+:data:`PLACEHOLDER_RE` parses it (``fullmatch`` on the whole content):
+
+- ``id``: the first :data:`ID_HEX` hex digits of a SHA-256 (:func:`content_id`). For
+  string content the hash is of its UTF-8 bytes; for any other content (a list of
+  parts) of its canonical JSON (sorted keys, ``,`` and ``:`` separators, non-ASCII as
+  UTF-8). A lone surrogate (JSON allows ``"\\ud83d"`` alone) is hashed as its 3-byte
+  ``surrogatepass`` form, so such a string still has one well-defined id.
+- ``tool``: the tool's name as a JSON string (``""`` when neither the message's
+  ``name`` nor the matching call names it).
+- ``tokens``: the original content's tokens (:meth:`TokenCounter.content`); ``chars``:
+  its characters (code points) for a string, of its canonical JSON otherwise.
+- ``head`` / ``tail``: the lengths in characters of the two preview pieces, so
+  ``preview[:head]`` and ``preview[-tail:]`` (when ``tail`` > 0) give them exactly.
+  The preview text is the string content itself, or for a list of parts their texts
+  joined by newlines (an image part as ``[image]``).
+
+Previews are cut at a line end, or else between words, where one is near the cut
+(:func:`cut_preview`), and always on character boundaries: Python strings are
+sequences of code points, so no cut lands inside a multi-byte UTF-8 sequence; a cut
+is also moved off a surrogate pair, off a combining mark, variation selector, emoji
+modifier or zero-width joiner (so ``👍🏽`` stays whole), and out of a ``data:`` URL
+(the preview then ends before it, or starts after it). A lone surrogate in a preview
+is replaced with U+FFFD: a preview is for reading, and some APIs reject lone
+surrogates. The original, lone surrogate included, is stored and restored exactly
+(written as the same ``\\udXXX`` escape).
 
 Results that report an error (:func:`reports_error`) stay whole when ``keep_errors``:
 the model learns from its mistakes. With ``clear_inputs``, long tool-call arguments are
@@ -34,14 +65,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from ctxcli.model import Conversation, Message, tool_names, units
 
 # The placeholder text, re-exported where it was before ctxcli.placeholders held it.
 from ctxcli.placeholders import ARGUMENTS_KEY as ARGUMENTS_KEY
+from ctxcli.placeholders import FACT_CHARS as FACT_CHARS
+from ctxcli.placeholders import FACT_LINE_CHARS as FACT_LINE_CHARS
 from ctxcli.placeholders import ID_HEX as ID_HEX
 from ctxcli.placeholders import PLACEHOLDER_RE as PLACEHOLDER_RE
 from ctxcli.placeholders import PLACEHOLDER_START as PLACEHOLDER_START
@@ -51,6 +85,7 @@ from ctxcli.placeholders import canonical_json as canonical_json
 from ctxcli.placeholders import content_id as content_id
 from ctxcli.placeholders import cut_preview as cut_preview
 from ctxcli.placeholders import looks_like as looks_like
+from ctxcli.placeholders import omitted_facts as omitted_facts
 from ctxcli.placeholders import parse as parse
 from ctxcli.placeholders import parse_arguments as parse_arguments
 from ctxcli.placeholders import placeholder_ids as placeholder_ids
@@ -60,7 +95,7 @@ from ctxcli.placeholders import render as render
 from ctxcli.placeholders import verbatim_ids as verbatim_ids
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
 
 _ERROR_TEXT = re.compile(
     r"Traceback \(most recent call last\)"
@@ -69,6 +104,45 @@ _ERROR_TEXT = re.compile(
     r"[\"']?\s*[:=]?\s*(?:[1-9]\d*|-\d+)\b",
     re.IGNORECASE,
 )
+
+
+class Ran(Protocol):
+    """What :func:`settle_store` reads and sets of a run's result
+    (:class:`ctxcli.pipeline.Result`)."""
+
+    before: Conversation
+    after: Conversation
+    events: dict[str, Counter[str]]
+    stored: dict[str, Any]
+
+
+R = TypeVar("R", bound=Ran)
+
+
+def settle_store(result: R) -> R:
+    """``result`` with ``stored`` made the store's content for its conversation: the
+    originals the stages replaced that the output still refers to, and the
+    placeholder-like texts the input held where placeholders go, each stored as its own
+    original whatever the stages (``restore`` then tells such text from a placeholder
+    whose store was lost: see :func:`ctxcli.store.restore_record`). When anything was
+    replaced, ``events["placeholder"]["placeholders_kept"]`` counts the messages that
+    still hold a placeholder. The caller of :func:`ctxcli.pipeline.run` calls this
+    before it writes the store."""
+    messages = result.before.messages
+    as_read = {content_id(t): t for m in messages for t in placeholder_texts(m)}
+    stored = {**as_read, **result.stored}
+    if stored:  # only what the output still refers to: a later stage may drop some
+        current = result.after.messages
+        held = [placeholder_ids(m) for m in current if m.changed and m.index is not None]
+        as_is = [verbatim_ids(m) for m in current if m.index is not None]
+        kept = set().union(*held, *as_is)
+        written = any(not looks_like(value) for value in stored.values())
+        stored = {key: value for key, value in stored.items() if key in kept}
+        if written:
+            events = result.events.setdefault("placeholder", Counter())
+            events["placeholders_kept"] = sum(map(bool, held))
+    result.stored = stored
+    return result
 
 
 def reports_error(message: Mapping[str, Any]) -> bool:
@@ -101,7 +175,12 @@ class Placeholder:
     (:func:`reports_error`). ``clear_inputs``: also replace tool-call arguments over the
     threshold (not those of calls whose results ``keep_recent`` keeps, nor those of the
     last unit's calls: the conversation's current state). ``head_chars`` /
-    ``tail_chars``: preview lengths in characters. Runs whatever the budget: a result
+    ``tail_chars``: preview lengths in characters. ``facts``: the placeholder names
+    what identifies the omitted part (:func:`omitted_facts`), so a result kept as a
+    placeholder holds the ids a summary of it would. ``until_fit``: replace results
+    (oldest first) only while the conversation is over the budget, so one within it
+    is left as it is; else it runs whatever the budget. The default pipeline sets
+    both (:data:`ctxcli.config.DEFAULT_OPTIONS`). A result
     is replaced only when its placeholder is smaller. The originals go to
     ``context.stored``. Text that looks like a placeholder where placeholders go is
     kept as it is and stored as its own original (see the module docstring).
@@ -118,6 +197,8 @@ class Placeholder:
     clear_inputs: bool = False
     head_chars: int = 100
     tail_chars: int = 50
+    facts: bool = False
+    until_fit: bool = False
 
     def __post_init__(self) -> None:
         exclude = self.exclude_tools
@@ -144,30 +225,81 @@ class Placeholder:
     def apply(
         self, conversation: Conversation, context: Context
     ) -> tuple[Conversation, Mapping[str, int]]:
+        excess = self._excess(conversation, context)
+        if excess is not None and excess <= 0:
+            return conversation, {}
         messages = list(conversation.messages)
-        counter = context.counter
-        names = tool_names([m.data for m in messages])
         results = [i for i, m in enumerate(messages) if m.role in TOOL_ROLES]
         recent = set(results[len(results) - self.keep_recent :]) if self.keep_recent else set()
-        recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
-        # A legacy function result pairs with the function_call right before it.
-        recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
         events: dict[str, int] = {}
         # Placeholder-like text the input already holds where placeholders go (an
-        # earlier run's output, compressed again) is kept as it is (``pipeline.run``
-        # records it in the store as its own original, so that restoring with this
-        # run's store leaves it be); its original, if this run meets it too, stays
-        # whole (see ``restore``).
+        # earlier run's output, compressed again) is kept as it is
+        # (:func:`settle_store` records it in the store as its own original, so that
+        # restoring with this run's store leaves it be); its original, if this run
+        # meets it too, stays whole (see ``restore``).
         held: set[str] = set()
         for message in messages:
             held |= placeholder_ids(message)
-        for i in results:
+        candidates = [i for i in results if i not in recent]
+        excess = self._results(messages, candidates, (held, excess), context, events)
+        if self.clear_inputs:
+            self._clear_all(messages, recent, context, events, held)
+        if not events.get("placeholders_written"):
+            return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
+        return conversation.with_messages(messages), events
+
+    def _clear_all(
+        self,
+        messages: list[Message],
+        recent: set[int],
+        context: Context,
+        events: dict[str, int],
+        held: set[str],
+    ) -> None:
+        """``clear_inputs``: replace the long call arguments of every assistant message
+        but the last unit's, and those of the calls whose results stay whole (at the
+        positions ``recent``)."""
+        recent_ids = {call_id for i in recent for call_id in messages[i].result_ids}
+        # A legacy function result pairs with the function_call right before it.
+        recent_calls = {i - 1 for i in recent if messages[i].role == "function"}
+        # The last unit is the conversation's current state: in a tool loop the
+        # model goes on from those calls, which Anthropic wants exactly as they were.
+        current = units(messages)[-1][0] if messages else -1
+        for i, message in enumerate(messages):
+            if message.role == "assistant" and i != current:
+                messages[i] = self._clear_calls(
+                    message, recent_ids, context, events, held, keep_function=i in recent_calls
+                )
+
+    def _excess(self, conversation: Conversation, context: Context) -> int | None:
+        """With ``until_fit`` and a budget, the tokens over it; else ``None``."""
+        if not self.until_fit or context.max_tokens is None:
+            return None
+        return conversation.tokens - context.max_tokens
+
+    def _results(
+        self,
+        messages: list[Message],
+        candidates: list[int],
+        held_excess: tuple[set[str], int | None],
+        context: Context,
+        events: dict[str, int],
+    ) -> int | None:
+        """Replace the tool results at ``candidates`` (oldest first) in ``messages``,
+        while ``excess`` (tokens over the budget, ``None``: no bound) is above 0; what
+        is left of it."""
+        held, excess = held_excess
+        counter = context.counter
+        names = tool_names([m.data for m in messages])
+        for i in candidates:
             message = messages[i]
             tool = names[i]
-            if i in recent or tool in self.exclude_tools:
-                continue
             content = message.data.get("content")
-            if content is None or looks_like(content) or content_id(content) in held:
+            if excess is not None and excess <= 0:
+                break
+            if tool in self.exclude_tools or content is None or looks_like(content):
+                continue
+            if content_id(content) in held:
                 continue
             tokens = counter.content(content)
             if tokens <= self.limit(tool):
@@ -182,22 +314,19 @@ class Placeholder:
             context.stored[content_id(content)] = content
             messages[i] = new
             _count(events, message, new)
-        if self.clear_inputs:
-            # The last unit is the conversation's current state: in a tool loop the
-            # model goes on from those calls, which Anthropic wants exactly as they were.
-            current = units(messages)[-1][0] if messages else -1
-            for i, message in enumerate(messages):
-                if message.role == "assistant" and i != current:
-                    keep_function = i in recent_calls
-                    messages[i] = self._clear_calls(
-                        message, recent_ids, context, events, held, keep_function=keep_function
-                    )
-        if not events.get("placeholders_written"):
-            return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
-        return conversation.with_messages(messages), events
+            if excess is not None:
+                excess -= message.tokens - new.tokens
+        return excess
 
     def _text(self, content: Any, tool: str, tokens: int) -> str:
-        return render(content, tool=tool, tokens=tokens, head=self.head_chars, tail=self.tail_chars)
+        return render(
+            content,
+            tool=tool,
+            tokens=tokens,
+            head=self.head_chars,
+            tail=self.tail_chars,
+            facts=self.facts,
+        )
 
     def _clear_calls(
         self,

@@ -10,7 +10,7 @@ from ctxcli.model import Conversation, pinned, units
 from ctxcli.stages._common import keep_only
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
 
 CLASSES = ("assistant", "user", "tool", "function", "summary")
 

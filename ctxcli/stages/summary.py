@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -15,14 +16,17 @@ from ctxcli.model import (
     Message,
     latest_turn,
     seal,
+    tool_names,
     units,
 )
+from ctxcli.stages import plan
+from ctxcli.stages.placeholder import TOOL_ROLES, content_id, preview_text, render
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import Extractive, language, message_text
-from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
+    from ctxcli.tokens import TokenCounter
 
 #: What a summary's seal adds to its header line, costed before the seal is known.
 _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
@@ -38,32 +42,37 @@ class Summary:
     """When the conversation is over budget, fold older messages into summaries, each
     standing where its messages were, so the output reads in the order things happened.
 
-    Before the latest user turn (:func:`ctxcli.model.latest_turn`), the messages older
-    than the last ``keep_last`` are folded into one summary right after the leading
-    system messages. After that turn, steps are folded only in an agent run, where more
-    than ``keep_last`` non-system messages follow it (the user gave a task, the agent
-    then made many tool calls): the steps before the last ``keep_last`` go, whole units
-    only, the kept tail opening with a unit that is not a tool result, into a second
-    summary right after the turn; the last unit is always kept. So a chat gets one
-    summary after the system prompt, a single-task run (nothing before the task) one
-    after the task, and a run after a chat both: system prompt, what led to the task,
-    what the task answers (kept while it fits), the task, its folded steps, the tail.
-    A system message is never folded (one among the older messages stays where it is),
-    nor is the latest user turn. Steps are not folded for formats whose turns alternate
+    How much is folded is the budget's call (:mod:`ctxcli.stages.plan`): the verbatim
+    tail is as long as fits beside the summaries' reserve, large tool results in it
+    become placeholders (naming the facts they omit) before whole messages are folded,
+    and the summaries get the room that is left, so that a larger budget never keeps a
+    shorter tail nor gives a summary less room. Before the latest user turn
+    (:func:`ctxcli.model.latest_turn`) the oldest messages are folded first into one
+    summary right after the leading system messages; then, in an agent run (the user
+    gave a task, the agent then made tool calls), the steps after that turn, oldest
+    first, whole units only, the kept tail opening with a unit that is not a tool
+    result, into a second summary right after the turn; the last unit is always kept.
+    So a chat gets one summary after the system prompt, a single-task run (nothing
+    before the task) one after the task, and a run after a chat both. A system message
+    is never folded (one among the older messages stays where it is), nor is the
+    latest user turn. Steps are not folded for formats whose turns alternate
     (ShareGPT), where the summary would be a second user turn in a row, nor when the
     latest turn opens with an assistant call (Anthropic tool results read beside the
     user's text). An earlier ctxcli summary among the messages folded on one side is
     merged into that side's new summary, never stacked; a side with nothing new to
-    fold is left as it is, its summary included.
+    fold is left as it is, its summary included. Tokens the summaries leave unused
+    lengthen the kept placeholders' previews.
 
-    ``max_tokens`` bounds the summaries together (tokens, header lines included; a
-    header, about 15 tokens with the seal that closes it (:func:`ctxcli.model.seal`),
-    comes whole even past a smaller bound), and so does what
-    is left of the budget after the kept messages and a frame per summary; each
-    summary gets a share in proportion to the tokens it folds, but at least a quarter
-    and at least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when
-    that is less), and what the first leaves goes to the second. A summary whose body
-    comes out empty is not written and its messages stay.
+    ``keep_last`` (``None``: the budget decides) keeps at most that many non-system
+    messages in the tail, and folds steps only when more than that follow the task.
+    ``max_tokens`` (``None``: no cap) caps the summaries together (tokens, header lines
+    included; a header, about 15 tokens with the seal that closes it
+    (:func:`ctxcli.model.seal`), comes whole even past a smaller bound). The two
+    summaries share their room in proportion to the tokens each side folds at most,
+    but at least a quarter each (:func:`ctxcli.stages.plan.split`), and each gets at
+    least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when that
+    is less). A summary whose body comes out empty is not written and its messages
+    stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
     the first. With ``user``, a chat's summary comes with a kept tail that does not
@@ -81,14 +90,16 @@ class Summary:
 
     name: ClassVar[str] = "summary"
     fits_budget: ClassVar[bool] = True
-    keep_last: int = 6
+    keep_last: int | None = None
     role: Literal["user", "system"] = "user"
-    max_tokens: int = 400
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ("user", "system"):
             raise ValueError(f"role must be 'user' or 'system', not {self.role!r}")
-        if self.keep_last < 0 or self.max_tokens < 1:
+        if (self.keep_last is not None and self.keep_last < 0) or (
+            self.max_tokens is not None and self.max_tokens < 1
+        ):
             raise ValueError("keep_last must be 0 or more and max_tokens 1 or more")
 
     def apply(
@@ -96,55 +107,56 @@ class Summary:
     ) -> tuple[Conversation, Mapping[str, int]]:
         if not context.over(conversation):
             return conversation, {}
+        assert context.max_tokens is not None
         messages = conversation.messages
-        groups = units(messages)
-        turn = latest_turn(messages, groups)
         role = conversation.summary_role or self.role
         frame = context.counter.message({"role": role, "content": ""})
-        lead = 0
-        while lead < len(messages) and messages[lead].is_system:
-            lead += 1
-        start = self._tail_start(messages, groups, turn, role)
-        # The steps folded after the latest user turn run from ``after`` to ``end``.
-        steps_start = self._steps_start(conversation, groups, turn)
-        after = turn[-1] + 1 if steps_start is not None else len(messages)
-        end = after if steps_start is None else steps_start
-        if context.max_tokens is not None:
-            start, end = self._make_room(
-                conversation, (start, after, end), groups, turn, (role, frame), context.max_tokens
-            )
-        # Each summary stands where its messages were: what came before the latest user
-        # turn right after the leading system messages, the steps after that turn at
-        # the first of them, so the task is read after what led to it and before the
-        # steps it led to. A part with nothing new (an earlier summary only) stays as is.
-        parts = [
-            [i for i in range(lead, start) if not messages[i].is_system],
-            [i for i in range(after, end) if not messages[i].is_system],
-        ]
-        parts = [p for p in parts if any(not messages[i].is_summary for i in p)]
-        if not parts:
-            return conversation, {}
-        fold = {i for part in parts for i in part}
-        rest = sum(m.tokens for i, m in enumerate(messages) if i not in fold)
-        total = self.max_tokens
-        if context.max_tokens is not None:
-            left = context.max_tokens - rest - REPLY_PRIMING - conversation.extra_tokens
-            total = min(total, left - frame * len(parts))
-        # ``max_tokens`` bounds the bodies together: each part gets a share in proportion
-        # to the tokens it folds, but at least a quarter (tool output swells the steps,
-        # while the requests that led to the task are short and matter as much), and
-        # what the first summary leaves goes to the second.
-        weights = [sum(messages[i].tokens for i in part) for part in parts]
+        layout = self._layout(conversation, role)
+        compacted = _compacted(messages, layout.compacts, context)
+        cuts = plan.chain(
+            layout.compacts, layout.befores, layout.steps, layout.coster(compacted, frame)
+        )
+        taken = plan.first_fit(cuts, context.max_tokens, self.max_tokens)
+        # Each side's share of the room is fixed by what the most folded cut folds on
+        # it, so that neither side's room shrinks as the budget grows.
+        weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
+        parts = layout.parts(cuts[taken])
+        shares = plan.rooms(cuts, taken, context.max_tokens, self.max_tokens, weights)
         events: dict[str, int] = {}
-        written: dict[int, Message] = {}
+        chosen = layout.compacts[: cuts[taken].compacted]
+        kept = {i: compacted[i] for i in chosen if i in compacted}
+        current = _with_compacted(messages, kept, {i for p in parts for i in p}, context)
+        _add(events, "results_compacted", sum(a is not b for a, b in zip(current, messages)))
+        written = self._write(conversation, parts, (role, shares), context, events)
+        if parts[1] and parts[1][0] in written:
+            events["steps_summarized"] = sum(not messages[i].is_summary for i in parts[1])
+        out = _assemble(current, parts, written)
+        return _finish(conversation, out, context, events), events
+
+    def _write(
+        self,
+        conversation: Conversation,
+        parts: list[list[int]],
+        role_shares: tuple[str, list[int]],
+        context: Context,
+        events: dict[str, int],
+    ) -> dict[int, Message]:
+        """The summary of each part that is not empty, by the position of its first
+        message, each within its share (tokens, header included)."""
+        messages = conversation.messages
+        role, shares = role_shares
+        if not any(parts):
+            return {}
         # Even with the budget all but spent a summary gets a few tokens (priority may
         # drop it then), but never more than ``max_tokens`` grants.
-        floor = min(MIN_SUMMARY_TOKENS, max(1, self.max_tokens // len(parts)))
-        for k, part in enumerate(parts):
-            share = total
-            if k < len(parts) - 1:
-                share = total * weights[k] // sum(weights)
-                share = min(max(share, total // 4), total - total // 4)
+        cap = self.max_tokens
+        floor = MIN_SUMMARY_TOKENS
+        if cap is not None:
+            floor = min(floor, cap // sum(map(bool, parts)) or 1)
+        written: dict[int, Message] = {}
+        for part, share in zip(parts, shares):
+            if not part:
+                continue
             folded = [messages[i] for i in part]
             summary, fell_back = self._summarize(
                 conversation, folded, (role, max(floor, share)), context
@@ -154,24 +166,42 @@ class Summary:
                 # Nothing worth keeping fits: a summary would only hide what was dropped.
                 _add(events, "summaries_skipped", 1)
                 continue
-            total -= summary.tokens - frame
             written[part[0]] = summary
             fresh = sum(not m.is_summary for m in folded)
             _add(events, "messages_summarized", fresh)
             _add(events, "summaries_written", 1)
             _add(events, "summaries_merged", len(folded) - fresh)
-            if part[0] >= after:
-                events["steps_summarized"] = fresh
-        if not written:
-            return conversation, events
-        gone = {i for part in parts if part[0] in written for i in part}
-        out: list[Message] = []
-        for i, message in enumerate(messages):
-            if i in written:
-                out.append(written[i])
-            if i not in gone:
-                out.append(message)
-        return conversation.with_messages(out), events
+        return written
+
+    def _layout(self, conversation: Conversation, role: str) -> _Layout:
+        """Where the folds may end (see :class:`_Layout`)."""
+        messages = conversation.messages
+        groups = units(messages)
+        turn = latest_turn(messages, groups)
+        lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
+        after, steps = self._step_ends(conversation, groups, turn)
+        start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
+        befores = _before_ends(messages, groups, turn, (start, lead), role, len(steps) > 1)
+        return _Layout(conversation, lead, after, befores, steps, _compacts(messages, groups, turn))
+
+    def _step_ends(
+        self, conversation: Conversation, groups: list[list[int]], turn: list[int]
+    ) -> tuple[int, list[int]]:
+        """Where the fold of the steps after the latest user turn starts, and where it
+        may end: the first end folds the least (nothing, or what ``keep_last`` asks
+        for), the others are the later starts of units that may open a tail."""
+        messages = conversation.messages
+        if not _steps_allowed(conversation, turn):
+            return len(messages), [len(messages)]
+        after = turn[-1] + 1
+        first = after
+        if self.keep_last is not None:
+            # With ``keep_last`` steps are folded only past the last ``keep_last``.
+            first = self._steps_start(conversation, groups, turn) or after
+            if first == after:
+                return after, [after]
+        ends = [g[0] for g in groups if first < g[0] and _opens_tail(messages[g[0]])]
+        return after, [first, *ends]
 
     def _summarize(
         self,
@@ -199,22 +229,7 @@ class Summary:
         header_cost = counter.text(_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
-        fell_back = False
-        try:
-            body = summarizer.summarize(
-                fresh, previous=previous, max_tokens=body_bound, counter=counter
-            )
-        except SummaryError as exc:
-            if summarizer is _EXTRACTIVE:
-                raise
-            context.warnings.append(
-                f"conversation {conversation.label}: summary failed ({exc}); "
-                "used the extractive summary instead"
-            )
-            fell_back = True
-            body = _EXTRACTIVE.summarize(
-                fresh, previous=previous, max_tokens=body_bound, counter=counter
-            )
+        body, fell_back = _body_of(conversation, fresh, (previous, body_bound), context)
         if not body.strip():
             return None, fell_back
         # The extractive body is in the foreseen language (its labels say so, whatever
@@ -225,62 +240,6 @@ class Summary:
             header = _header(count, foreseen)  # another language
         data = {"role": role, "content": seal(header, body)}
         return Message(data, counter.message(data), None, True), fell_back
-
-    def _make_room(
-        self,
-        conversation: Conversation,
-        bounds: tuple[int, int, int],
-        groups: list[list[int]],
-        turn: list[int],
-        role_frame: tuple[str, int],
-        budget: int,
-    ) -> tuple[int, int]:
-        """Later ``(start, end)`` when the kept messages leave no room for the summaries.
-
-        ``bounds`` is ``(start, after, end)``: the fold before the latest user turn ends
-        at ``start``, the fold of the steps after that turn runs from ``after`` to
-        ``end`` (``after == end`` when no steps are folded); ``turn`` is that turn's
-        positions; ``role_frame`` the summaries' role and the tokens each costs beyond
-        its text. Returns the first pair whose kept messages plus that frame per
-        summary and :func:`_reserve` tokens fit ``budget`` (tokens), else the last pair:
-        ``end`` is tried first, then each later unit start that may open a tail (the
-        steps tail is what ``keep_last`` asks for); for each, ``start``, then each later
-        unit start up to the latest user turn (what that user message answers is kept
-        while it fits). Folding more beats keeping a tail whole and then dropping units
-        unsummarized."""
-        messages = conversation.messages
-        start, after, end = bounds
-        role, frame = role_frame
-        steps = end > after
-        limit = turn[0] if turn else len(messages) - 1
-        # In a chat a user summary is never followed by a user message (see the class);
-        # once steps are folded one follows the user's task anyway, so one may precede it.
-        lone_user = role == "user" and not steps
-        befores = [
-            g[0]
-            for g in groups
-            if start <= g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
-        ] or [start]
-        ends = [end]
-        if steps:
-            ends += [g[0] for g in groups if g[0] > end and _opens_tail(messages[g[0]])]
-        pairs = [(before_end, steps_end) for steps_end in ends for before_end in befores]
-        fixed = REPLY_PRIMING + conversation.extra_tokens + _reserve(self.max_tokens, budget)
-        folds = [0]  # tokens of the non-system messages before position i
-        fresh = [0]  # how many of them are not earlier summaries
-        for message in messages:
-            folds.append(folds[-1] + (0 if message.is_system else message.tokens))
-            fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
-        lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
-        whole = sum(m.tokens for m in messages)
-        for before_end, steps_end in pairs:
-            kept = whole + fixed
-            for a, b in ((lead, before_end), (after, steps_end)):
-                if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
-                    kept -= folds[b] - folds[a] - frame
-            if kept <= budget:
-                return before_end, steps_end
-        return pairs[-1]
 
     def _steps_start(
         self, conversation: Conversation, groups: list[list[int]], turn: list[int]
@@ -298,7 +257,7 @@ class Summary:
         which would then open the output.
         """
         messages = conversation.messages
-        if conversation.alternating or not turn or messages[turn[0]].role != "user":
+        if not _steps_allowed(conversation, turn) or self.keep_last is None:
             return None
         after = turn[-1] + 1
         steps = [i for i in range(after, len(messages)) if not messages[i].is_system]
@@ -315,6 +274,7 @@ class Summary:
         messages, moved back to a unit's start and never past the latest user turn nor
         the last unit (kept whatever ``keep_last`` says, with no user message too);
         ``role`` is the summary's."""
+        assert self.keep_last is not None
         unit_start = {}
         for group in groups:
             for i in group:
@@ -329,17 +289,52 @@ class Summary:
         start = min(start, turn_start, groups[-1][0])
         start = unit_start.get(start, start)
         if role == "user":
-            starts = [g[0] for g in groups]
-            # Fold older user messages too, so the tail does not open with one ...
-            while start < turn_start and messages[start].role == "user":
-                start = next((s for s in starts if s > start), len(messages))
-            # ... but the latest user message is never folded: keep one unit more.
-            while start < len(messages) and messages[start].role == "user":
-                earlier = [s for s in starts if s < start]
-                if not earlier:
-                    break
-                start = earlier[-1]
+            start = _away_from_user(messages, groups, start, turn_start)
         return start
+
+
+def _body_of(
+    conversation: Conversation,
+    fresh: list[Mapping[str, Any]],
+    previous_bound: tuple[str | None, int],
+    context: Context,
+) -> tuple[str, bool]:
+    """The summary body of ``fresh`` by the configured summarizer within the bound
+    (tokens), or by the extractive one when that fails (a warning says so; the flag
+    is then true). Raises :class:`SummaryError` when the extractive summarizer fails."""
+    previous, bound = previous_bound
+    summarizer = context.summarizer or _EXTRACTIVE
+    counter = context.counter
+    try:
+        return summarizer.summarize(
+            fresh, previous=previous, max_tokens=bound, counter=counter
+        ), False
+    except SummaryError as exc:
+        if summarizer is _EXTRACTIVE:
+            raise
+        context.warnings.append(
+            f"conversation {conversation.label}: summary failed ({exc}); "
+            "used the extractive summary instead"
+        )
+    body = _EXTRACTIVE.summarize(fresh, previous=previous, max_tokens=bound, counter=counter)
+    return body, True
+
+
+def _away_from_user(
+    messages: Sequence[Message], groups: list[list[int]], start: int, turn_start: int
+) -> int:
+    """``start`` moved so that a tail after a user summary does not open with a user
+    message: past older user messages, but back one unit before the latest one, which
+    is never folded."""
+    starts = [g[0] for g in groups]
+    while start < turn_start and messages[start].role == "user":
+        start = next((s for s in starts if s > start), len(messages))
+    while start < len(messages) and messages[start].role == "user":
+        earlier = [s for s in starts if s < start]
+        if not earlier:
+            break
+        start = earlier[-1]
+    return start
 
 
 def _add(events: dict[str, int], name: str, count: int) -> None:
@@ -347,10 +342,215 @@ def _add(events: dict[str, int], name: str, count: int) -> None:
         events[name] = events.get(name, 0) + count
 
 
-def _reserve(summary_max: int, budget: int) -> int:
-    """Tokens the tail must leave for the summary: an eighth of the budget, at least
-    twice :data:`MIN_SUMMARY_TOKENS`, at most the summary's own bound."""
-    return min(summary_max, max(2 * MIN_SUMMARY_TOKENS, budget // 8))
+@dataclass(frozen=True)
+class _Layout:
+    """Where the summary stage's folds may end in ``conversation``: the fold before
+    the latest user turn runs from ``lead`` (the first non-system message) to one of
+    ``befores``, the fold of the steps after that turn from ``after`` to one of
+    ``steps`` (the first of each is the least the stage folds: nothing, or what
+    ``keep_last`` asks for); ``compacts`` are the tool results that may become
+    placeholders (:func:`ctxcli.stages.plan.compactable`)."""
+
+    conversation: Conversation
+    lead: int
+    after: int
+    befores: list[int]
+    steps: list[int]
+    compacts: list[int]
+
+    def parts(self, cut: plan.Cut) -> list[list[int]]:
+        """The non-system messages ``cut`` folds before the latest user turn and after
+        it; a side with nothing new (an earlier summary only) is left empty."""
+        messages = self.conversation.messages
+        sides = [
+            [i for i in range(self.lead, cut.before) if not messages[i].is_system],
+            [i for i in range(self.after, cut.steps) if not messages[i].is_system],
+        ]
+        return [p if any(not messages[i].is_summary for i in p) else [] for p in sides]
+
+    def coster(
+        self, compacted: Mapping[int, Message], frame: int
+    ) -> Callable[[int, int, int], tuple[int, tuple[bool, bool]]]:
+        """``cost(compacted, before, steps)``: the tokens a cut keeps, with ``frame``
+        tokens per summary it writes (see :class:`ctxcli.stages.plan.Cut`)."""
+        messages = self.conversation.messages
+        folds = [0]  # tokens of the non-system messages before position i
+        fresh = [0]  # how many of them are not earlier summaries
+        for message in messages:
+            folds.append(folds[-1] + (0 if message.is_system else message.tokens))
+            fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
+        saving = {i: messages[i].tokens - m.tokens for i, m in compacted.items()}
+        whole = self.conversation.tokens
+
+        def cost(count: int, before: int, steps: int) -> tuple[int, tuple[bool, bool]]:
+            kept = whole
+            sides = [False, False]
+            for k, (a, b) in enumerate(((self.lead, before), (self.after, steps))):
+                if b > a and fresh[b] > fresh[a]:  # a part with nothing new stays as is
+                    kept -= folds[b] - folds[a] - frame
+                    sides[k] = True
+            folded = range(self.lead, before), range(self.after, steps)
+            kept -= sum(
+                saving[i]
+                for i in self.compacts[:count]
+                if i in saving and i not in folded[0] and i not in folded[1]
+            )
+            return kept, (sides[0], sides[1])
+
+        return cost
+
+
+def _before_ends(
+    messages: Sequence[Message],
+    groups: list[list[int]],
+    turn: list[int],
+    start_lead: tuple[int, int],
+    role: str,
+    steps: bool,
+) -> list[int]:
+    """Where the fold before the latest user turn may end: ``start`` (the least it
+    folds), then each later unit start up to that turn; in a chat (no ``steps``) with a
+    user summary, never at a user message (see :class:`Summary`). What comes before a
+    task is folded only when a summary of it saves tokens."""
+    start, lead = start_lead
+    limit = turn[0] if turn else len(messages) - 1
+    lone_user = role == "user" and not steps
+    ends = [
+        g[0]
+        for g in groups
+        if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
+    ]
+    before = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
+    if steps and before <= 2 * MIN_SUMMARY_TOKENS:
+        return [start]
+    return [start, *ends]
+
+
+def _compacts(messages: Sequence[Message], groups: list[list[int]], turn: list[int]) -> list[int]:
+    """The tool results the summary stage may turn into placeholders
+    (:func:`ctxcli.stages.plan.compactable`), but those of the latest user turn (read
+    beside the user's text) and of the last unit."""
+    if not groups:
+        return []
+    last = groups[-1][0]
+    end = min(turn[0], last) if turn else last
+    found = plan.compactable(messages, last)
+    return [i for i in found if i < end or (turn and turn[-1] < i)]
+
+
+def _with_compacted(
+    messages: Sequence[Message], compacted: Mapping[int, Message], fold: set[int], context: Context
+) -> list[Message]:
+    """``messages`` with the ``compacted`` placeholders (by position) in place of their
+    results, but where they are folded (the summary reads the original); their
+    originals go to ``context.stored``."""
+    current = list(messages)
+    for i, new in compacted.items():
+        if i not in fold:
+            original = messages[i].data.get("content")
+            context.stored[content_id(original)] = original
+            current[i] = new
+    return current
+
+
+def _finish(
+    conversation: Conversation, out: list[Message], context: Context, events: dict[str, int]
+) -> Conversation:
+    """``conversation`` with ``out`` for its messages (itself when nothing changed),
+    the budget's spare tokens given to its placeholders' previews (:func:`_widen`)."""
+    assert context.max_tokens is not None
+    spare = context.max_tokens - conversation.with_messages(out).tokens
+    if spare > 0:
+        _add(events, "previews_widened", _widen(out, spare, context))
+    if len(out) == len(conversation.messages) and all(
+        a is b for a, b in zip(out, conversation.messages)
+    ):
+        return conversation
+    return conversation.with_messages(out)
+
+
+def _assemble(
+    messages: list[Message], parts: list[list[int]], written: Mapping[int, Message]
+) -> list[Message]:
+    """``messages`` with each part that got a summary replaced by it, where the part
+    began."""
+    gone = {i for part in parts if part and part[0] in written for i in part}
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if i in written:
+            out.append(written[i])
+        if i not in gone:
+            out.append(message)
+    return out
+
+
+def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
+    """Whether steps after the latest user turn may be folded: not for formats whose
+    turns must alternate (the summary would be a second user turn in a row), nor when
+    that turn opens with other messages than the user's own (an Anthropic tool result
+    read beside the user's text), which would then open the output."""
+    messages = conversation.messages
+    return not conversation.alternating and bool(turn) and messages[turn[0]].role == "user"
+
+
+def _compacted(
+    messages: Sequence[Message], positions: Sequence[int], context: Context
+) -> dict[int, Message]:
+    """The tool results at ``positions`` as placeholders (originals into
+    ``context.stored`` when used: see :meth:`Summary.apply`), where one is smaller."""
+    counter = context.counter
+    names = tool_names([m.data for m in messages]) if positions else {}
+    out: dict[int, Message] = {}
+    for i in positions:
+        message = messages[i]
+        content = message.data.get("content")
+        tokens = counter.content(content)
+        text = render(content, tool=names.get(i, ""), tokens=tokens, head=100, tail=50, facts=True)
+        new = message.replace({**message.data, "content": text}, counter)
+        if new.tokens < message.tokens:
+            out[i] = new
+    return out
+
+
+def _widen(messages: list[Message], spare: int, context: Context) -> int:
+    """Give ``spare`` tokens to the placeholders in ``messages`` (whose originals are
+    in ``context.stored``), newest first: each is written again with a longer head,
+    never whole. Returns how many were widened; ``messages`` is changed in place."""
+    widened = 0
+    for i in reversed(range(len(messages))):
+        message = messages[i]
+        match = parse_placeholder(message.data.get("content")) if spare > 8 else None
+        if match is None or message.role not in TOOL_ROLES:
+            continue
+        original = context.stored.get(match.group("id"))
+        if original is None:
+            continue
+        new = _wider(message, original, match, spare, context.counter)
+        if new is not None:
+            spare -= new.tokens - message.tokens
+            messages[i] = new
+            widened += 1
+    return widened
+
+
+def _wider(
+    message: Message, original: Any, match: re.Match[str], spare: int, counter: TokenCounter
+) -> Message | None:
+    """``message``'s placeholder with a head longer by as much as ``spare`` tokens
+    allow (halved until it fits, a few times), or ``None``."""
+    head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
+    length = len(preview_text(original))
+    grow = min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
+    tool = json.loads(match.group("tool"))
+    for _ in range(4):
+        if grow <= 0:
+            return None
+        text = render(original, tool=tool, tokens=tokens, head=head + grow, tail=tail, facts=True)
+        new = message.replace({**message.data, "content": text}, counter)
+        if message.tokens < new.tokens <= message.tokens + spare:
+            return new
+        grow //= 2
+    return None
 
 
 def _opens_tail(message: Message) -> bool:

@@ -11,7 +11,7 @@ from ctxcli.stages._common import keep_only
 from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
-    from ctxcli.pipeline import Context
+    from ctxcli.stages.base import Context
 
 
 @dataclass(frozen=True)
