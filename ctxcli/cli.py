@@ -326,9 +326,10 @@ def stage_options(func: F) -> F:
                 "--keep-last",
                 type=click.IntRange(min=0),
                 metavar="N",
-                shown="window 10, summary 6",
+                shown="window 10, summary: the budget decides",
                 hide_range=True,
-                help="Messages the window keeps, and the summary keeps after what it folds.",
+                help="Messages the window keeps, and the most the summary keeps after what it "
+                "folds.",
             ),
             option(
                 "--summary-role",
@@ -340,9 +341,9 @@ def stage_options(func: F) -> F:
                 "--summary-max-tokens",
                 type=click.IntRange(min=1),
                 metavar="N",
-                shown="400",
+                shown="none: the budget decides",
                 hide_range=True,
-                help="Bound on the summaries of a conversation in tokens, headers included.",
+                help="Cap on the summaries of a conversation in tokens, headers included.",
             ),
             option(
                 "--priority-order",
@@ -451,6 +452,8 @@ Config-only options (set them in the --config file, under the stage's name):
                clear_inputs    also replace large tool-call arguments [false]
                head_chars      preview characters kept at the start [100]
                tail_chars      preview characters kept at the end [50]
+               facts           list the ids a preview omits [false]
+               until_fit       only while over the budget [false]
   summarizer:  retries         retries of a failed model request [2]
                template        the prompt file [the packaged summary.md]
 """

@@ -38,13 +38,13 @@ from ctxcli.inputs import expand_inputs as expand_inputs
 from ctxcli.inputs import plan as plan
 from ctxcli.model import Conversation
 from ctxcli.pipeline import Context, Result, run
-from ctxcli.stages.placeholder import settle_store
 from ctxcli.pool import POOL_MIN_BYTES as POOL_MIN_BYTES
 from ctxcli.pool import Piece as Piece
 from ctxcli.pool import usable_cpus as usable_cpus
 from ctxcli.record import Note, Outcome, Recipe
 from ctxcli.record import contain as contain
 from ctxcli.score import FileScore
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.stats import LISTED_MAX as LISTED_MAX
 from ctxcli.stats import Fallback as Fallback
 from ctxcli.stats import FileStats as FileStats

@@ -21,9 +21,9 @@ from ctxcli.errors import ConfigError, InputError, InvariantError, OutputError, 
 from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
-from ctxcli.stages.placeholder import settle_store
 from ctxcli.problems import Problem
 from ctxcli.score import ConversationScore, score
+from ctxcli.stages.placeholder import settle_store
 from ctxcli.stats import Fallback, FileStats, Tally
 from ctxcli.tokens import NullCounter, TokenCounter
 
