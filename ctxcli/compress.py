@@ -546,7 +546,7 @@ class Compressor:
     def _pooled(self, path: str) -> bool:
         """Whether ``path`` is compressed by worker processes (see :meth:`_pieces`):
         a JSON lines file of more than :data:`CHUNK_BYTES`, with no model to call."""
-        offline = not hasattr(self.summarizer, "concurrency")  # no client, no cache to fork
+        offline = self.summarizer.offline  # no client, no cache to fork
         if self.jobs < 2 or not offline or path == "-" or self._shape != "jsonl":
             return False
         try:

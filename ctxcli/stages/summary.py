@@ -18,7 +18,7 @@ from ctxcli.model import (
     units,
 )
 from ctxcli.stages.placeholder import parse as parse_placeholder
-from ctxcli.summarizers.extractive import Extractive, language, message_text
+from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 from ctxcli.tokens import REPLY_PRIMING
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
 #: fill the budget (the priority stage may then drop the summary).
 MIN_SUMMARY_TOKENS = 32
 _FOLDED = re.compile(r"(\d+) earlier messages? folded|已折叠较早的 (\d+) 条消息")
-_EXTRACTIVE = Extractive()
+_EXTRACTIVE = EXTRACTIVE
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,57 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import orjson
 
 from ctxcli.memo import TextMemo
 from ctxcli.model import tool_names
+from ctxcli.stages.placeholder import looks_like as _is_placeholder
+from ctxcli.summarizers.facts import (
+    _DIGIT,
+    _SHAPE_DIGITS,
+    _TOOL_USE_ERROR,
+    FACT_CHARS,
+    FACT_PATTERNS,
+    FACTS_PER_MESSAGE,
+    NOTE_CHARS,
+    _argument_facts,
+    _calls,
+    _structured_facts,
+    error_lines,
+    facts,
+    json_facts,
+)
+from ctxcli.summarizers.text import (
+    REQUEST_CHARS,
+    language,
+    message_text,
+    sentences,
+    short_request,
+    shorten,
+)
 from ctxcli.tokens import TokenCounter
+
+#: Re-exported: other modules import these from here.
+__all__ = [
+    "EXTRACTIVE",
+    "FACT_CHARS",
+    "FACT_PATTERNS",
+    "LABELS",
+    "NOTE_CHARS",
+    "REQUEST_CHARS",
+    "SECTIONS",
+    "Extractive",
+    "error_lines",
+    "facts",
+    "json_facts",
+    "language",
+    "message_text",
+    "parse_summary",
+    "sentences",
+    "short_request",
+    "shorten",
+]
 
 SECTIONS = ("requests", "facts", "errors", "notes", "tools")
 LABELS = {
@@ -71,483 +114,15 @@ MORE = {
 #: Any of :data:`MORE`, read back from a previous summary.
 _MORE_ITEM = re.compile(r"^(?:… and (\d+) more calls?|……另有 (\d+) 次调用)$")
 
-REQUEST_CHARS = 160
-NOTE_CHARS = 200
-FACT_CHARS = 60
-
-_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LETTER = re.compile(r"[^\W\d_]")
-_SPACE = re.compile(r"\s+")
-#: A list marker opening a line: a bullet, or a number or letter with "." or ")"
-#: and a space after it ("1.5 kg" is no item), or a Chinese one ("3、", "（4）", "①",
-#: "一、") that needs no space; a Markdown check box after it goes too.
-_LIST_MARKER = re.compile(
-    r"^\s*(?:[-*•·–+](?=\s)|\d{1,3}[.)）](?=\s|$)|[a-zA-Z][)）](?=\s)|\d{1,3}、"
-    r"|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*(?:\[[ xX]\]\s+)?"
-)
-#: A number that may mark an item within a line: "2. ", "2) ", "2、", not glued to a
-#: word or number before it ("v2. ", "1,2. ").
-_INLINE_MARKER = re.compile(r"(?<![A-Za-z0-9_.,])(\d{1,2})(?:[.)）](?=\s)|、)\s*")
-#: What may come right before the "1" that opens a list within a line.
-_LIST_OPENERS = (":", "：", ".", "!", "?", "。", "！", "？", ";", "；")
-#: Trailing punctuation an item loses when items are joined.
-_ITEM_END = ".;,。；，、 "
-#: An item cut shorter than this says too little: fewer items are kept instead.
-ITEM_MIN_CHARS = 16
 NOTE_MIN_CHARS = 20
 FILL_TRIES = 8
-
-_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
-_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
-_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
-_UNITS = (
-    r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
-    r"|%|mph|kwh|w|v|°c|°f|c|f)"
-)
-_CJK_UNITS = (
-    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|万|亿|小时|分钟"
-    r"|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
-)
-_STOP = frozenset(
-    "a an and or of to the in on at for by with from is are was were be it its this that "
-    "than then as but not no so if".split()
-)
-#: Words that make no quantity after a number ("1 with", "0199 please"), unlike
-#: "2 eggs" or "4 people".
-_NOT_COUNTED = _STOP | frozenset(
-    "please thanks thank now also just here there what which when where who will would "
-    "can could should have has had do does did you your my our their".split()
-)
-_NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
-
-_PATH_START = r"(?<![\w.@/-])"
-_CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
-#: (pattern, substrings one of which every match contains, or ``None``): they are
-#: looked for first, so a pattern is not run over text it cannot match.
-FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
-    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), ("@",)),  # e-mail
-    (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
-    (
-        re.compile(  # paths: absolute, relative, or a file with an extension
-            rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
-            rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
-        ),
-        ("/",),
-    ),
-    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
-    (
-        re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),
-        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
-    ),  # May 15
-    (
-        re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
-        ("月",),
-    ),  # 6月18日
-    (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
-    (
-        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
-        ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
-    ),  # $1.50
-    (
-        re.compile(
-            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
-        ),
-        ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
-    ),
-    (
-        re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
-        ),
-        None,
-    ),  # ids, versions (pytest-8.3.2)
-    (
-        re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
-        ),
-        None,
-    ),
-    (re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"), None),  # order no.
-    (
-        re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
-        None,
-    ),
-    (re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"), None),
-    (re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"), None),  # 2 eggs, 4 people
-)
-#: The patterns that can match text without a digit (e-mail, URL, path).
-_NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
-#: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
-#: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:11]
-_DIGIT = re.compile(r"\d")
-FACT_SCAN_CHARS = 4000
-ERROR_SCAN_CHARS = 20000
-FACTS_PER_MESSAGE = 12
-_SHAPE_DIGITS = re.compile(r"\d+")
-#: Claude Code's wrapper of a failed tool call's result.
-_TOOL_USE_ERROR = re.compile(r"</?tool_use_error>")
-_ERROR_WORDS = (
-    "Error",
-    "Exception",
-    "Traceback",
-    "FAILED",
-    "error:",
-    "fatal:",
-    "panic:",
-    "<tool_use_error>",
-)
-_ERROR_LINE = re.compile(
-    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):"
-    r"|<tool_use_error>).*$",
-    re.MULTILINE,
-)
-#: A line of source code shown by a tool that names an error type without reporting
-#: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
-#: ValueError if ...``, Claude Code's ``85→- error: Error messages``), or code in a
-#: diff or a grep hit (``+ raise KeyError(k)``).
-_CODE_LINE = re.compile(
-    r"^\s*\d+[:|→]"
-    r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
-    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
-    re.IGNORECASE,
-)
-#: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
-#: one after a word that introduces a place or person ("from Austin", "to Oslo") -
-#: a lone capitalised word elsewhere is too often just a word ("Would", "Price").
-_NAME = re.compile(
-    r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
-    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
-)
-#: Keys of a state rather than a thing: their values say something only of an item
-#: the summary names (see :func:`json_facts`).
-_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
-_JSON_KEYS = re.compile(
-    r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
-    r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
-    re.IGNORECASE,
-)
-
-
-def language(texts: Iterable[str], sample: int = 1000) -> str:
-    """``"zh"`` when CJK characters are at least a third of the letters in the first
-    ``sample`` characters of ``texts``, else ``"en"``."""
-    text = ""
-    for item in texts:
-        text += item[: sample - len(text)]
-        if len(text) >= sample:
-            break
-    cjk = len(_CJK.findall(text))
-    if not cjk:
-        return "en"
-    return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
-
-
-def _enumeration(line: str) -> tuple[str, list[str]] | None:
-    """``(lead, items)`` of a line that numbers two or more items in it, counting up
-    from 1 ("Answers: 1. One-way 2. Economy"), else ``None``. The "1" opens the line
-    or follows a colon or a sentence end, so "version 2. Then" is no list."""
-    if "1" not in line:
-        return None
-    cuts: list[re.Match[str]] = []
-    for match in _INLINE_MARKER.finditer(line):
-        number = int(match.group(1))
-        if number == len(cuts) + 1:
-            if number == 1:
-                before = line[: match.start()].rstrip()
-                if before and not before.endswith(_LIST_OPENERS):
-                    continue
-            cuts.append(match)
-    if len(cuts) < 2:
-        return None
-    ends = [m.start() for m in cuts[1:]] + [len(line)]
-    items = [line[m.end() : end].strip() for m, end in zip(cuts, ends)]
-    return line[: cuts[0].start()].strip(), [item for item in items if item]
-
-
-def _line_items(line: str) -> tuple[str, list[str]]:
-    """``(prose, items)`` of one line: a line opened by a list marker is one item
-    (or several, numbered within it); else its prose and the items numbered in it."""
-    found = _enumeration(line)
-    if found:
-        return found
-    marker = _LIST_MARKER.match(line)
-    if marker:
-        item = line[marker.end() :].strip()
-        return "", [item] if item else []
-    return line.strip(), []
-
-
-def _blocks(text: str) -> list[tuple[bool, str]]:
-    """``text`` as ``(is_item, text)`` blocks, whitespace collapsed: each list item
-    (with the indented lines under it), and the prose between lists, its lines
-    joined by a space."""
-    blocks: list[tuple[bool, str]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        prose, items = _line_items(line)
-        if prose and blocks and blocks[-1][0] and not items and line[:1].isspace():
-            blocks[-1] = (True, f"{blocks[-1][1]} {prose}")  # an item's next line
-            continue
-        if prose:
-            if blocks and not blocks[-1][0]:
-                blocks[-1] = (False, f"{blocks[-1][1]} {prose}")
-            else:
-                blocks.append((False, prose))
-        blocks += [(True, item) for item in items]
-    return [(is_item, _SPACE.sub(" ", part).strip()) for is_item, part in blocks]
-
-
-def sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences (Latin ``.!?`` + space, CJK ``。！？``, line
-    breaks), list items apart and without their markers (``1.``, ``-``, ``3、``; see
-    the module docstring)."""
-    out = []
-    for line in text.splitlines():
-        prose, items = _line_items(line)
-        for part in (prose, *items):
-            out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", part)) if s.strip()]
-    return out
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters (code points), ending in "…"."""
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _cut(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters: its leading whole sentences if any fit,
-    else cut, ending in "…"."""
-    if len(text) <= limit:
-        return text
-    kept = ""
-    for sentence in sentences(text):
-        longer = f"{kept} {sentence}" if kept else sentence
-        if len(longer) > limit:
-            break
-        kept = longer
-    return kept.rstrip(_ITEM_END) or shorten(text, limit)
-
-
-def _join_items(lead: str, items: Sequence[str], tail: str, *, cjk: bool) -> str:
-    """``lead: item; item. tail`` (in Chinese ``lead：item；item。tail``)."""
-    text = ("；" if cjk else "; ").join(items)
-    if lead:
-        colon = "" if lead.endswith(_LIST_OPENERS + (",", "，")) else "：" if cjk else ":"
-        text = lead + colon + ("" if cjk else " ") + text
-    if tail:
-        end = "" if text.endswith(("!", "?", "！", "？", "…")) else "。" if cjk else "."
-        text += end + ("" if cjk else " ") + tail
-    return text
-
-
-def _fair_cuts(pieces: Sequence[str], budget: int) -> list[str]:
-    """``pieces`` within ``budget`` characters in all, each cut by :func:`_cut` to a
-    fair share: the short ones whole, what they leave split evenly among the rest."""
-    out = list(pieces)
-    left = budget
-    by_length = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
-    for done, i in enumerate(by_length):
-        share = left // (len(pieces) - done)
-        if len(pieces[i]) > share:
-            out[i] = _cut(pieces[i], share)
-        left -= len(out[i])
-    return out
-
-
-def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
-    """A user message in short form, within ``limit`` characters: whole if short,
-    else its first sentence plus its first question.
-
-    A message holding a list (see the module docstring) within its first ``limit``
-    characters gives the text before the list, then the items joined by "; "
-    (Chinese "；"), then what follows. When that is too long, each keeps a fair share
-    of the characters (its leading whole sentences if they fit, else a cut ending in
-    "…"), only the first question of what follows is kept, and when the items are too
-    many for :data:`ITEM_MIN_CHARS` each, the last ones give way to "…".
-    """
-    flat = _SPACE.sub(" ", text).strip()
-    blocks = _blocks(text)
-    first_item = next((i for i, (is_item, _) in enumerate(blocks) if is_item), None)
-    if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
-        if len(flat) <= limit:
-            return flat
-        parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
-        picked = parts[:1]
-        question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
-        if question:
-            picked.append(question)
-        return shorten(" ".join(picked), limit)
-    cjk = language([flat]) == "zh"
-    lead = " ".join(part for _, part in blocks[:first_item])
-    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
-    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
-    whole = _join_items(lead, items, tail, cjk=cjk)
-    if len(whole) <= limit:
-        return whole
-    tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
-    count = len(items)
-    while True:
-        shown = items if count == len(items) else [*items[:count], "…"]
-        pieces = [piece for piece in (lead, *shown, tail) if piece]
-        frame = _join_items(lead and "x", ["x"] * len(shown), tail and "x", cjk=cjk)
-        budget = limit - (len(frame) - len(pieces))  # what the pieces may take
-        if count <= 1 or budget // len(pieces) >= ITEM_MIN_CHARS:
-            break
-        count -= 1
-    cuts = iter(_fair_cuts(pieces, budget))
-    lead = next(cuts) if lead else ""
-    shown = [next(cuts) for _ in shown]
-    tail = next(cuts) if tail else ""
-    return shorten(_join_items(lead, shown, tail, cjk=cjk), limit)
-
-
-def facts(text: str, *, strict: bool = False) -> list[str]:
-    """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
-    ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
-
-    Only the first :data:`FACT_SCAN_CHARS` characters are read: past that, a message is
-    a dump whose facts a summary cannot hold anyway.
-    """
-    text = text[:FACT_SCAN_CHARS]
-    found: list[tuple[int, str]] = []
-    if not _DIGIT.search(text):
-        patterns = _NO_DIGIT_PATTERNS
-    else:
-        patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
-    for pattern, needs in patterns:
-        if needs is None or any(part in text for part in needs):
-            found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
-    if not strict:
-        for m in _NAME.finditer(text):
-            group = 1 if m.group(1) else 2
-            found.append((m.start(group), m.group(group)))
-    found.sort(key=lambda item: (item[0], -len(item[1])))
-    result: list[str] = []
-    end = -1
-    for start, fact in found:
-        if start < end or fact.lower() in _STOP:
-            continue  # inside a longer fact found at an earlier position
-        counted = _NUMBER_WORD.fullmatch(fact)
-        if counted and counted.group(1) in _NOT_COUNTED:
-            continue  # a number and the next word, not a quantity
-        result.append(shorten(fact, FACT_CHARS))
-        end = start + len(fact)
-    return result
-
-
-def json_facts(value: Any, limit: int = 12) -> list[str]:
-    """``key=value`` pairs of a parsed JSON value whose key names an id, name, date,
-    amount, status or the like (at most ``limit``). The status of an item in a list
-    (a to-do list's ``status=pending``, a flight list's ``status=available``) is left
-    out: the item it belongs to is not said, so it tells nothing."""
-    out: list[str] = []
-
-    def walk(node: Any, in_list: bool) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(node, Mapping):
-            for key, item in node.items():
-                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
-                    if in_list and _STATUS_KEY.search(str(key)):
-                        continue
-                    if _JSON_KEYS.search(str(key)) and len(str(item)) <= FACT_CHARS:
-                        out.append(f"{key}={item}")
-                else:
-                    walk(item, in_list)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item, True)
-
-    walk(value, False)
-    return out[:limit]
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The readable text of a message: its content, text parts joined."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping):
-                value = part.get("text", part.get("value"))
-                if isinstance(value, str):
-                    texts.append(value)
-            elif isinstance(part, str):
-                texts.append(part)
-        return "\n".join(texts)
-    return ""
-
-
-def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping):
-            calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
-    function_call = message.get("function_call")
-    if function_call is not None and isinstance(function_call, Mapping):
-        calls.append(
-            (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
-        )
-    return calls
-
-
-def _structured_facts(text: str) -> list[str]:
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return json_facts(orjson.loads(stripped))
-        except orjson.JSONDecodeError:
-            pass
-    return facts(text, strict=True)
-
-
-def _argument_facts_of(arguments: str) -> list[str]:
-    return _structured_facts(arguments)[:FACTS_PER_MESSAGE]
-
-
-#: Facts of tool-call arguments, memoised like :data:`_extract`.
-_argument_facts = TextMemo(
-    _argument_facts_of, size=1 << 15, share_as="argument facts", share_from=0
-)
-
-
-def error_lines(text: str, limit: int = 3) -> list[str]:
-    """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
-    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``, Claude
-    Code's ``<tool_use_error>``), shortened: what an agent learned from its mistakes. A
-    line that ends in a colon ("failed due to the following issue:") takes the next
-    line with it, which says what the error was."""
-    text = text[:ERROR_SCAN_CHARS]
-    if not any(word in text for word in _ERROR_WORDS):
-        return []
-    found: list[str] = []
-    for match in _ERROR_LINE.finditer(text):
-        if _CODE_LINE.match(match.group()):
-            continue  # code that names an error, not an error that happened
-        line = match.group().strip()
-        if line.endswith(":") and not line.startswith("Traceback"):
-            after = text[match.end() + 1 :].partition("\n")[0].strip()
-            if after and not _ERROR_LINE.fullmatch(after):  # else it is listed itself
-                line = f"{line} {after}"
-        line = shorten(_TOOL_USE_ERROR.sub("", line).strip(), NOTE_CHARS)
-        if line not in found:
-            found.append(line)
-        if len(found) >= limit:
-            break
-    return found
 
 
 def _extract_one(text: str, role: str) -> tuple[tuple[str, ...], ...]:
     """What one message gives each section, in :data:`SECTIONS` order. A placeholder
     (a tool result ctxcli already replaced) gives nothing: its preview is a fragment
     and its id no fact."""
-    if text.startswith("[ctxcli placeholder "):
+    if _is_placeholder(text):
         return (), (), (), (), ()
     requests: list[str] = []
     found: list[str] = []
@@ -616,7 +191,12 @@ def parse_summary(body: str) -> dict[str, list[str]]:
 
 
 class Extractive:
-    """The default summarizer (see the module docstring). Stateless and thread-safe."""
+    """The default summarizer (see the module docstring). Stateless and thread-safe;
+    :data:`EXTRACTIVE` is the one the others use."""
+
+    concurrency = 1
+    offline = True
+    stats = None
 
     def language_of(self, messages: Sequence[Mapping[str, Any]], *, previous: str | None) -> str:
         """The language (``"en"`` or ``"zh"``) :meth:`summarize` writes its labels in
@@ -671,6 +251,10 @@ class Extractive:
         items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
         lang = language(items["requests"] + texts)  # as :meth:`language_of` says
         return _render(items, LABELS[lang], max_tokens, counter, more=MORE[lang], hidden=hidden)
+
+
+#: The extractive summarizer, shared (the summary stage knows it by identity).
+EXTRACTIVE = Extractive()
 
 
 #: Selection passes: (section, share of the bound it may fill up to). Requests get the

@@ -103,7 +103,7 @@ class LLMStats:
         "completion_tokens",
         "wait_seconds",
     )
-    GAUGES = ("concurrency_max", "concurrency_min", "concurrency_final")
+    GAUGES: tuple[str, ...] = ("concurrency_max", "concurrency_min", "concurrency_final")
 
     def __init__(self, limiter: Limiter | None = None) -> None:
         self._lock = threading.Lock()
@@ -274,6 +274,9 @@ class LLMSummarizer:
             max_retries=0,  # retried here, each attempt through the limiter
             http_client=endpoint.http_client(self.base_url, timeout=self.timeout),
         )
+
+    #: It calls a model: its client and cache are not to be forked into workers.
+    offline = False
 
     def __repr__(self) -> str:
         return f"LLMSummarizer(model={self.model!r}, base_url={_shown(self.base_url)!r})"

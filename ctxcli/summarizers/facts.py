@@ -1,0 +1,268 @@
+"""Fact extraction: identifiers, numbers with units, names, dates, amounts, e-mail
+addresses, URLs, paths and ``key=value`` pairs of JSON, found by pattern; and the
+error lines of tool output."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ctxcli.memo import TextMemo
+from ctxcli.summarizers.text import shorten
+
+NOTE_CHARS = 200
+FACT_CHARS = 60
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
+_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+_UNITS = (
+    r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
+    r"|%|mph|kwh|w|v|°c|°f|c|f)"
+)
+_CJK_UNITS = (
+    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|万|亿|小时|分钟"
+    r"|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
+)
+_STOP = frozenset(
+    "a an and or of to the in on at for by with from is are was were be it its this that "
+    "than then as but not no so if".split()
+)
+#: Words that make no quantity after a number ("1 with", "0199 please"), unlike
+#: "2 eggs" or "4 people".
+_NOT_COUNTED = _STOP | frozenset(
+    "please thanks thank now also just here there what which when where who will would "
+    "can could should have has had do does did you your my our their".split()
+)
+_NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
+
+_PATH_START = r"(?<![\w.@/-])"
+_CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
+#: (pattern, substrings one of which every match contains, or ``None``): they are
+#: looked for first, so a pattern is not run over text it cannot match.
+FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
+    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), ("@",)),  # e-mail
+    (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
+    (
+        re.compile(  # paths: absolute, relative, or a file with an extension
+            rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
+            rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
+        ),
+        ("/",),
+    ),
+    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
+    (
+        re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+    ),  # May 15
+    (
+        re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
+        ("月",),
+    ),  # 6月18日
+    (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
+    (
+        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
+        ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
+    ),  # $1.50
+    (
+        re.compile(
+            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+        ),
+        ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
+    ),
+    (
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+        ),
+        None,
+    ),  # ids, versions (pytest-8.3.2)
+    (
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+        ),
+        None,
+    ),
+    (re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"), None),  # order no.
+    (
+        re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
+        None,
+    ),
+    (re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"), None),
+    (re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"), None),  # 2 eggs, 4 people
+)
+#: The patterns that can match text without a digit (e-mail, URL, path).
+_NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
+#: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
+#: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
+_STRICT_PATTERNS = FACT_PATTERNS[:11]
+_DIGIT = re.compile(r"\d")
+FACT_SCAN_CHARS = 4000
+ERROR_SCAN_CHARS = 20000
+FACTS_PER_MESSAGE = 12
+_SHAPE_DIGITS = re.compile(r"\d+")
+#: Claude Code's wrapper of a failed tool call's result.
+_TOOL_USE_ERROR = re.compile(r"</?tool_use_error>")
+_ERROR_WORDS = (
+    "Error",
+    "Exception",
+    "Traceback",
+    "FAILED",
+    "error:",
+    "fatal:",
+    "panic:",
+    "<tool_use_error>",
+)
+_ERROR_LINE = re.compile(
+    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):"
+    r"|<tool_use_error>).*$",
+    re.MULTILINE,
+)
+#: A line of source code shown by a tool that names an error type without reporting
+#: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
+#: ValueError if ...``, Claude Code's ``85→- error: Error messages``), or code in a
+#: diff or a grep hit (``+ raise KeyError(k)``).
+_CODE_LINE = re.compile(
+    r"^\s*\d+[:|→]"
+    r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
+    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
+    re.IGNORECASE,
+)
+#: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
+#: one after a word that introduces a place or person ("from Austin", "to Oslo") -
+#: a lone capitalised word elsewhere is too often just a word ("Would", "Price").
+_NAME = re.compile(
+    r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
+    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+)
+#: Keys of a state rather than a thing: their values say something only of an item
+#: the summary names (see :func:`json_facts`).
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
+_JSON_KEYS = re.compile(
+    r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
+    r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
+    re.IGNORECASE,
+)
+
+
+def facts(text: str, *, strict: bool = False) -> list[str]:
+    """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
+    ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
+
+    Only the first :data:`FACT_SCAN_CHARS` characters are read: past that, a message is
+    a dump whose facts a summary cannot hold anyway.
+    """
+    text = text[:FACT_SCAN_CHARS]
+    found: list[tuple[int, str]] = []
+    if not _DIGIT.search(text):
+        patterns = _NO_DIGIT_PATTERNS
+    else:
+        patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
+    for pattern, needs in patterns:
+        if needs is None or any(part in text for part in needs):
+            found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
+    if not strict:
+        for m in _NAME.finditer(text):
+            group = 1 if m.group(1) else 2
+            found.append((m.start(group), m.group(group)))
+    found.sort(key=lambda item: (item[0], -len(item[1])))
+    result: list[str] = []
+    end = -1
+    for start, fact in found:
+        if start < end or fact.lower() in _STOP:
+            continue  # inside a longer fact found at an earlier position
+        counted = _NUMBER_WORD.fullmatch(fact)
+        if counted and counted.group(1) in _NOT_COUNTED:
+            continue  # a number and the next word, not a quantity
+        result.append(shorten(fact, FACT_CHARS))
+        end = start + len(fact)
+    return result
+
+
+def json_facts(value: Any, limit: int = 12) -> list[str]:
+    """``key=value`` pairs of a parsed JSON value whose key names an id, name, date,
+    amount, status or the like (at most ``limit``). The status of an item in a list
+    (a to-do list's ``status=pending``, a flight list's ``status=available``) is left
+    out: the item it belongs to is not said, so it tells nothing."""
+    out: list[str] = []
+
+    def walk(node: Any, in_list: bool) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    if in_list and _STATUS_KEY.search(str(key)):
+                        continue
+                    if _JSON_KEYS.search(str(key)) and len(str(item)) <= FACT_CHARS:
+                        out.append(f"{key}={item}")
+                else:
+                    walk(item, in_list)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, True)
+
+    walk(value, False)
+    return out[:limit]
+
+
+def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
+    function_call = message.get("function_call")
+    if function_call is not None and isinstance(function_call, Mapping):
+        calls.append(
+            (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
+        )
+    return calls
+
+
+def _structured_facts(text: str) -> list[str]:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json_facts(orjson.loads(stripped))
+        except orjson.JSONDecodeError:
+            pass
+    return facts(text, strict=True)
+
+
+def _argument_facts_of(arguments: str) -> list[str]:
+    return _structured_facts(arguments)[:FACTS_PER_MESSAGE]
+
+
+#: Facts of tool-call arguments, memoised like :data:`_extract`.
+_argument_facts = TextMemo(
+    _argument_facts_of, size=1 << 15, share_as="argument facts", share_from=0
+)
+
+
+def error_lines(text: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
+    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``, Claude
+    Code's ``<tool_use_error>``), shortened: what an agent learned from its mistakes. A
+    line that ends in a colon ("failed due to the following issue:") takes the next
+    line with it, which says what the error was."""
+    text = text[:ERROR_SCAN_CHARS]
+    if not any(word in text for word in _ERROR_WORDS):
+        return []
+    found: list[str] = []
+    for match in _ERROR_LINE.finditer(text):
+        if _CODE_LINE.match(match.group()):
+            continue  # code that names an error, not an error that happened
+        line = match.group().strip()
+        if line.endswith(":") and not line.startswith("Traceback"):
+            after = text[match.end() + 1 :].partition("\n")[0].strip()
+            if after and not _ERROR_LINE.fullmatch(after):  # else it is listed itself
+                line = f"{line} {after}"
+        line = shorten(_TOOL_USE_ERROR.sub("", line).strip(), NOTE_CHARS)
+        if line not in found:
+            found.append(line)
+        if len(found) >= limit:
+            break
+    return found

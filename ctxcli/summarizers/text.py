@@ -1,0 +1,230 @@
+"""Text utilities the summarizers share: a message's text, sentences, shortening,
+the language of a conversation.
+
+Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
+(no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
+"(4)", "①", "一、", "a)", or a bullet "-", "*", "•", "·", "–", "+") or numbered
+within a line ("1. One-way 2. Economy", counted up from 1), is read item by item:
+its markers are no sentence ends, so "2." alone is never taken for one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+REQUEST_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER = re.compile(r"[^\W\d_]")
+_SPACE = re.compile(r"\s+")
+#: A list marker opening a line: a bullet, or a number or letter with "." or ")"
+#: and a space after it ("1.5 kg" is no item), or a Chinese one ("3、", "（4）", "①",
+#: "一、") that needs no space; a Markdown check box after it goes too.
+_LIST_MARKER = re.compile(
+    r"^\s*(?:[-*•·–+](?=\s)|\d{1,3}[.)）](?=\s|$)|[a-zA-Z][)）](?=\s)|\d{1,3}、"
+    r"|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*(?:\[[ xX]\]\s+)?"
+)
+#: A number that may mark an item within a line: "2. ", "2) ", "2、", not glued to a
+#: word or number before it ("v2. ", "1,2. ").
+_INLINE_MARKER = re.compile(r"(?<![A-Za-z0-9_.,])(\d{1,2})(?:[.)）](?=\s)|、)\s*")
+#: What may come right before the "1" that opens a list within a line.
+_LIST_OPENERS = (":", "：", ".", "!", "?", "。", "！", "？", ";", "；")
+#: Trailing punctuation an item loses when items are joined.
+_ITEM_END = ".;,。；，、 "
+#: An item cut shorter than this says too little: fewer items are kept instead.
+ITEM_MIN_CHARS = 16
+
+
+def language(texts: Iterable[str], sample: int = 1000) -> str:
+    """``"zh"`` when CJK characters are at least a third of the letters in the first
+    ``sample`` characters of ``texts``, else ``"en"``."""
+    text = ""
+    for item in texts:
+        text += item[: sample - len(text)]
+        if len(text) >= sample:
+            break
+    cjk = len(_CJK.findall(text))
+    if not cjk:
+        return "en"
+    return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
+
+
+def _enumeration(line: str) -> tuple[str, list[str]] | None:
+    """``(lead, items)`` of a line that numbers two or more items in it, counting up
+    from 1 ("Answers: 1. One-way 2. Economy"), else ``None``. The "1" opens the line
+    or follows a colon or a sentence end, so "version 2. Then" is no list."""
+    if "1" not in line:
+        return None
+    cuts: list[re.Match[str]] = []
+    for match in _INLINE_MARKER.finditer(line):
+        number = int(match.group(1))
+        if number == len(cuts) + 1:
+            if number == 1:
+                before = line[: match.start()].rstrip()
+                if before and not before.endswith(_LIST_OPENERS):
+                    continue
+            cuts.append(match)
+    if len(cuts) < 2:
+        return None
+    ends = [m.start() for m in cuts[1:]] + [len(line)]
+    items = [line[m.end() : end].strip() for m, end in zip(cuts, ends)]
+    return line[: cuts[0].start()].strip(), [item for item in items if item]
+
+
+def _line_items(line: str) -> tuple[str, list[str]]:
+    """``(prose, items)`` of one line: a line opened by a list marker is one item
+    (or several, numbered within it); else its prose and the items numbered in it."""
+    found = _enumeration(line)
+    if found:
+        return found
+    marker = _LIST_MARKER.match(line)
+    if marker:
+        item = line[marker.end() :].strip()
+        return "", [item] if item else []
+    return line.strip(), []
+
+
+def _blocks(text: str) -> list[tuple[bool, str]]:
+    """``text`` as ``(is_item, text)`` blocks, whitespace collapsed: each list item
+    (with the indented lines under it), and the prose between lists, its lines
+    joined by a space."""
+    blocks: list[tuple[bool, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        prose, items = _line_items(line)
+        if prose and blocks and blocks[-1][0] and not items and line[:1].isspace():
+            blocks[-1] = (True, f"{blocks[-1][1]} {prose}")  # an item's next line
+            continue
+        if prose:
+            if blocks and not blocks[-1][0]:
+                blocks[-1] = (False, f"{blocks[-1][1]} {prose}")
+            else:
+                blocks.append((False, prose))
+        blocks += [(True, item) for item in items]
+    return [(is_item, _SPACE.sub(" ", part).strip()) for is_item, part in blocks]
+
+
+def sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (Latin ``.!?`` + space, CJK ``。！？``, line
+    breaks), list items apart and without their markers (``1.``, ``-``, ``3、``; see
+    the module docstring)."""
+    out = []
+    for line in text.splitlines():
+        prose, items = _line_items(line)
+        for part in (prose, *items):
+            out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", part)) if s.strip()]
+    return out
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (code points), ending in "…"."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its leading whole sentences if any fit,
+    else cut, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for sentence in sentences(text):
+        longer = f"{kept} {sentence}" if kept else sentence
+        if len(longer) > limit:
+            break
+        kept = longer
+    return kept.rstrip(_ITEM_END) or shorten(text, limit)
+
+
+def _join_items(lead: str, items: Sequence[str], tail: str, *, cjk: bool) -> str:
+    """``lead: item; item. tail`` (in Chinese ``lead：item；item。tail``)."""
+    text = ("；" if cjk else "; ").join(items)
+    if lead:
+        colon = "" if lead.endswith(_LIST_OPENERS + (",", "，")) else "：" if cjk else ":"
+        text = lead + colon + ("" if cjk else " ") + text
+    if tail:
+        end = "" if text.endswith(("!", "?", "！", "？", "…")) else "。" if cjk else "."
+        text += end + ("" if cjk else " ") + tail
+    return text
+
+
+def _fair_cuts(pieces: Sequence[str], budget: int) -> list[str]:
+    """``pieces`` within ``budget`` characters in all, each cut by :func:`_cut` to a
+    fair share: the short ones whole, what they leave split evenly among the rest."""
+    out = list(pieces)
+    left = budget
+    by_length = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    for done, i in enumerate(by_length):
+        share = left // (len(pieces) - done)
+        if len(pieces[i]) > share:
+            out[i] = _cut(pieces[i], share)
+        left -= len(out[i])
+    return out
+
+
+def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
+    """A user message in short form, within ``limit`` characters: whole if short,
+    else its first sentence plus its first question.
+
+    A message holding a list (see the module docstring) within its first ``limit``
+    characters gives the text before the list, then the items joined by "; "
+    (Chinese "；"), then what follows. When that is too long, each keeps a fair share
+    of the characters (its leading whole sentences if they fit, else a cut ending in
+    "…"), only the first question of what follows is kept, and when the items are too
+    many for :data:`ITEM_MIN_CHARS` each, the last ones give way to "…".
+    """
+    flat = _SPACE.sub(" ", text).strip()
+    blocks = _blocks(text)
+    first_item = next((i for i, (is_item, _) in enumerate(blocks) if is_item), None)
+    if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
+        if len(flat) <= limit:
+            return flat
+        parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
+        picked = parts[:1]
+        question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
+        if question:
+            picked.append(question)
+        return shorten(" ".join(picked), limit)
+    cjk = language([flat]) == "zh"
+    lead = " ".join(part for _, part in blocks[:first_item])
+    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
+    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
+    whole = _join_items(lead, items, tail, cjk=cjk)
+    if len(whole) <= limit:
+        return whole
+    tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
+    count = len(items)
+    while True:
+        shown = items if count == len(items) else [*items[:count], "…"]
+        pieces = [piece for piece in (lead, *shown, tail) if piece]
+        frame = _join_items(lead and "x", ["x"] * len(shown), tail and "x", cjk=cjk)
+        budget = limit - (len(frame) - len(pieces))  # what the pieces may take
+        if count <= 1 or budget // len(pieces) >= ITEM_MIN_CHARS:
+            break
+        count -= 1
+    cuts = iter(_fair_cuts(pieces, budget))
+    lead = next(cuts) if lead else ""
+    shown = [next(cuts) for _ in shown]
+    tail = next(cuts) if tail else ""
+    return shorten(_join_items(lead, shown, tail, cjk=cjk), limit)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The readable text of a message: its content, text parts joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                value = part.get("text", part.get("value"))
+                if isinstance(value, str):
+                    texts.append(value)
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return ""
