@@ -1,62 +1,62 @@
-"""The offline, deterministic summarizer: picks what later turns depend on.
+"""The offline, deterministic summarizer: ranks what later turns depend on, and keeps
+the longest prefix of that ranking the bound allows.
 
-It keeps, in this order of precedence while the bound allows:
+Each folded message gives **items** (:func:`_items`), each for one section:
 
-1. every user request in short form (its first sentence, and its first question);
-2. the facts, found by pattern in every folded message, tool results and tool-call
-   arguments included: identifiers, numbers with units, names, dates, amounts, e-mail
-   addresses, URLs, paths, and ``key=value`` pairs of JSON results (at most
-   :data:`FACTS_PER_MESSAGE` from one tool result, at most two of one shape);
-3. error lines of tool results, each after the name of its tool (tracebacks, failed
-   tests: what the agent learned, and from which call);
-4. assistant sentences that state a fact (those holding a digit: a number, id, date,
-   amount);
-5. the tools that were called, with counts, in the order of their latest use (they
-   come before the last of the facts and the notes, see :data:`_PASSES`; a cut line
-   keeps the latest).
+- ``requests``: the task (the first user message, in its own words up to
+  :data:`TASK_TOKENS`), then every later user request without its greetings, thanks
+  and filler (:func:`ctxcli.summarizers.text.is_filler`), shortened by dropping its
+  sentences of least content (:func:`ctxcli.summarizers.text.by_content`);
+- ``actions``: every tool call as ``name(identifying arguments) → outcome``
+  (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``);
+- ``errors``: the error lines of observations (tool and function results, and user
+  messages that carry an environment's output after an assistant's action, as
+  SWE-agent logs them), each after its tool's name;
+- ``facts``: what the user typed (:func:`ctxcli.summarizers.facts.facts`), the
+  records of JSON results, each under its own object's label, and the paths, ids and
+  dates of other output;
+- ``notes``: assistant sentences that state a fact (a digit in them).
 
-Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
-(no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
-"(4)", "①", "一、", "a)", or a bullet "-", "*", "•", "·", "–", "+") or numbered
-within a line ("1. One-way 2. Economy", counted up from 1), is read item by item:
-its markers are no sentence ends, so "2." alone is never taken for one. Section
-labels follow the conversation's language: Chinese when CJK characters make up a
-third of its letters.
-
-When the bound cuts the tools line, it says how many calls it leaves out
-(``… and 7 more calls``), so a partial list does not read as all that was done.
-The other sections say nothing: facts, errors and notes are picks by nature, and
-in a tight bound a short request is worth more than a line saying one is missing.
+The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then the
+user's requests and facts, the error lines and the calls that change state; then the
+look-ups; then the records of what the state-changing calls returned (the final state
+of what changed); then the rest. Within a tier the newest come first. An item already
+said (the same text, or a fact inside an item ranked before it) is skipped. The body
+holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
+and neither does a subset of the same messages (an item's rank depends only on its
+own message). The sections are written in :data:`SECTIONS` order, each item in the
+order things happened; labels follow the conversation's language (Chinese when CJK
+characters make up a third of its letters).
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ctxcli.memo import TextMemo
-from ctxcli.model import tool_names
 from ctxcli.stages.placeholder import looks_like as _is_placeholder
+from ctxcli.summarizers import records as rec
 from ctxcli.summarizers.facts import (
     _DIGIT,
-    _SHAPE_DIGITS,
     _TOOL_USE_ERROR,
     FACT_CHARS,
     FACT_PATTERNS,
     FACTS_PER_MESSAGE,
     NOTE_CHARS,
-    _argument_facts,
-    _calls,
-    _structured_facts,
     error_lines,
     facts,
     json_facts,
 )
 from ctxcli.summarizers.text import (
     REQUEST_CHARS,
+    by_content,
+    content,
+    is_filler,
+    joined,
     language,
     message_text,
     sentences,
@@ -86,93 +86,77 @@ __all__ = [
     "shorten",
 ]
 
-SECTIONS = ("requests", "facts", "errors", "notes", "tools")
+SECTIONS = ("requests", "actions", "errors", "facts", "notes")
 LABELS = {
     "en": {
         "requests": "User requests:",
-        "notes": "Assistant notes:",
-        "facts": "Facts:",
+        "actions": "Actions:",
         "errors": "Errors:",
-        "tools": "Tools used:",
+        "facts": "Facts:",
+        "notes": "Assistant notes:",
     },
     "zh": {
         "requests": "用户请求：",
-        "notes": "助手答复要点：",
-        "facts": "关键信息：",
+        "actions": "操作：",
         "errors": "错误：",
-        "tools": "使用的工具：",
+        "facts": "关键信息：",
+        "notes": "助手答复要点：",
     },
 }
-_LABEL_TO_SECTION = {label: key for labels in LABELS.values() for key, label in labels.items()}
-_INLINE = {"facts", "tools"}  # sections written on one line, items joined by "; "
-#: What a cut tools line says it leaves out, by language: (one, many). It counts
-#: calls, so the counts of merged summaries add up exactly.
-MORE = {
-    "en": {"tools": ("… and {} more call", "… and {} more calls")},
-    "zh": {"tools": ("……另有 {} 次调用", "……另有 {} 次调用")},
+#: Labels of earlier versions, read back from a previous summary.
+_OLD_LABELS = {"Tools used:": "actions", "使用的工具：": "actions"}
+_LABEL_TO_SECTION = {
+    **{label: key for labels in LABELS.values() for key, label in labels.items()},
+    **_OLD_LABELS,
 }
-#: Any of :data:`MORE`, read back from a previous summary.
+_INLINE = {"facts", "actions"}  # sections written on one line, items joined by "; "
+#: What an older summary's cut tools line said it left out: no item of its own.
 _MORE_ITEM = re.compile(r"^(?:… and (\d+) more calls?|……另有 (\d+) 次调用)$")
 
+#: The task of an agent run is kept in its own words up to this many tokens.
+TASK_TOKENS = 150
+#: A later request is kept whole up to this many characters, else by content.
+REQUEST_CONTENT_CHARS = 300
+TASK_SENTENCE_CHARS = 240
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 NOTE_MIN_CHARS = 20
-FILL_TRIES = 8
+#: The least room (tokens) the first item that does not fit is cut to.
+MIN_CUT_TOKENS = 6
+NOTES_PER_MESSAGE = 3
+ERRORS_PER_MESSAGE = 8
+#: The tiers of the ranking (see the module docstring), best first.
+TASK, ACTED, LOOKUP, CHANGED, REST = range(5)
+#: How an environment's output logged as a user message looks (SWE-agent).
+_ENV_OUTPUT = re.compile(
+    r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
+    r"^\$ |exit (?:code|status) \d",
+    re.MULTILINE,
+)
 
 
-def _extract_one(text: str, role: str) -> tuple[tuple[str, ...], ...]:
-    """What one message gives each section, in :data:`SECTIONS` order. A placeholder
-    (a tool result ctxcli already replaced) gives nothing: its preview is a fragment
-    and its id no fact."""
-    if _is_placeholder(text):
-        return (), (), (), (), ()
-    requests: list[str] = []
-    found: list[str] = []
-    errors: list[str] = []
-    notes: list[str] = []
-    if role == "user" and text.strip():
-        requests.append(short_request(text))
-    elif role == "assistant" and text.strip():
-        notes = [
-            shorten(s, NOTE_CHARS)
-            for s in sentences(text)
-            if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)
-        ][:3]
-    elif role in ("tool", "function"):
-        found = _structured_facts(text)[:FACTS_PER_MESSAGE]
-        errors = error_lines(text)
-    if role in ("user", "assistant"):
-        found += facts(text)
-    return tuple(requests), tuple(found), tuple(errors), tuple(notes), ()
+@dataclass(frozen=True)
+class Item:
+    """One thing a summary may say: its ``section``, ``text``, ``tier`` (see
+    :data:`TASK`), the ``position`` of its message (``-1``: a previous summary) and its
+    ``order`` within that message."""
 
+    section: str
+    text: str
+    tier: int
+    position: int
+    order: int
+    #: Where it is shown among its message's items (the task's sentences are ranked
+    #: by content but shown in their order).
+    seq: int = 0
 
-@functools.lru_cache(maxsize=65536)
-def _shape(fact: str) -> str:
-    return _SHAPE_DIGITS.sub("#", fact.lower())
-
-
-#: What one message gives each section, memoised: a text seen before in this process
-#: (a repeated prompt or tool result) is read once. Shared with other worker processes
-#: whatever the text's length: reading even a short one with all the patterns costs
-#: about 40 microseconds, several times what passing its result on does.
-_extract = TextMemo(_extract_one, size=1 << 15, share_as="extract", share_from=0)
-
-
-def _thin(found: list[str]) -> list[str]:
-    """Facts without near-repeats: at most 2 of one shape (digits and case aside), so
-    ``helper_1 … helper_40`` in a code dump do not crowd out the rest."""
-    shapes: Counter[str] = Counter()
-    out: dict[str, None] = {}  # ordered, with O(1) membership
-    for fact in found:
-        if fact in out:
-            continue
-        shape = _shape(fact)
-        shapes[shape] += 1
-        if shapes[shape] <= 2:
-            out[fact] = None
-    return list(out)
+    def rank(self) -> tuple[int, int, int]:
+        """Sort key: tier, newest first, then in the message's order."""
+        return self.tier, -self.position, self.order
 
 
 def parse_summary(body: str) -> dict[str, list[str]]:
-    """Read the sections of a summary body this module wrote, in either language."""
+    """Read the sections of a summary body this module wrote, in either language
+    (older bodies' "Tools used:" line as actions)."""
     sections: dict[str, list[str]] = {key: [] for key in SECTIONS}
     current: str | None = None
     for line in body.splitlines():
@@ -182,12 +166,220 @@ def parse_summary(body: str) -> dict[str, list[str]]:
             current = _LABEL_TO_SECTION[label]
             rest = stripped[len(label) :].strip()
             if rest and current in _INLINE:
-                sections[current] += [item for item in rest.split("; ") if item]
+                sections[current] += [i for i in rest.split("; ") if i and not _MORE_ITEM.match(i)]
         elif current and stripped.startswith("- "):
             sections[current].append(stripped[2:])
         elif stripped and current is None:
             sections["notes"].append(stripped)  # a summary from another tool: keep as a note
     return sections
+
+
+def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str]:
+    """What each message is: ``task`` (the first user message, unless ``has_task``),
+    ``user``, ``observation`` (a user message carrying an environment's output right
+    after an assistant's action), ``assistant``, ``result`` (a tool or function result),
+    or ``other``."""
+    kinds: list[str] = []
+    previous = ""
+    for message in messages:
+        role = str(message.get("role"))
+        kind = role if role in ("user", "assistant") else "other"
+        if role in ("tool", "function"):
+            kind = "result"
+        elif (
+            role == "user"
+            and previous == "assistant"
+            and _ENV_OUTPUT.search(message_text(message)[:4000])
+        ):
+            kind = "observation"
+        if kind == "user" and not has_task:
+            kind, has_task = "task", True
+        kinds.append(kind)
+        if role != "system":
+            previous = role
+    return kinds
+
+
+def _task(text: str) -> list[tuple[str, str, int, int]]:
+    """The task's sentences, no filler, of most :func:`content` first, within
+    :data:`TASK_TOKENS` (guessed: 4 characters a token, a CJK character one), each
+    with its place in the message."""
+    said = [s for s in sentences(text) if not is_filler(s)]
+    ranked = sorted(range(len(said)), key=lambda i: (-content(said[i]), i))
+    out: list[tuple[str, str, int, int]] = []
+    left = TASK_TOKENS
+    for i in ranked:
+        sentence = shorten(said[i], TASK_SENTENCE_CHARS)
+        cost = len(_CJK_CHAR.findall(sentence)) + len(_CJK_CHAR.sub("", sentence)) // 4 + 1
+        if cost > left:
+            break
+        left -= cost
+        out.append(("requests", sentence, TASK, i))
+    return out
+
+
+def _items_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
+    """``(section, text, tier, seq)`` of what one message says (see the module
+    docstring), ``seq`` its place among them when shown. A placeholder (a tool result
+    ctxcli already replaced) says nothing."""
+    if _is_placeholder(text) or not text.strip():
+        return ()
+    out: list[tuple[str, str, int]] = []
+    task = _task(text) if kind == "task" else []
+    if kind == "user":
+        request = by_content(text, lambda s: len(s) <= REQUEST_CONTENT_CHARS)
+        if request:
+            out.append(("requests", request, ACTED))
+    if kind in ("task", "user"):
+        out += [("facts", f, ACTED) for f in facts(text)]
+    elif kind in ("result", "observation"):
+        out += [("errors", line, ACTED) for line in error_lines(text, ERRORS_PER_MESSAGE)]
+        value = rec.parse_json(text)
+        if value is not None:
+            out += [("facts", r, REST) for r in rec.records(value, "result")]
+        else:
+            out += [("facts", f, REST) for f in facts(text, strict=True)[:FACTS_PER_MESSAGE]]
+    elif kind == "assistant":
+        notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
+        out += [("notes", shorten(s, NOTE_CHARS), REST) for s in notes[:NOTES_PER_MESSAGE]]
+        out += [("facts", f, REST) for f in facts(text)]
+    start = len(task)
+    return (*task, *((a, b, c, start + i) for i, (a, b, c) in enumerate(out)))
+
+
+#: What one message says, memoised: a text seen before in this process (a repeated
+#: prompt or tool result) is read once, and shared with other worker processes.
+_extract = TextMemo(_items_of, size=1 << 15, share_as="extract", share_from=0)
+#: The identifying arguments of a call, memoised the same way.
+_arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", share_from=0)
+
+
+def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
+    """``(name, arguments, call id)`` of each call an assistant message makes."""
+    calls: list[tuple[str, str, str | None]] = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            arguments = function.get("arguments")
+            calls.append((str(function.get("name", "?")), _string(arguments), _id(call.get("id"))))
+    function_call = message.get("function_call")
+    if isinstance(function_call, Mapping):
+        arguments = function_call.get("arguments")
+        calls.append((str(function_call.get("name", "?")), _string(arguments), None))
+    return calls
+
+
+def _string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    import orjson
+
+    return orjson.dumps(value).decode()
+
+
+def _id(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _actions(messages: Sequence[Mapping[str, Any]], texts: Sequence[str]) -> list[Item]:
+    """One item per distinct call, at the place of its last use, with its outcome
+    from its result (by call id, else the next result without one)."""
+    by_id: dict[str, int] = {}
+    loose: list[int] = []
+    for i, message in enumerate(messages):
+        if str(message.get("role")) in ("tool", "function"):
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, str) and call_id not in by_id:
+                by_id[call_id] = i
+            else:
+                loose.append(i)
+    made: list[tuple[str, int, str]] = []  # (action, position, name)
+    for i, message in enumerate(messages):
+        for name, arguments, call_id in _calls(message):
+            at = by_id.get(call_id) if call_id else None
+            if at is None:
+                at = next((j for j in loose if j > i), None)
+            result = texts[at] if at is not None else None
+            failed = at is not None and messages[at].get("is_error") is True
+            text = f"{name}({_arguments(arguments)}) → {rec.outcome(result, failed=failed)}"
+            made.append((text, i, name))
+    where = {text: (i, name) for text, i, name in made}
+    out = []
+    for order, (text, count) in enumerate(rec.collapse([t for t, _, _ in made])):
+        position, name = where[text]
+        if count > 1:
+            head, arrow, tail = text.partition(") → ")
+            text = f"{head}) ×{count}{arrow[1:]}{tail}"
+        failed = not text.endswith(("→ ok", "→ ?"))
+        tier = ACTED if failed or rec.changes_state(name) else LOOKUP
+        out.append(Item("actions", text, tier, position, order, order))
+    return out
+
+
+def _result_tiers(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
+    """Positions of the results of calls that change state, with their call's name
+    (their records are the final state of what changed); other results: their name."""
+    names: dict[str, str] = {}
+    out: dict[int, str] = {}
+    last = ""
+    for i, message in enumerate(messages):
+        for name, _, call_id in _calls(message):
+            last = name
+            if call_id:
+                names[call_id] = name
+        if str(message.get("role")) in ("tool", "function"):
+            call_id = message.get("tool_call_id")
+            own = message.get("name")
+            if isinstance(own, str) and own:
+                out[i] = own
+            else:
+                out[i] = names.get(call_id, last) if isinstance(call_id, str) else last
+    return out
+
+
+def _message_items(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+) -> list[Item]:
+    """The items of every message (see the module docstring) and of their calls."""
+    results = _result_tiers(messages)
+    items: list[Item] = []
+    for i, (text, kind) in enumerate(zip(texts, kinds)):
+        name = results.get(i, "")
+        for order, (section, said, tier, seq) in enumerate(_extract(text, kind)):
+            if section == "errors" and name:
+                said = f"{name}: {said}"
+            if section == "facts" and tier == REST and name and rec.changes_state(name):
+                tier = CHANGED
+            if section == "facts" and name and said.startswith("result"):
+                said = name + said[len("result") :]
+            items.append(Item(section, said, tier, i, order, seq))
+        failed = kind == "result" and messages[i].get("is_error") is True
+        if failed and not any(t[0] == "errors" for t in _extract(text, kind)):
+            first = _TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip()
+            line = shorten(first, NOTE_CHARS)
+            said = f"{name}: {line}" if name else line
+            items.append(Item("errors", said, ACTED, i, 99, 99))
+    return items + _actions(messages, texts)
+
+
+def _previous_items(previous: str | None) -> list[Item]:
+    """The items of an earlier summary, older than every message: its first request
+    the task."""
+    if not previous:
+        return []
+    items = []
+    tiers = {"requests": ACTED, "errors": ACTED, "facts": CHANGED, "notes": REST}
+    for section, said in parse_summary(previous).items():
+        for order, text in enumerate(said):
+            tier = tiers.get(section, LOOKUP)
+            if section == "requests" and order == 0:
+                tier = TASK
+            if section == "actions":
+                tier = ACTED if rec.changes_state(text.partition("(")[0]) else LOOKUP
+            items.append(Item(section, text, tier, -1, order, order))
+    return items
 
 
 class Extractive:
@@ -202,11 +394,18 @@ class Extractive:
         """The language (``"en"`` or ``"zh"``) :meth:`summarize` writes its labels in
         for the same arguments: that of the requests (the previous summary's, then the
         messages'), then of the messages' text. Cheap: extraction is memoised."""
-        requests = parse_summary(previous)["requests"] if previous else []
+        return self._read(messages, previous)[1]
+
+    def _read(
+        self, messages: Sequence[Mapping[str, Any]], previous: str | None
+    ) -> tuple[list[Item], str]:
+        earlier = _previous_items(previous)
         texts = [message_text(message) for message in messages]
-        for message, text in zip(messages, texts):
-            requests += _extract(text, str(message.get("role")))[0]
-        return language(requests + texts)
+        has_task = any(item.tier == TASK for item in earlier)
+        kinds = _kinds(messages, has_task=has_task)
+        items = earlier + _message_items(messages, texts, kinds)
+        requests = [item.text for item in items if item.section == "requests"]
+        return items, language(requests + texts)
 
     def summarize(
         self,
@@ -217,203 +416,109 @@ class Extractive:
         counter: TokenCounter,
     ) -> str:
         """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
-        tokens (as counted by ``counter``). Never raises for odd content."""
-        items = parse_summary(previous) if previous else {key: [] for key in SECTIONS}
-        hidden: Counter[str] = Counter()  # what a previous summary said it left out
-        for key in MORE["en"]:
-            for item in list(items[key]):
-                match = _MORE_ITEM.match(item)
-                if match:
-                    items[key].remove(item)
-                    hidden[key] += int(match.group(1) or match.group(2))
-        tools: Counter[str] = Counter()
-        for item in items["tools"]:
-            name, _, times = item.rpartition(" ×")
-            tools[name or item] += int(times) if times.isdigit() else 1
-        texts = []
-        names = tool_names(messages)
-        for i, message in enumerate(messages):
-            role = str(message.get("role"))
-            text = message_text(message)
-            texts.append(text)
-            for key, found in zip(SECTIONS, _extract(text, role)):
-                if key == "errors" and not found and message.get("is_error") is True:
-                    # The result says it failed (Anthropic's flag), in words of its own.
-                    first = text.strip().partition("\n")[0]
-                    found = (shorten(_TOOL_USE_ERROR.sub("", first).strip(), NOTE_CHARS),)
-                if key == "errors" and names.get(i):
-                    found = tuple(f"{names[i]}: {line}" for line in found)  # which call failed
-                items[key] += found
-            for name, arguments in _calls(message):
-                tools[name] = tools.pop(name, 0) + 1  # in the order of their latest use
-                items["facts"] += _argument_facts(arguments)
-        items["facts"] = _thin(items["facts"])
-        items["tools"] = [f"{name} ×{n}" if n > 1 else name for name, n in tools.items()]
-        lang = language(items["requests"] + texts)  # as :meth:`language_of` says
-        return _render(items, LABELS[lang], max_tokens, counter, more=MORE[lang], hidden=hidden)
+        tokens (as counted by ``counter``): the longest prefix of the ranking that fits
+        (see the module docstring). Never raises for odd content."""
+        items, lang = self._read(messages, previous)
+        return _render(_rank(items), LABELS[lang], max_tokens, counter)
 
 
 #: The extractive summarizer, shared (the summary stage knows it by identity).
 EXTRACTIVE = Extractive()
 
 
-#: Selection passes: (section, share of the bound it may fill up to). Requests get the
-#: first 60% (the task and the latest first, see :func:`_order`), so the facts are not
-#: crowded out, but the task, the first request, may take the whole bound: a summary
-#: too small for it and any fact says what was asked, not what was found. Then the
-#: rest, by precedence, save that the tools line comes before the last of the facts and
-#: the notes: it is short and the only word on what was done, and last it was left a
-#: token or two (one tool of six shown), or none once it has to say what it leaves out.
-_PASSES = (
-    ("requests", 0.6),
-    ("facts", 0.9),
-    ("errors", 1.0),
-    ("requests", 1.0),
-    ("tools", 1.0),
-    ("facts", 1.0),
-    ("notes", 1.0),
-)
+def _rank(items: Sequence[Item]) -> list[Item]:
+    """``items`` best first (:meth:`Item.rank`), each text once, and without the short
+    facts an item ranked before them already says."""
+    out: list[Item] = []
+    seen: set[str] = set()
+    said = ""  # what was said so far, one item a line
+    for item in sorted(items, key=Item.rank):
+        if item.text in seen:
+            continue
+        short = item.section == "facts" and len(item.text) <= FACT_CHARS
+        if short and item.text in said:
+            continue
+        seen.add(item.text)
+        said += item.text + "\n"
+        out.append(item)
+    return out
 
 
 def _render(
-    items: Mapping[str, list[str]],
-    labels: Mapping[str, str],
-    max_tokens: int,
-    counter: TokenCounter,
-    *,
-    more: Mapping[str, tuple[str, str]] | None = None,
-    hidden: Mapping[str, int] | None = None,
+    ranked: Sequence[Item], labels: Mapping[str, str], max_tokens: int, counter: TokenCounter
 ) -> str:
-    """Greedily fit items within ``max_tokens`` tokens, pass by pass (:data:`_PASSES`);
-    each section keeps its items in their original order. A section in ``more`` that
-    shows some items but not all says how many it leaves out (plus ``hidden[key]``,
-    left out by a previous summary): its cost is held as soon as the section is known
-    to be cut, and the exact checks at the end measure it with the rest."""
-    more = more or {}
-    hidden = hidden or {}
-    picked: dict[str, set[int]] = {key: set() for key in SECTIONS}
-    seen: set[str] = set()
-    written = ""  # what was picked so far, to skip facts already said
+    """The longest prefix of ``ranked`` whose body fits ``max_tokens`` tokens, written
+    out (:func:`_text`): items are costed one by one with their separator (and their
+    section's label with the first); the first that does not fit is cut to the room
+    left (when :data:`MIN_CUT_TOKENS` or more), so a larger bound shows more of it.
+    The joined text is measured at the end."""
+    picked: list[Item] = []
+    sections: set[str] = set()
     used = 0
-    costs: dict[tuple[str, int], int] = {}  # an item's cost with its separator, once
-    # The cost of saying what a section leaves out, held while it is cut.
-    reserve = {
-        key: counter.text(("; " if key in _INLINE else "\n- ") + forms[1].format(9999))
-        for key, forms in more.items()
-    }
-    held: dict[str, int] = {}
-    for key, share in _PASSES:
-        section = items[key]
-        if len(picked[key]) == len(section):
-            continue  # every item of this section is in
-        limit = max_tokens * share
-        separator = "; " if key in _INLINE else "\n- "
-        order = [i for i in _order(key, len(section)) if i not in picked[key]]
-        left = 0  # what the rest of this section costs: needed only to hold a "more"
-        if key in reserve:
-            for i in order:
-                if (key, i) not in costs:
-                    costs[key, i] = counter.text(separator + section[i])
-            left = sum(costs[key, i] for i in order)
-        for i in order:
-            item = section[i]
-            if item in seen or (key == "facts" and item in written):
-                left -= costs.get((key, i), 0)
-                continue  # already said, in this or another section
-            cost = costs.get((key, i))
-            if cost is None:
-                cost = costs[key, i] = counter.text(separator + item)
-            if not picked[key]:
-                cost += counter.text(labels[key]) + 1
-            others = sum(held.values()) - held.get(key, 0)
-            hold = held.get(key, 0)
-            if key in reserve and not hold and (hidden.get(key) or used + others + left > limit):
-                hold = reserve[key]  # not all of it fits: saying so is paid for once
-            task = key == "requests" and i == 0
-            if used + others + cost + hold > (max_tokens if task else limit):
-                continue
-            picked[key].add(i)
-            seen.add(item)
-            written += "\n" + item
-            used += cost
-            left -= costs[key, i]
-            held[key] = hold if left > 0 or hidden.get(key) else 0
-    # The estimate above sums parts, which overcounts their join a little: offer what
-    # was left out once more, measuring the joined text exactly (a few tries at most).
-    tries = 0
-    room = max_tokens - counter.text(_text(items, picked, labels, more, hidden))
-    for key, _ in _PASSES:
-        for i in _order(key, len(items[key])):
-            if i in picked[key] or items[key][i] in seen or tries >= FILL_TRIES:
-                continue
-            if counter.text(items[key][i]) > room:
-                continue  # cannot fit, whatever the join saves
-            tries += 1
-            picked[key].add(i)
-            size = counter.text(_text(items, picked, labels, more, hidden))
-            if size <= max_tokens:
-                seen.add(items[key][i])
-                room = max_tokens - size
-            else:
-                picked[key].discard(i)
-    text = _text(items, picked, labels, more, hidden)
-    while text and counter.text(text) > max_tokens:
-        # Counts of parts can undercount their join by a token here and there.
-        key = next(k for k in reversed(SECTIONS) if picked[k])
-        picked[key].discard(max(picked[key]))
-        text = _text(items, picked, labels, more, hidden)
+    for item in ranked:
+        frame = _frame(item, picked, sections, labels, counter)
+        cost = frame + counter.text(item.text)
+        if used + cost > max_tokens:
+            room = max_tokens - used - frame
+            text = _cut_to(item.text, room, counter) if room >= MIN_CUT_TOKENS else ""
+            if text:
+                picked.append(dataclasses.replace(item, text=text))
+            break
+        picked.append(item)
+        sections.add(item.section)
+        used += cost
+    text = _text(picked, labels)
+    while picked and counter.text(text) > max_tokens:
+        picked.pop()  # counts of parts can undercount their join by a token or two
+        text = _text(picked, labels)
     return text
 
 
-def _text(
-    items: Mapping[str, list[str]],
-    picked: Mapping[str, set[int]],
+def _frame(
+    item: Item,
+    picked: Sequence[Item],
+    sections: set[str],
     labels: Mapping[str, str],
-    more: Mapping[str, tuple[str, str]],
-    hidden: Mapping[str, int],
-) -> str:
-    """The body showing the ``picked`` items; a section in ``more`` that shows some
-    but not all of its items ends by saying how many calls it leaves out."""
-    chosen = {key: [items[key][i] for i in sorted(picked[key])] for key in SECTIONS}
-    for key, forms in more.items():
-        if not chosen[key]:
-            continue  # no line, so no claim to be the whole
-        count = hidden.get(key, 0)
-        count += sum(
-            _weight(key, items[key][i]) for i in range(len(items[key])) if i not in picked[key]
-        )
-        if count:
-            chosen[key].append(forms[count > 1].format(count))
-    return _join(chosen, labels)
+    counter: TokenCounter,
+) -> int:
+    """Tokens ``item`` adds to the body beside its text: its separator, and with the
+    first of its section the label (and the line break before it)."""
+    inline = item.section in _INLINE
+    if item.section not in sections:
+        return counter.text(labels[item.section] + (" " if inline else "\n- ")) + bool(picked)
+    if item.tier == TASK and any(p.tier == TASK for p in picked):
+        return counter.text(" ")
+    return counter.text("; " if inline else "\n- ")
 
 
-def _weight(key: str, item: str) -> int:
-    """How many calls an item stands for: ``n`` for a tool ``name ×n``, else 1."""
-    times = item.rpartition(" ×")[2] if key == "tools" else ""
-    return int(times) if times.isdigit() else 1
+def _cut_to(text: str, tokens: int, counter: TokenCounter) -> str:
+    """The longest :func:`shorten` of ``text`` within ``tokens`` tokens (``""`` if
+    none), found by bisection on characters."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter.text(shorten(text, middle)) <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return shorten(text, low) if low > 1 else ""
 
 
-def _order(key: str, count: int) -> list[int]:
-    """In which order a section's items are offered (they are shown in their own order
-    whatever it is): requests the first one (the task) and then newest first, as later
-    turns depend most on the latest; tools the newest first, as the calls that changed
-    things (a booking, an edit) tend to come after the look-ups; the rest as they
-    came."""
-    if key == "tools":
-        return list(range(count - 1, -1, -1))
-    if key != "requests" or count < 2:
-        return list(range(count))
-    return [0, *range(count - 1, 0, -1)]
-
-
-def _join(chosen: Mapping[str, list[str]], labels: Mapping[str, str]) -> str:
+def _text(picked: Sequence[Item], labels: Mapping[str, str]) -> str:
+    """The body of the ``picked`` items: each section under its label, its items in
+    the order things happened, the task's sentences on one line."""
     lines = []
     for key in SECTIONS:
-        if not chosen[key]:
+        chosen = sorted((i for i in picked if i.section == key), key=lambda i: (i.position, i.seq))
+        if not chosen:
             continue
+        texts = [i.text for i in chosen if i.tier != TASK]
+        task = [i.text for i in chosen if i.tier == TASK]
+        if task:
+            texts.insert(0, joined(task))
         if key in _INLINE:
-            lines.append(f"{labels[key]} {'; '.join(chosen[key])}")
+            lines.append(f"{labels[key]} {'; '.join(texts)}")
         else:
             lines.append(labels[key])
-            lines += [f"- {item}" for item in chosen[key]]
+            lines += [f"- {text}" for text in texts]
     return "\n".join(lines)

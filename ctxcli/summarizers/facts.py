@@ -43,8 +43,42 @@ _PATH_START = r"(?<![\w.@/-])"
 _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
 #: (pattern, substrings one of which every match contains, or ``None``): they are
 #: looked for first, so a pattern is not run over text it cannot match.
+_CJK_CURRENCY = r"(?:元|块|美元|欧元)"
+_RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
+#: A range, whole: ``$20-$30``, ``50-100元``, ``1小时-2小时``, ``3 到 5 天``, ``10-20 kg``.
+_RANGE = re.compile(
+    r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
+    rf"|\d+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
+    rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
+    rf"|{_NOT_ALNUM_BEFORE}\d+(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
+)
+#: A street address: Chinese with its district and street (``北京市朝阳区建国路277号``),
+#: or English (``975 Sunset Drive``).
+_ADDRESS = re.compile(
+    r"(?:[\u4e00-\u9fff]{1,6}?(?:省|市|区|县|镇))*[\u4e00-\u9fff]{1,8}?(?:路|街|道|巷|大道|胡同)"
+    r"\d+(?:-\d+)?号(?:\d+(?:室|楼|栋|单元))*"
+    r"|\b\d{1,5} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane"
+    r"|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl)\b"
+)
+_PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w")
+#: What ends the clause before a phone number or an e-mail address; the words that
+#: may stand between its owner and it.
+_CLAUSE_END = re.compile(r".*[，。,;；!?！？\n:：]")
+_OWNER_GLUE = re.compile(
+    r"(?:\s|[（(：:]|是|为|的电话|电话|手机|邮箱|\b(?:at|is|email|e-mail|phone|number|or|and)\b)+$"
+)
+#: Who an English phone number or address belongs to: the capitalised words (a name)
+#: or the possessive that end its clause.
+_OWNER_EN = re.compile(r"(?:\b[A-Z][a-z]+(?: [A-Z][a-z]+)*|\b(?:my|his|her|their|our|your))$")
+#: Words of a request that open an address match but are not part of it.
+_ADDRESS_LEAD = re.compile(r"^(?:寄到|送到|发到|运到|寄往|送往|地址是|地址为|住在|在|到)")
+#: What follows a number that is part of a name (``7天连锁酒店``), not a quantity.
+_NAME_AFTER = re.compile(
+    r"[\u4e00-\u9fff]{0,3}(?:连锁|酒店|宾馆|旅馆|公司|集团|商城|超市|药房|便利店)"
+)
 FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
-    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w"), ("@",)),  # e-mail
+    (_EMAIL, ("@",)),
     (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
     (
         re.compile(  # paths: absolute, relative, or a file with an extension
@@ -54,6 +88,8 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
         ("/",),
     ),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
+    (_ADDRESS, None),
+    (_RANGE, None),
     (
         re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),
         ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
@@ -62,7 +98,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
         re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
         ("月",),
     ),  # 6月18日
-    (re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?![\d])"), None),  # phone numbers
+    (_PHONE, None),
     (
         re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
         ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
@@ -97,8 +133,9 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
 #: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:11]
+_STRICT_PATTERNS = FACT_PATTERNS[:13]
 _DIGIT = re.compile(r"\d")
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
 ERROR_SCAN_CHARS = 20000
 FACTS_PER_MESSAGE = 12
@@ -114,10 +151,13 @@ _ERROR_WORDS = (
     "fatal:",
     "panic:",
     "<tool_use_error>",
+    "command not found",
+    "No such file",
+    "Permission denied",
 )
 _ERROR_LINE = re.compile(
     r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):"
-    r"|<tool_use_error>).*$",
+    r"|<tool_use_error>|command not found|No such file or directory|Permission denied).*$",
     re.MULTILINE,
 )
 #: A line of source code shown by a tool that names an error type without reporting
@@ -151,10 +191,36 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
     ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
 
-    Only the first :data:`FACT_SCAN_CHARS` characters are read: past that, a message is
-    a dump whose facts a summary cannot hold anyway.
+    A range is one fact, whole (``50-100元``, ``$20-$30``, ``1小时-2小时``); a street
+    address keeps its street (``建国路277号``); a number inside a name (``7天连锁酒店``)
+    is no quantity; a phone number or an e-mail address keeps the words before it that
+    say whose it is (``快递员张师傅 138-0000-1234``). Only the first
+    :data:`FACT_SCAN_CHARS` characters are read: past that, a message is a dump whose
+    facts a summary cannot hold anyway.
     """
     text = text[:FACT_SCAN_CHARS]
+    result: list[str] = []
+    end = -1
+    for start, fact in _matches(text, strict):
+        if start < end or fact.lower() in _STOP:
+            continue  # inside a longer fact found at an earlier position
+        counted = _NUMBER_WORD.fullmatch(fact)
+        if counted and counted.group(1) in _NOT_COUNTED:
+            continue  # a number and the next word, not a quantity
+        end = start + len(fact)
+        if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
+            continue  # a name holding a number: 7天连锁酒店
+        if _PHONE.fullmatch(fact) or _EMAIL.fullmatch(fact):
+            fact = _owned(text, start, fact)
+        elif _ADDRESS.fullmatch(fact):
+            fact = _ADDRESS_LEAD.sub("", fact)
+        result.append(shorten(fact, FACT_CHARS))
+    return result
+
+
+def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
+    """``(start, match)`` of every fact pattern (and name) in ``text``, by position
+    and the longest first."""
     found: list[tuple[int, str]] = []
     if not _DIGIT.search(text):
         patterns = _NO_DIGIT_PATTERNS
@@ -168,17 +234,21 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             group = 1 if m.group(1) else 2
             found.append((m.start(group), m.group(group)))
     found.sort(key=lambda item: (item[0], -len(item[1])))
-    result: list[str] = []
-    end = -1
-    for start, fact in found:
-        if start < end or fact.lower() in _STOP:
-            continue  # inside a longer fact found at an earlier position
-        counted = _NUMBER_WORD.fullmatch(fact)
-        if counted and counted.group(1) in _NOT_COUNTED:
-            continue  # a number and the next word, not a quantity
-        result.append(shorten(fact, FACT_CHARS))
-        end = start + len(fact)
-    return result
+    return found
+
+
+def _owned(text: str, start: int, fact: str) -> str:
+    """``fact`` (a phone number or e-mail address at ``start``) after the words that
+    say whose it is: the end of its clause, at most 8 CJK characters or 3 words."""
+    before = text[max(0, start - 40) : start]
+    clause = _CLAUSE_END.sub("", before.replace("\n", "。"))
+    clause = _OWNER_GLUE.sub("", clause).strip()
+    if not clause:
+        return fact
+    if _CJK_CHAR.search(clause[-1]):
+        return f"{clause[-6:]} {fact}"
+    owner = _OWNER_EN.search(clause)
+    return f"{owner.group()} {fact}" if owner else fact
 
 
 def json_facts(value: Any, limit: int = 12) -> list[str]:

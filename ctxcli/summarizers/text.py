@@ -11,7 +11,7 @@ its markers are no sentence ends, so "2." alone is never taken for one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 REQUEST_CHARS = 160
@@ -228,3 +228,90 @@ def message_text(message: Mapping[str, Any]) -> str:
                 texts.append(part)
         return "\n".join(texts)
     return ""
+
+
+#: Words that carry no request: greetings, thanks, assent and filler. A sentence of
+#: these alone (and :data:`_STOP_WORDS`) is no request ("Hi! Can you help me with
+#: this?", "Thanks! I'll definitely be in touch.").
+FILLER_WORDS = frozenset(
+    "hi hello hey dear thanks thank thankyou you so much very lot great ok okay sure yes "
+    "yeah yep no nope perfect bye goodbye please that's thats that all have nice good day "
+    "i i'm im i'll ill definitely be in touch appreciate it can could would will help me "
+    "with this awesome got sounds sound alright cool morning afternoon evening there for "
+    "your assistance the wonderful again need like do fine welcome cheers excellent "
+    "understood right oh ah um well just wanted wondering if you're hoping assist sir "
+    "madam is was everything much appreciated looking forward hear soon today again".split()
+)
+_STOP_WORDS = frozenset("a an and or of to the in on at for by is are it this that".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*|\d+|[\u3400-\u9fff]")
+_CJK_FILLER = re.compile(
+    r"^(?:你好|您好|谢谢你|谢谢您|谢谢|好的|嗯+|没问题|再见|不客气|感谢|非常感谢|麻烦了|辛苦了"
+    r"|好|行|对|是的|可以|[，。！？!?,.\s~～、])+$"
+)
+
+
+def is_filler(sentence: str) -> bool:
+    """True when ``sentence`` is a greeting, thanks or filler alone (see
+    :data:`FILLER_WORDS`), in English or Chinese."""
+    if _CJK.search(sentence):
+        return bool(_CJK_FILLER.match(sentence.strip()))
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    return all(w in FILLER_WORDS or w in _STOP_WORDS for w in words)
+
+
+def content(sentence: str) -> int:
+    """How much ``sentence`` says: its words that are not filler, a word holding a
+    digit counting thrice (an id, an amount, a date)."""
+    score = 0
+    for word in _WORD.findall(sentence):
+        lower = word.lower()
+        if lower in FILLER_WORDS or lower in _STOP_WORDS:
+            continue
+        score += 3 if word[:1].isdigit() else 1
+    return score
+
+
+def by_content(text: str, fits: Callable[[str], bool]) -> str:
+    """``text`` without its filler sentences, and while it does not ``fits``, without
+    its sentences of least :func:`content` too (those kept stay in their order,
+    :func:`joined`). What ``fits`` a smaller bound is kept in a larger one: sentences
+    go in one fixed order. ``""`` when no sentence is left or even the one of most
+    content does not fit (cut to fit then, ending in "…", if it can)."""
+    kept = [s for s in sentences(text) if not is_filler(s)]
+    if not kept:
+        return ""
+    whole = joined(kept)
+    if fits(whole):
+        return whole
+    ranked = sorted(range(len(kept)), key=lambda i: (-content(kept[i]), i))
+    chosen: list[int] = []
+    for i in ranked:
+        trial = sorted([*chosen, i])
+        if not fits(joined([kept[j] for j in trial])):
+            break
+        chosen = trial
+    if chosen:
+        return joined([kept[j] for j in chosen])
+    first = kept[ranked[0]]
+    for size in range(len(first) - 1, 8, -max(1, len(first) // 8)):
+        if fits(shorten(first, size)):
+            return shorten(first, size)
+    return ""
+
+
+_ENDED = (".", "!", "?", "。", "！", "？", "…", ";", "；", ":", "：")
+
+
+def joined(parts: Sequence[str]) -> str:
+    """Sentences or list items as one text: after a sentence end a space (none in
+    Chinese), else ``"; "`` (``"；"``), so list items stay apart."""
+    out = ""
+    for part in parts:
+        if out:
+            cjk = bool(_CJK.search(out[-1:] + part[:1]))
+            if out.endswith(_ENDED):
+                out += "" if cjk else " "
+            else:
+                out += "；" if cjk else "; "
+        out += part
+    return out
