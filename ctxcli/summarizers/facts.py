@@ -18,7 +18,7 @@ FACT_CHARS = 60
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
-_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _UNITS = (
     r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
     r"|%|mph|kwh|w|v|°c|°f|c|f)"
@@ -57,7 +57,9 @@ _RANGE = re.compile(
 _ADDRESS = re.compile(
     r"(?:[\u4e00-\u9fff]{1,6}?(?:省|市|区|县|镇))*[\u4e00-\u9fff]{1,8}?(?:路|街|道|巷|大道|胡同)"
     r"\d+(?:-\d+)?号(?:\d+(?:室|楼|栋|单元))*"
-    r"|\b\d{1,5} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane"
+)
+_STREET = re.compile(
+    r"\d{1,5} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane"
     r"|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl)\b"
 )
 _PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
@@ -77,7 +79,11 @@ _ADDRESS_LEAD = re.compile(r"^(?:寄到|送到|发到|运到|寄往|送往|地�
 _NAME_AFTER = re.compile(
     r"[\u4e00-\u9fff]{0,3}(?:连锁|酒店|宾馆|旅馆|公司|集团|商城|超市|药房|便利店)"
 )
-FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
+#: What a pattern needs in a text before it is run: substrings one of which every
+#: match contains, or a pattern that opens with a digit (so it is quick to search
+#: for) and that every text with a match holds; ``None``: nothing.
+Needs = tuple[str, ...] | re.Pattern[str] | None
+FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (_EMAIL, ("@",)),
     (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
     (
@@ -88,17 +94,20 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
         ("/",),
     ),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
-    (_ADDRESS, None),
-    (_RANGE, None),
+    (_ADDRESS, re.compile(r"\d号")),
+    (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
+    (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d")),
     (
-        re.compile(rf"{_NOT_ALNUM_BEFORE}{_MONTHS} \d{{1,2}}(?:, \d{{4}})?"),
+        # The month first and its boundary after it: a pattern that opens with a
+        # literal is searched for quickly.
+        re.compile(rf"{_MONTHS}(?<![A-Za-z0-9_]\w{{3}})[a-z]*\.? \d{{1,2}}(?:, \d{{4}})?"),
         ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
     ),  # May 15
     (
         re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
         ("月",),
     ),  # 6月18日
-    (_PHONE, None),
+    (_PHONE, re.compile(r"\d(?:[ -]\d{3}|\d{10})")),
     (
         re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
         ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
@@ -121,19 +130,22 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...] | None], ...] = (
         ),
         None,
     ),
-    (re.compile(rf"#\d+|{_NOT_ALNUM_BEFORE}\d{{4,}}{_NOT_ALNUM_AFTER}"), None),  # order no.
+    (re.compile(r"#\d+"), ("#",)),  # order no.
+    (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
-        re.compile(rf"\d+(?:\.\d+)? ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z])", re.IGNORECASE),
+        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people
+        re.compile(
+            rf"\d+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
+            rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
+        ),
         None,
     ),
-    (re.compile(rf"\d+(?:\.\d+)? ?{_CJK_UNITS}"), None),
-    (re.compile(r"\d+(?:\.\d+)? [a-z]{3,12}(?![A-Za-z])"), None),  # 2 eggs, 4 people
 )
 #: The patterns that can match text without a digit (e-mail, URL, path).
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
 #: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:13]
+_STRICT_PATTERNS = FACT_PATTERNS[:14]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
@@ -212,7 +224,7 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             continue  # a name holding a number: 7天连锁酒店
         if _PHONE.fullmatch(fact) or _EMAIL.fullmatch(fact):
             fact = _owned(text, start, fact)
-        elif _ADDRESS.fullmatch(fact):
+        elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
             fact = _ADDRESS_LEAD.sub("", fact)
         result.append(shorten(fact, FACT_CHARS))
     return result
@@ -227,7 +239,9 @@ def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
     else:
         patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
     for pattern, needs in patterns:
-        if needs is None or any(part in text for part in needs):
+        if needs is None or (
+            needs.search(text) if isinstance(needs, re.Pattern) else any(p in text for p in needs)
+        ):
             found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:
         for m in _NAME.finditer(text):

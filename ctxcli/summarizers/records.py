@@ -22,6 +22,8 @@ from ctxcli.summarizers.text import shorten
 RECORD_CHARS = 200
 ACTION_ARGUMENT_CHARS = 160
 ARGUMENT_CHARS = 60
+#: A result this short (characters, one line, not JSON) is shown as the outcome.
+SHORT_RESULT_CHARS = 40
 #: The most records one tool result gives.
 RECORDS_PER_RESULT = 24
 #: Keys whose value names the object they are in (``reservation_id``, ``flight_number``).
@@ -35,6 +37,8 @@ _LOOKUP = re.compile(
     re.IGNORECASE,
 )
 _SPACE = re.compile(r"\s+")
+#: An outcome that reports a failure (see :func:`outcome`).
+ERROR_OUTCOME = re.compile(r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found")
 
 
 def changes_state(name: str) -> bool:
@@ -84,6 +88,8 @@ def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
     for key, item in value.items():
         if key == id_key or (key == "destination" and route):
             continue
+        if isinstance(item, str) and item and item in label:
+            continue  # said by the label: credit_card of credit_card_4421486
         if _scalar(item):
             values.append(route if key == "origin" and route else _shown(str(key), item))
         elif isinstance(item, (Mapping, list)) and item:
@@ -172,17 +178,23 @@ def _leaves(value: Any) -> Iterator[str]:
         yield shorten(_SPACE.sub(" ", str(value)), ARGUMENT_CHARS)
 
 
-def outcome(result: str | None, *, failed: bool = False) -> str:
-    """``ok``, or the first error line of a call's ``result`` (``failed``: it says it
-    failed, so its first line when no line names an error); ``?`` with no result."""
+def outcome(
+    result: str | None, *, failed: bool = False, errors: Sequence[str] | None = None
+) -> str:
+    """``ok``, the first error line of a call's ``result`` (``errors``, when the caller
+    has them already; ``failed``: it says it failed, so its first line when no line
+    names an error), or a short result itself; ``?`` with no result."""
     if result is None:
         return "?"
-    found = error_lines(result, limit=1)
+    found = error_lines(result, limit=1) if errors is None else errors
     if found:
         return found[0]
     head = result.strip().partition("\n")[0]
     if failed or head.lower().startswith(("error", "failed", "exception")):
         return shorten(head, 120) or "error"
+    short = result.strip()
+    if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
+        return short  # a short answer says more than "ok": calculate → 255.0
     return "ok"
 
 
