@@ -5,6 +5,7 @@ an agent run needs next (the real runs of ../shared/data; skipped without it).""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -188,16 +189,29 @@ def test_the_task_is_kept_in_its_own_words_without_its_greeting() -> None:
 # --- Chinese ---------------------------------------------------------------------------
 
 
-def test_the_chinese_sample_at_800_tokens_keeps_its_facts_whole() -> None:
+#: The room the summary gets: the default stage's (capped at 400 tokens, the tail of 6
+#: kept), and all the budget leaves beside a tail of 2, as the budget-filling summary
+#: stage of issue 15 gives it. The first holds once that stage is in.
+ROOMS = [
+    pytest.param(None, id="default-stage", marks=pytest.mark.xfail(reason="room", strict=False)),
+    pytest.param({"summary": {"max_tokens": 100_000, "keep_last": 2}}, id="budget-room"),
+]
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_chinese_sample_at_800_tokens_keeps_its_facts_whole(
+    room: dict[str, Any] | None,
+) -> None:
     record = json.loads((SAMPLES / "customer_service_zh.jsonl").read_text(encoding="utf-8"))
-    result = Compressor(resolve(max_tokens=800)).conversation(record)
+    result = Compressor(resolve(max_tokens=800, stage_options=room)).conversation(record)
     assert result.after.tokens <= 800
     text = "\n".join(str(m.data.get("content")) for m in result.after.messages)
-    # ranges, the order number, amounts and where the goods go, whole
-    for fact in ("3 到 5 天", "1 到 3 个工作日", "8 到 12 元", "12345", "4799 元", "200 元"):
-        assert fact in text, fact
-    assert "北京" in text
-    assert "3 到" in text and "5 天" in text
+    # its ranges, the order number, the amounts, the courier's phone with whose it is,
+    # where the goods go: each whole
+    wholes = ["3 到 5 天", "1 到 3 个工作日", "8 到 12 元", "12345", "SF1402938476"]
+    wholes += ["4999 元", "5999 元", "4799 元", "399.92 元", "1299 元", "199 元", "200 元"]
+    wholes += ["快递员张师傅 138-0000-1234", "发货到北京"]
+    assert [fact for fact in wholes if fact not in text] == []
 
 
 # --- agent runs ------------------------------------------------------------------------
@@ -234,3 +248,86 @@ def test_the_swe_agent_run_at_a_quarter_keeps_task_errors_and_paths(data: Path) 
     assert {e for e in errors if e not in text} == set()  # (this run logs none)
     kept = {p for p in paths if p in text}
     assert len(kept) >= 0.9 * len(paths), sorted(paths - kept)
+
+
+def _claude_code_task_and_paths(path: Path) -> tuple[str, set[str]]:
+    """The user's first message of their own words, and every path a tool was given."""
+    task = ""
+    paths: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        content = (event.get("message") or {}).get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            text = part.get("text")
+            if event.get("type") == "user" and not task and isinstance(text, str):
+                own = text.strip()
+                given = re.search(r"<command-args>(.+?)</command-args>", own, re.DOTALL)
+                if given:  # a command the user ran: its arguments are their words
+                    task = given.group(1).strip()
+                elif own and not own.startswith(("<", "Caveat:", "[Request interrupted")):
+                    task = own
+            if part.get("type") == "tool_use":
+                given = part.get("input") or {}
+                paths |= {given[k] for k in ("file_path", "path", "notebook_path") if k in given}
+    return task, paths
+
+
+def test_a_claude_code_summary_of_a_quarter_keeps_the_task_and_every_path(data: Path) -> None:
+    """The summarizer's part: each session's messages but the last two, in a quarter of
+    the session's tokens."""
+    from ctxcli.formats import claude_code
+
+    for path in sorted((data / "claude-code").glob("*.jsonl")):
+        events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        conversation = claude_code.read(events, COUNTER, path=str(path), line=1)
+        messages = [dict(m.data) for m in conversation.messages if not m.is_system][:-2]
+        body = _summary(messages, conversation.tokens // 4)
+        paths = set()  # of the calls in the conversation (a subagent's are not)
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                given = json.loads(call["function"]["arguments"] or "{}")
+                paths |= {given[k] for k in ("file_path", "path", "notebook_path") if k in given}
+        # The task, the first user message read (after Claude Code's own compaction, its
+        # summary), leads the requests in its own words.
+        task = " ".join(score_text(next(m for m in messages if m["role"] == "user")).split())
+        requests = parse_summary(body)["requests"]
+        assert requests and requests[0][:60].rstrip("…") in task, (path.name, requests[:1])
+        assert [p for p in paths if p not in body] == [], path.name
+
+
+#: The whole pipeline's part: the room the stage gives the summary (16 tokens on
+#: codemie_session-9eda1058 today, beside a tail it keeps whole) holds once the
+#: budget-filling stage of issue 15 is in.
+CLAUDE_ROOMS = [
+    pytest.param(*p.values, marks=pytest.mark.xfail(reason="room", strict=False), id=p.id)
+    for p in ROOMS
+]
+
+
+@pytest.mark.parametrize("room", CLAUDE_ROOMS)
+def test_claude_code_sessions_at_a_quarter_keep_the_task_and_every_path(
+    data: Path, tmp_path: Path, room: dict[str, Any] | None
+) -> None:
+    from click.testing import CliRunner
+
+    from ctxcli.cli import cli
+
+    runner = CliRunner()
+    for path in sorted((data / "claude-code").glob("*.jsonl")):
+        counted = json.loads(runner.invoke(cli, ["count", str(path), "--format", "json"]).output)
+        quarter = counted["total"]["tokens"] // 4
+        args = ["compress", str(path), "-o", str(tmp_path / path.name), "-q"]
+        args += ["--max-tokens", str(quarter)]
+        if room:
+            args += ["--summary-max-tokens", "100000", "--keep-last", "2"]
+        assert runner.invoke(cli, args).exit_code == 0
+        text = (tmp_path / path.name).read_text(encoding="utf-8")
+        flat = " ".join(json.loads(json.dumps(text)).split())
+        task, paths = _claude_code_task_and_paths(path)
+        first = " ".join(task.split("\n")[0].split())[:80]
+        assert first in flat or json.dumps(first)[1:-1] in flat, (path.name, first)
+        missing = [p for p in paths if p not in text and json.dumps(p)[1:-1] not in text]
+        assert missing == [], path.name

@@ -20,7 +20,7 @@ from ctxcli.summarizers.text import shorten
 
 #: The longest record and action (characters): past that a record is a dump.
 RECORD_CHARS = 200
-ACTION_ARGUMENT_CHARS = 160
+ACTION_ARGUMENT_CHARS = 240
 ARGUMENT_CHARS = 60
 #: A result this short (characters, one line, not JSON) is shown as the outcome.
 SHORT_RESULT_CHARS = 40
@@ -175,7 +175,9 @@ def _leaves(value: Any) -> Iterator[str]:
             else:
                 yield from _leaves(item)
     elif _scalar(value):
-        yield shorten(_SPACE.sub(" ", str(value)), ARGUMENT_CHARS)
+        text = _SPACE.sub(" ", str(value))
+        path = "/" in text and " " not in text  # a path is kept whole: what was touched
+        yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
 
 
 def outcome(
