@@ -202,6 +202,76 @@ def fit(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return first[:low].rstrip() + "…" if low else ""
 
 
+#: How many times :func:`with_facts` shortens the model's text before it gives the
+#: extraction alone.
+FACT_TRIES = 4
+#: The least room (tokens) the model's text keeps beside the facts it left out.
+MIN_MODEL_TOKENS = 16
+
+
+def with_facts(text: str, extracted: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The model's ``text`` and, after it, the facts of the extractive body
+    ``extracted`` it leaves out, within ``max_tokens`` tokens: the model's text is cut
+    on sentences (:func:`fit`) to make room, and when even that cannot hold them all,
+    ``extracted`` alone. So a model summary never keeps fewer facts than the extractive
+    one (facts as :mod:`ctxcli.score` defines them, and the extraction's error lines).
+
+    The facts go on a line of their own under the extraction's label (``Facts:``,
+    ``关键信息：``), so a later merge reads them as facts.
+    """
+    wanted = _facts_of(extracted)
+    if not wanted or not text.strip():
+        return text if text.strip() else extracted
+    label = next(
+        (line.split(" ", 1)[0] for line in extracted.splitlines() if _FACTS_LINE.match(line)),
+        "Facts:",
+    )
+    items = _items_of(extracted)
+    shown = text
+    for _ in range(FACT_TRIES):
+        missing = [fact for fact in wanted if fact not in shown]
+        if not missing:
+            return shown
+        said = [next((item for item in items if fact in item), fact) for fact in missing]
+        line = f"{label} {'; '.join(dict.fromkeys(said))}"
+        room = max_tokens - counter.text("\n" + line)
+        if room < MIN_MODEL_TOKENS:
+            break
+        shown = fit(text, room, counter)
+        joined = f"{shown}\n{line}" if shown else line
+        if all(fact in joined for fact in wanted) and counter.text(joined) <= max_tokens:
+            return joined
+    return extracted
+
+
+def _items_of(body: str) -> list[str]:
+    """The items of an extractive body, its facts (labelled records) first: what a
+    missing fact is said with."""
+    from ctxcli.summarizers.extractive import parse_summary
+
+    sections = parse_summary(body)
+    order = ("facts", "actions", "errors", "requests", "notes")
+    return [item for key in order for item in sections.get(key, [])]
+
+
+_FACTS_LINE = re.compile(r"^(?:Facts:|关键信息：)")
+
+
+def _facts_of(body: str) -> list[str]:
+    """The facts of an extractive body, in the order it says them: ids, numbers,
+    dates, amounts and paths (:func:`ctxcli.score.facts_of`), and its error lines."""
+    from ctxcli.score import facts_of
+    from ctxcli.summarizers.extractive import parse_summary
+
+    found = facts_of(body, "assistant")
+    kinds = [found[kind] for kind in ("ids", "dates", "amounts", "paths")]
+    every = set().union(*kinds)
+    ordered = sorted(every, key=lambda fact: (body.find(fact), fact))
+    # a fact inside a longer one is said by it
+    out = [f for f in ordered if not any(f != g and f in g for g in every)]
+    return out + parse_summary(body)["errors"]
+
+
 class LLMSummarizer:
     """A :class:`ctxcli.summarizers.Summarizer` that asks a chat model.
 
@@ -314,7 +384,12 @@ class LLMSummarizer:
         chunk_room = max(MIN_CHUNK_TOKENS, room - max_tokens)
         for chunk in _chunks(lines, chunk_room, counter):
             summary = self._ask(system, after, chunk, summary, max_tokens, counter)
-        return summary or ""
+        from ctxcli.summarizers.extractive import EXTRACTIVE
+
+        extracted = EXTRACTIVE.summarize(
+            messages, previous=previous, max_tokens=max_tokens, counter=counter
+        )
+        return with_facts(summary or "", extracted, max_tokens, counter)
 
     def _ask(
         self,
