@@ -22,6 +22,8 @@ from ctxcli.summarizers.text import shorten
 RECORD_CHARS = 200
 ACTION_ARGUMENT_CHARS = 240
 ARGUMENT_CHARS = 60
+#: A string argument longer than this (characters) with a space in it is prose.
+PROSE_CHARS = 40
 #: A result this short (characters, one line, not JSON) is shown as the outcome.
 SHORT_RESULT_CHARS = 40
 #: The most records one tool result gives.
@@ -158,7 +160,12 @@ def arguments_text(arguments: str) -> str:
     value = parse_json(arguments) if arguments.strip() else None
     if value is None:
         return shorten(_SPACE.sub(" ", arguments), ACTION_ARGUMENT_CHARS)
-    return shorten(", ".join(_leaves(value)), ACTION_ARGUMENT_CHARS)
+    leaves = list(_leaves(value))
+    if leaves and "/" in leaves[0] and " " not in leaves[0]:
+        # A call on a path first (an edit, a write) is told by the path, not by the
+        # text it writes: long prose after it goes.
+        leaves = [leaf for leaf in leaves if not (" " in leaf and len(leaf) > PROSE_CHARS)]
+    return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
 
 
 def _leaves(value: Any) -> Iterator[str]:
