@@ -265,22 +265,36 @@ def _lazy_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     result, the facts and notes of the assistant (see the module docstring)."""
     if _is_placeholder(text) or not text.strip():
         return ()
-    out: list[tuple[str, str, int]] = []
-    if kind == "user":
-        request = by_content(_unwrapped(text), lambda s: len(s) <= REQUEST_CONTENT_CHARS)
-        if request:
-            out.append(("requests", request, REST))
-    elif kind in ("result", "observation"):
-        value = rec.parse_json(text)
-        if value is not None:
-            out += [("facts", r, REST) for r in rec.records(value, "result")]
-        else:
-            out += [("facts", f, REST) for f in facts(text, strict=True)[:FACTS_PER_MESSAGE]]
-    elif kind == "assistant":
-        notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
-        out += [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
-        out += [("facts", f, REST) for f in facts(text)]
+    reader = _LATER.get(kind)
+    out = reader(text) if reader else []
     return tuple((section, said, tier, 100 + i) for i, (section, said, tier) in enumerate(out))
+
+
+def _later_request(text: str) -> list[tuple[str, str, int]]:
+    request = by_content(_unwrapped(text), lambda s: len(s) <= REQUEST_CONTENT_CHARS)
+    return [("requests", request, REST)] if request else []
+
+
+def _later_result(text: str) -> list[tuple[str, str, int]]:
+    value = rec.parse_json(text)
+    if value is not None:
+        return [("facts", r, REST) for r in rec.records(value, "result")]
+    return [("facts", f, REST) for f in facts(text, strict=True)[:FACTS_PER_MESSAGE]]
+
+
+def _later_answer(text: str) -> list[tuple[str, str, int]]:
+    notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
+    out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
+    return out + [("facts", f, REST) for f in facts(text)]
+
+
+#: What :func:`_lazy_of` reads of each kind of message.
+_LATER = {
+    "user": _later_request,
+    "result": _later_result,
+    "observation": _later_result,
+    "assistant": _later_answer,
+}
 
 
 #: What one message says, memoised: a text seen before in this process (a repeated

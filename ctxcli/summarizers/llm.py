@@ -219,29 +219,42 @@ def with_facts(text: str, extracted: str, max_tokens: int, counter: TokenCounter
     The facts go on a line of their own under the extraction's label (``Facts:``,
     ``关键信息：``), so a later merge reads them as facts.
     """
+    if not text.strip():
+        return extracted
     wanted = _facts_of(extracted)
-    if not wanted or not text.strip():
-        return text if text.strip() else extracted
-    label = next(
-        (line.split(" ", 1)[0] for line in extracted.splitlines() if _FACTS_LINE.match(line)),
-        "Facts:",
-    )
-    items = _items_of(extracted)
-    shown = text
+    missing = _missing(wanted, text)
+    if not missing:
+        return text
+    items, label = _items_of(extracted), _facts_label(extracted)
     for _ in range(FACT_TRIES):
-        missing = [fact for fact in wanted if fact not in shown]
-        if not missing:
-            return shown
         said = [next((item for item in items if fact in item), fact) for fact in missing]
         line = f"{label} {'; '.join(dict.fromkeys(said))}"
-        room = max_tokens - counter.text("\n" + line)
-        if room < MIN_MODEL_TOKENS:
+        shown = _beside(text, line, max_tokens, counter)
+        if shown is None:
             break
-        shown = fit(text, room, counter)
         joined = f"{shown}\n{line}" if shown else line
-        if all(fact in joined for fact in wanted) and counter.text(joined) <= max_tokens:
+        if not _missing(wanted, joined) and counter.text(joined) <= max_tokens:
             return joined
+        # The cut lost some: say those too (or, with none lost, cut a little more).
+        missing = _missing(wanted, shown) or missing
     return extracted
+
+
+def _missing(wanted: Sequence[str], text: str) -> list[str]:
+    return [fact for fact in wanted if fact not in text]
+
+
+def _facts_label(extracted: str) -> str:
+    """The label of the extraction's facts line (``Facts:``, ``关键信息：``)."""
+    lines = (line.split(" ", 1)[0] for line in extracted.splitlines())
+    return next((line for line in lines if _FACTS_LINE.match(line)), "Facts:")
+
+
+def _beside(text: str, line: str, max_tokens: int, counter: TokenCounter) -> str | None:
+    """``text`` cut (:func:`fit`) to leave ``line`` room within ``max_tokens``, or
+    ``None`` when that leaves it less than :data:`MIN_MODEL_TOKENS`."""
+    room = max_tokens - counter.text("\n" + line)
+    return fit(text, room, counter) if room >= MIN_MODEL_TOKENS else None
 
 
 def _items_of(body: str) -> list[str]:

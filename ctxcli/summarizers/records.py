@@ -83,26 +83,39 @@ def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
         if _scalar(value):
             yield label, [str(value)]
         return
+    label, values, nested = _object(value, label)
+    yield label, values
+    for key, item in nested:
+        yield from _walk(item, key)
+
+
+def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[tuple[str, Any]]]:
+    """``(label, values, nested objects)`` of one JSON object (see :func:`_walk`)."""
     label, id_key = _label(value, label)
     values: list[str] = []
     nested: list[tuple[str, Any]] = []
     route = _route(value)
     for key, item in value.items():
-        if key == id_key or (key == "destination" and route):
+        if _said(key, item, id_key, route, label):
             continue
-        if isinstance(item, str) and item and item in label:
-            continue  # said by the label: credit_card of credit_card_4421486
         if _scalar(item):
             values.append(route if key == "origin" and route else _shown(str(key), item))
+            continue
+        inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
+        if inline is not None:
+            values.append(f"{key} {inline}")
         elif isinstance(item, (Mapping, list)) and item:
-            inline = _inline(item)
-            if inline is not None:
-                values.append(f"{key} {inline}")
-            else:
-                nested.append((str(key), item))
-    yield label, values
-    for key, item in nested:
-        yield from _walk(item, key)
+            nested.append((str(key), item))
+    return label, values, nested
+
+
+def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bool:
+    """Whether an object's ``key`` says nothing its record does not: its id (in the
+    label), a destination (in the route), a value the label holds (``credit_card`` of
+    ``credit_card_4421486``)."""
+    if key == id_key or (key == "destination" and route):
+        return True
+    return isinstance(item, str) and bool(item) and item in label
 
 
 def _label(value: Mapping[str, Any], label: str) -> tuple[str, str | None]:

@@ -180,14 +180,7 @@ def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
     blocks = _blocks(text)
     first_item = next((i for i, (is_item, _) in enumerate(blocks) if is_item), None)
     if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
-        if len(flat) <= limit:
-            return flat
-        parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
-        picked = parts[:1]
-        question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
-        if question:
-            picked.append(question)
-        return shorten(" ".join(picked), limit)
+        return flat if len(flat) <= limit else _first_and_question(blocks, limit)
     cjk = language([flat]) == "zh"
     lead = " ".join(part for _, part in blocks[:first_item])
     items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
@@ -196,9 +189,27 @@ def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
     if len(whole) <= limit:
         return whole
     tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
+    return _fair_list(lead, items, tail, limit, cjk=cjk)
+
+
+def _first_and_question(blocks: Sequence[tuple[bool, str]], limit: int) -> str:
+    """The first sentence of ``blocks`` and the first question after it, within
+    ``limit`` characters."""
+    parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
+    picked = parts[:1]
+    question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
+    if question:
+        picked.append(question)
+    return shorten(" ".join(picked), limit)
+
+
+def _fair_list(lead: str, items: Sequence[str], tail: str, limit: int, *, cjk: bool) -> str:
+    """``lead: item; item. tail`` within ``limit`` characters, each piece a fair share
+    (:func:`_fair_cuts`), the last items giving way to "…" when there are too many for
+    :data:`ITEM_MIN_CHARS` each."""
     count = len(items)
     while True:
-        shown = items if count == len(items) else [*items[:count], "…"]
+        shown = list(items) if count == len(items) else [*items[:count], "…"]
         pieces = [piece for piece in (lead, *shown, tail) if piece]
         frame = _join_items(lead and "x", ["x"] * len(shown), tail and "x", cjk=cjk)
         budget = limit - (len(frame) - len(pieces))  # what the pieces may take
