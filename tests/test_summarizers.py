@@ -437,13 +437,16 @@ def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
         {"role": "function", "name": "pay", "content": "Error: card declined"},
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
-    assert "- book_reservation: Error: payment amount does not add up" in body
+    # The call's error is its outcome on the actions line (said once, not again below);
+    # a result with no call of its own is an error line under its name.
+    assert "Actions: book_reservation() → Error: payment amount does not add up" in body
+    assert body.count("payment amount does not add up") == 1
     assert "- pay: Error: card declined" in body
     flagged = {"role": "tool", "tool_call_id": "b1", "is_error": True, "content": "No such file\nx"}
     body = SUMMARIZER.summarize(
         [*messages[:2], flagged], previous=None, max_tokens=200, counter=COUNTER
     )
-    assert "- book_reservation: No such file" in body  # flagged failed, in its own words
+    assert "book_reservation() → No such file" in body  # flagged failed, in its own words
 
 
 def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon() -> None:

@@ -416,11 +416,16 @@ def _first_items(
 ) -> list[Item]:
     """The items of the first tiers (the task, what the user typed, errors, actions)
     of every message, each result's error after its call's name (``names``)."""
+    actions = _actions(messages, texts, kinds)
+    # An error line an action shows as its outcome is said there.
+    outcomes = {action.text.rpartition(" → ")[2] for action in actions}
     items: list[Item] = []
     for i, (text, kind) in enumerate(zip(texts, kinds)):
         name = names.get(i, "")
         found = _eager(text, kind)
         for order, (section, said, tier, seq) in enumerate(found):
+            if section == "errors" and said in outcomes:
+                continue
             if section == "errors" and name:
                 said = f"{name}: {said}"
             items.append(Item(section, said, tier, i, order, seq))
@@ -430,7 +435,7 @@ def _first_items(
             line = shorten(first, NOTE_CHARS)
             said = f"{name}: {line}" if name else line
             items.append(Item("errors", said, ACTED, i, 99, 99))
-    return items + _actions(messages, texts, kinds)
+    return items + actions
 
 
 def _later_items(
