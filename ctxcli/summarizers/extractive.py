@@ -57,10 +57,10 @@ from ctxcli.summarizers.text import (
     REQUEST_CHARS,
     by_content,
     content,
-    is_filler,
     joined,
     language,
     message_text,
+    own_sentences,
     sentences,
     short_request,
     shorten,
@@ -229,7 +229,7 @@ def _task(text: str) -> list[tuple[str, str, int, int]]:
     """The task's sentences, no filler, of most :func:`content` first, within
     :data:`TASK_TOKENS` (guessed: 4 characters a token, a CJK character one), each
     with its place in the message."""
-    said = [s for s in sentences(_unwrapped(text)) if not is_filler(s)]
+    said = own_sentences(_unwrapped(text))
     ranked = sorted(range(len(said)), key=lambda i: (-content(said[i]), i))
     out: list[tuple[str, str, int, int]] = []
     left = TASK_TOKENS

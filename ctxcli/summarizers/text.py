@@ -261,6 +261,20 @@ _CJK_FILLER = re.compile(
 )
 
 
+#: A greeting that opens a sentence of content ("Hi, I want to ...", "你好，我想...").
+_GREETING_LEAD = re.compile(r"^(?:你好|您好|(?:hi|hello|hey)\b)[，,!！\s]+", re.IGNORECASE)
+
+
+def own_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that carry something: no filler sentence
+    (:func:`is_filler`), no greeting before one."""
+    out = []
+    for sentence in sentences(text):
+        if not is_filler(sentence):
+            out.append(_GREETING_LEAD.sub("", sentence) or sentence)
+    return out
+
+
 def is_filler(sentence: str) -> bool:
     """True when ``sentence`` is a greeting, thanks or filler alone (see
     :data:`FILLER_WORDS`), in English or Chinese."""
@@ -288,7 +302,7 @@ def by_content(text: str, fits: Callable[[str], bool]) -> str:
     :func:`joined`). What ``fits`` a smaller bound is kept in a larger one: sentences
     go in one fixed order. ``""`` when no sentence is left or even the one of most
     content does not fit (cut to fit then, ending in "…", if it can)."""
-    kept = [s for s in sentences(text) if not is_filler(s)]
+    kept = own_sentences(text)
     if not kept:
         return ""
     whole = joined(kept)
