@@ -104,12 +104,13 @@ def test_more_room_never_keeps_fewer_facts(messages: Messages, small: int, more:
 def test_folding_fewer_messages_never_loses_a_fact_of_theirs(
     messages: Messages, bound: int, cut: int
 ) -> None:
-    """The older messages alone (what a larger budget folds, its tail kept whole) keep
-    every fact of theirs that the summary of all of them kept."""
+    """The older messages alone (what a larger budget folds, the newer ones then kept
+    whole) keep every fact of theirs that the summary of all of them kept, but those
+    the newer messages say themselves."""
     older = messages[: max(1, len(messages) - cut)]
     if older[-1].get("tool_calls"):
         older = older[:-1] or older  # a call's result goes with it
-    facts = _facts(older)
+    facts = _facts(older) - _facts(messages[len(older) :])
     assert _kept(facts, _summary(messages, bound)) <= _kept(facts, _summary(older, bound))
 
 
