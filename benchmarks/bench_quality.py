@@ -89,10 +89,20 @@ class Tally:
     seconds: float = 0.0
 
 
-def ctxcli_method(budget: int, stages: str, keep_last: int | None = None) -> Method:
-    """ctxcli's pipeline ``stages`` at ``budget``, through the library."""
-    options = {"window": {"keep_last": keep_last}} if keep_last is not None else None
-    compressor = Compressor(resolve(stages=stages, stage_options=options, max_tokens=budget))
+def ctxcli_method(
+    budget: int,
+    stages: str,
+    keep_last: int | None = None,
+    summary: Mapping[str, int] | None = None,
+) -> Method:
+    """ctxcli's pipeline ``stages`` at ``budget``, through the library; ``summary``
+    options for its summary stage (``max_tokens``, ``keep_last``) when given."""
+    options: dict[str, Any] = {"window": {"keep_last": keep_last}} if keep_last is not None else {}
+    if summary:
+        options["summary"] = dict(summary)
+    compressor = Compressor(
+        resolve(stages=stages, stage_options=options or None, max_tokens=budget)
+    )
 
     def run(messages: Messages) -> Messages:
         result = compressor.conversation({"messages": messages})
@@ -160,10 +170,13 @@ def as_written(out: Messages, messages: Messages) -> Messages:
     return out
 
 
-def methods(budget: int, *, langchain: bool) -> dict[str, Method]:
-    """Every method at ``budget``; LangChain's when ``langchain``."""
+def methods(
+    budget: int, *, langchain: bool, summary: Mapping[str, int] | None = None
+) -> dict[str, Method]:
+    """Every method at ``budget``; LangChain's when ``langchain``; ``summary`` options
+    for the default pipeline's summary stage."""
     found = {
-        "ctxcli default": ctxcli_method(budget, "placeholder,summary,priority"),
+        "ctxcli default": ctxcli_method(budget, "placeholder,summary,priority", summary=summary),
         "ctxcli --stages window": ctxcli_method(budget, "window"),
         "ctxcli --stages window --keep-last 1000000": ctxcli_method(budget, "window", 1_000_000),
     }
@@ -262,7 +275,20 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N runs")
     parser.add_argument("--no-langchain", action="store_true")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--summary-max-tokens", type=int, help="the summary stage's max_tokens (its own default)"
+    )
+    parser.add_argument("--keep-last", type=int, help="the summary stage's keep_last")
+    parser.add_argument("--only-default", action="store_true", help="ctxcli default alone")
     options = parser.parse_args()
+    summary = {
+        key: value
+        for key, value in (
+            ("max_tokens", options.summary_max_tokens),
+            ("keep_last", options.keep_last),
+        )
+        if value is not None
+    }
     runs = [run["traj"] for run in json.loads(options.source.read_text())]
     runs = runs[: options.limit] if options.limit else runs
     missing = [
@@ -276,7 +302,10 @@ def main() -> None:
     reader = Compressor(resolve(stages="window"))
     results: dict[tuple[int, str], Tally] = {}
     for budget in (int(b) for b in options.budgets.split(",")):
-        for name, method in methods(budget, langchain=langchain).items():
+        found = methods(budget, langchain=langchain, summary=summary)
+        if options.only_default:
+            found = {"ctxcli default": found["ctxcli default"]}
+        for name, method in found.items():
             results[budget, name] = tally = measure(runs, budget, method, reader)
             for rule in tally.broken:
                 print(f"{budget} {name}: {rule}", file=sys.stderr)

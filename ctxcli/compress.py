@@ -94,7 +94,7 @@ class Compressor:
             )
         self.counter = TokenCounter(self.encoding, cache_dir=cache_dir)
         self.format = formats.get(settings.format) if settings.format else None
-        self.summarizer = summarizer or build(settings.summarizer)
+        self.summarizer = summarizer if summarizer is not None else build(settings.summarizer)
         self.context = Context(settings.max_tokens, self.counter, self.summarizer)
         self.recipe = Recipe(settings, self.counter, self.context, self.format, score)
         #: Warnings so far, over all files.
@@ -219,9 +219,9 @@ class Compressor:
             newline=newline,
             bar=bar,
             jobs=pool.jobs_for(self.requested_jobs, stats.input),
-            threads=getattr(self.summarizer, "concurrency", 1),
+            threads=self.summarizer.concurrency,
             # Threads only pay off while waiting on a model; no client, no cache to fork.
-            offline=not hasattr(self.summarizer, "concurrency"),
+            offline=self.summarizer.offline,
         )
 
     def _close(
@@ -241,7 +241,8 @@ class Compressor:
         if model_use is not None:
             now = self._model_use() or {}
             # Gauges (the concurrency used) are levels, not counts: taken as they are.
-            gauges = getattr(getattr(self.summarizer, "stats", None), "GAUGES", ())
+            model_stats = self.summarizer.stats
+            gauges = model_stats.GAUGES if model_stats is not None else ()
             stats.llm = {k: v if k in gauges else v - model_use.get(k, 0) for k, v in now.items()}
             stats.llm["wait_seconds"] = round(stats.llm["wait_seconds"], 3)
             stats.llm["fallbacks"] = stats.stage_events.get("summary", Counter())["fallbacks"]
@@ -249,7 +250,7 @@ class Compressor:
 
     def _model_use(self) -> dict[str, float] | None:
         """The summarizer's model-use counters so far, if it counts any."""
-        model_stats = getattr(self.summarizer, "stats", None)
+        model_stats = self.summarizer.stats
         return None if model_stats is None else dict(model_stats.snapshot())
 
     # What ctxcli.ray_engine calls, each a thin call into the modules that hold it.

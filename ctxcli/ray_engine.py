@@ -307,7 +307,7 @@ def compress_files(
     written stays (each is whole).
 
     Raises :class:`ConfigError` for a summarizer that calls a model."""
-    if hasattr(compressor.summarizer, "concurrency"):
+    if not compressor.summarizer.offline:
         raise ConfigError("--engine ray takes the extractive summarizer only")
     on_ray = [p for p in plans if _on_ray(p.input)]
     job = Job(compressor.settings, tuple(p.input for p in on_ray), kill_once=kill_once)

@@ -293,7 +293,9 @@ def test_long_input_is_summarized_in_bounded_chunks(endpoint: Any) -> None:
     messages = [m for m in conversation(30)["messages"] if m["role"] != "system"]
     text = summ.summarize(messages, previous=None, max_tokens=80, counter=COUNTER)
     assert len(server.requests) >= 3
-    assert text == "All parts: orders #W100, #W500 and #W700."
+    model, _, facts = text.partition("\nFacts: ")
+    assert model == "All parts: orders #W100, #W500 and #W700."
+    assert facts and COUNTER.text(text) <= 80  # what it left out, from the extraction
     for request in server.requests:
         prompt = sum(COUNTER.message(m) for m in request["messages"])
         assert prompt <= bound
@@ -305,11 +307,13 @@ def test_a_reply_over_the_bound_is_cut_on_a_sentence(endpoint: Any) -> None:
     long = " ".join(f"Sentence {i} names order #W{i}." for i in range(60))
     server = endpoint((200, reply(long, finish="length")))
     summ = summarizer(server.url)
-    text = summ.summarize(conversation()["messages"][1:], previous=None, max_tokens=40,
+    text = summ.summarize(conversation()["messages"][1:], previous=None, max_tokens=90,
                           counter=COUNTER)  # fmt: skip
-    assert COUNTER.text(text) <= 40
+    assert COUNTER.text(text) <= 90
     assert text.startswith("Sentence 0 names order #W0. Sentence 1")
-    assert text.endswith(".")
+    model, _, facts = text.partition("\nFacts: ")
+    assert model.endswith(".")  # cut on a sentence, to make room for the facts it lacks
+    assert "#W700" in facts  # the extraction's, which the model's text left out
 
 
 def test_fit_cuts_a_single_long_sentence() -> None:
@@ -708,3 +712,23 @@ def test_an_endpoint_that_echoes_the_key_never_puts_it_in_the_output(endpoint: A
     text = summary_text(result)
     assert SECRET not in text and "Bearer ***" in text
     assert all(SECRET not in w for w in warnings)
+
+
+def test_a_model_summary_never_keeps_fewer_facts_than_the_extractive_one() -> None:
+    """The facts the model's text leaves out follow it, from the extraction, within the
+    bound; a bound too small for both gives the extraction alone."""
+    from ctxcli.score import facts_of
+    from ctxcli.summarizers.extractive import EXTRACTIVE
+    from ctxcli.summarizers.llm import with_facts
+
+    messages = conversation(4)["messages"][1:]
+    for bound in (30, 60, 120, 400):
+        extracted = EXTRACTIVE.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+        text = with_facts("The user asks about orders.", extracted, bound, COUNTER)
+        assert COUNTER.text(text) <= bound
+        for kind, found in facts_of(extracted, "assistant").items():
+            assert found <= facts_of(text, "assistant")[kind], (bound, kind)
+    assert with_facts("Orders #W000 and #W100.", "Facts: #W000; #W100", 50, COUNTER) == (
+        "Orders #W000 and #W100."  # nothing left out: the model's text as it is
+    )
+    assert with_facts("", "Facts: #W000", 50, COUNTER) == "Facts: #W000"

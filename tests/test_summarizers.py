@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -124,9 +123,10 @@ def test_summary_keeps_requests_and_json_facts_within_its_bound() -> None:
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
     assert "- Please cancel reservation ZFA04Y." in body
-    for fact in ("origin=SFO", "destination=JFK", "flight_number=HAT001", "date=2024-05-20"):
-        assert fact in body
-    assert "Tools used: get_reservation_details" in body
+    # Each object's values under its own label, never mixed with another's.
+    assert "reservation ZFA04Y: SFO→JFK" in body
+    assert "flight HAT001: 2024-05-20, price 150" in body
+    assert "Actions: get_reservation_details(ZFA04Y) → ok" in body
     small = SUMMARIZER.summarize(messages, previous=None, max_tokens=15, counter=COUNTER)
     assert COUNTER.text(small) <= 15
 
@@ -285,11 +285,11 @@ def test_the_tau_bench_answers_reach_the_summary_whole() -> None:
         {"role": "user", "content": AIRLINE_ANSWERS},
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
-    assert "- One-way; Economy; It's just me traveling; I want to use my certificates" in body
+    assert "- One-way; Economy; It's just me traveling. I want to use my certificates" in body
     assert "- One-way 2." not in body
 
 
-# --- a cut tools line says what it leaves out ----------------------------------------
+# --- the actions line ----------------------------------------------------------------
 
 TOOL_NAMES = (  # 6 tools, 8 calls: the folded run of tau-bench airline task 0
     "get_user_details",
@@ -307,7 +307,7 @@ REQUESTS = {
     "en": "Book me a flight from New York to Seattle on May 20, user mia_li_3668.",
     "zh": "帮我订一张5月20日从纽约到西雅图的机票，用户名是mia_li_3668。",
 }
-TOOLS_LABELS = {"en": "Tools used:", "zh": "使用的工具："}
+ACTIONS_LABELS = {"en": "Actions:", "zh": "操作："}
 
 
 def _agent_run(lang: str) -> list[dict[str, Any]]:
@@ -323,75 +323,61 @@ def _agent_run(lang: str) -> list[dict[str, Any]]:
     return messages
 
 
-def _tools_line(body: str, label: str) -> tuple[list[str], int] | None:
-    """The tools shown and the calls said to be left out, or ``None`` without a line."""
+def _actions_line(body: str, label: str) -> list[str] | None:
+    """The actions shown, or ``None`` without a line."""
     line = next((line for line in body.splitlines() if line.startswith(label)), None)
-    if line is None:
-        return None
-    shown = line[len(label) :].strip().split("; ")
-    more = re.fullmatch(r"(?:… and (\d+) more calls?|……另有 (\d+) 次调用)", shown[-1])
-    if not more:
-        return shown, 0
-    return shown[:-1], int(more.group(1) or more.group(2))
-
-
-def _calls(shown: list[str]) -> int:
-    return sum(int(t.rpartition(" ×")[2]) if " ×" in t else 1 for t in shown)
-
-
-@pytest.mark.parametrize(
-    ("lang", "more"),
-    [
-        pytest.param("en", "… and {} more calls", id="en"),
-        pytest.param("zh", "……另有 {} 次调用", id="zh"),
-    ],
-)
-def test_a_cut_tools_line_says_how_many_calls_it_leaves_out(lang: str, more: str) -> None:
-    messages, label = _agent_run(lang), TOOLS_LABELS[lang]
-    whole = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
-    assert whole.splitlines()[-1] == (
-        f"{label} get_user_details; search_direct_flight; search_onestop_flight; "
-        "calculate ×2; think; book_reservation ×2"  # in the order of their latest use
-    )
-    cut = SUMMARIZER.summarize(messages, previous=None, max_tokens=80, counter=COUNTER)
-    assert COUNTER.text(cut) <= 80
-    line = _tools_line(cut, label)
-    assert line is not None and line[0][-1] == "book_reservation ×2"  # the latest kept
-    left_out = len(TOOL_NAMES) - _calls(line[0])
-    assert left_out >= 3 and cut.splitlines()[-1].endswith("; " + more.format(left_out))
+    return None if line is None else line[len(label) :].strip().split("; ")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_bound_holds_and_a_cut_tools_line_counts_what_it_leaves_out(lang: str) -> None:
+def test_the_actions_line_lists_every_call_with_its_outcome_identical_ones_counted(
+    lang: str,
+) -> None:
+    messages, label = _agent_run(lang), ACTIONS_LABELS[lang]
+    whole = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    if lang == "en":  # JSON results: "ok", identical calls counted at their last place
+        assert _actions_line(whole, label) == [
+            "get_user_details() → ok",
+            "search_direct_flight() → ok",
+            "search_onestop_flight() → ok",
+            "calculate() ×2 → ok",
+            "think() → ok",
+            "book_reservation() ×2 → ok",
+        ]
+    else:  # short results are their own outcome, so no two calls are alike
+        shown = _actions_line(whole, label)
+        assert shown == [
+            f"{name}() → 已查询，订单号HAT{i:03d}，价格{100 + i}元。"
+            for i, name in enumerate(TOOL_NAMES)
+        ]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_bound_holds_and_no_look_up_is_kept_before_a_state_change(lang: str) -> None:
     messages = _agent_run(lang)
-    cut = 0
     for bound in range(1, 160):
         body = SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
         assert COUNTER.text(body) <= bound, bound
-        line = _tools_line(body, TOOLS_LABELS[lang])
-        if line is None:
-            continue
-        shown, more = line
-        assert _calls(shown) + more == len(TOOL_NAMES), (bound, body)
-        cut += more > 0
-    assert cut  # some bounds cut the line, and it said so
+        shown = _actions_line(body, ACTIONS_LABELS[lang]) or []
+        if any(not a.startswith("book_reservation(") for a in shown):
+            assert sum(a.startswith("book_reservation(") for a in shown) == 2 - (lang == "en")
+            assert all(a.endswith(("ok", "元。")) for a in shown if "book" in a), (bound, body)
 
 
-def test_calls_left_out_by_a_previous_summary_are_still_counted() -> None:
-    first = SUMMARIZER.summarize(_agent_run("en"), previous=None, max_tokens=80, counter=COUNTER)
-    line = _tools_line(first, "Tools used:")
-    assert line is not None and line[1] > 0
-    shown, more = line
-    think = {"id": "d", "type": "function", "function": {"name": "think", "arguments": "{}"}}
+def test_the_actions_of_a_previous_summary_are_merged() -> None:
+    first = SUMMARIZER.summarize(_agent_run("en"), previous=None, max_tokens=400, counter=COUNTER)
+    shown = _actions_line(first, "Actions:")
+    assert shown
+    call = {"id": "d", "type": "function", "function": {"name": "cancel", "arguments": '"X1"'}}
     later: list[dict[str, Any]] = [
-        {"role": "assistant", "content": None, "tool_calls": [think]},
-        {"role": "tool", "tool_call_id": "d", "content": "ok"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "d", "content": "Error: no such reservation"},
     ]
     second = SUMMARIZER.summarize(later, previous=first, max_tokens=400, counter=COUNTER)
-    # think, used last, comes last (with the call the first summary counted).
-    expected = [name for name in shown if name != "think"]
-    expected.append("think ×2" if "think" in shown else "think")
-    assert _tools_line(second, "Tools used:") == (expected, more)
+    assert _actions_line(second, "Actions:") == [
+        *shown,
+        'cancel("X1") → Error: no such reservation',
+    ]
 
 
 @pytest.mark.parametrize(
@@ -451,13 +437,16 @@ def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
         {"role": "function", "name": "pay", "content": "Error: card declined"},
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
-    assert "- book_reservation: Error: payment amount does not add up" in body
+    # The call's error is its outcome on the actions line (said once, not again below);
+    # a result with no call of its own is an error line under its name.
+    assert "Actions: book_reservation() → Error: payment amount does not add up" in body
+    assert body.count("payment amount does not add up") == 1
     assert "- pay: Error: card declined" in body
     flagged = {"role": "tool", "tool_call_id": "b1", "is_error": True, "content": "No such file\nx"}
     body = SUMMARIZER.summarize(
         [*messages[:2], flagged], previous=None, max_tokens=200, counter=COUNTER
     )
-    assert "- book_reservation: No such file" in body  # flagged failed, in its own words
+    assert "book_reservation() → No such file" in body  # flagged failed, in its own words
 
 
 def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon() -> None:

@@ -22,7 +22,7 @@ from ctxcli.model import (
 from ctxcli.stages import plan
 from ctxcli.stages.placeholder import TOOL_ROLES, content_id, preview_text, render
 from ctxcli.stages.placeholder import parse as parse_placeholder
-from ctxcli.summarizers.extractive import Extractive, language, message_text
+from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
@@ -34,7 +34,7 @@ _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
 #: fill the budget (the priority stage may then drop the summary).
 MIN_SUMMARY_TOKENS = 32
 _FOLDED = re.compile(r"(\d+) earlier messages? folded|已折叠较早的 (\d+) 条消息")
-_EXTRACTIVE = Extractive()
+_EXTRACTIVE = EXTRACTIVE
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Summarizers turn folded messages into the text of one summary message.
 
-A summarizer has one method::
+A summarizer (:class:`Summarizer`) has one method::
 
     summarize(messages, *, previous, max_tokens, counter) -> str
 
@@ -9,10 +9,17 @@ earlier summary), ``previous`` the body of an earlier ctxcli summary to merge (o
 ``None``), ``max_tokens`` the bound on the returned text in tokens of ``counter``.
 It returns the summary body (the stage adds the ``[ctxcli summary]`` header) and
 raises :class:`ctxcli.errors.SummaryError` when it cannot produce a usable one.
-A summarizer may be called from several threads at once.
+A summarizer may be called from several threads at once. Besides, it says what the
+compressor may ask of it: ``concurrency`` (how many conversations to summarize at
+once, on threads), ``offline`` (it calls no model, so worker processes may fork it)
+and ``stats`` (its model-use counters, :class:`Stats`, or ``None``).
 
 :func:`build` makes one from the ``summarizer:`` settings: ``extractive`` (offline,
-the default) or ``llm`` (:mod:`ctxcli.summarizers.llm`, any OpenAI-compatible endpoint).
+the default, :mod:`ctxcli.summarizers.extractive`) or ``llm``
+(:mod:`ctxcli.summarizers.llm`, any OpenAI-compatible endpoint). The modules:
+:mod:`~ctxcli.summarizers.text` (a message's text, sentences, shortening, language),
+:mod:`~ctxcli.summarizers.facts` (fact extraction), ``extractive``, ``llm`` and
+``endpoint`` (the HTTP client under ``llm``).
 """
 
 from __future__ import annotations
@@ -23,8 +30,26 @@ from typing import Any, Protocol
 from ctxcli.tokens import TokenCounter
 
 
+class Stats(Protocol):
+    """Model-use counters (:class:`ctxcli.summarizers.llm.LLMStats`): ``snapshot()``
+    gives every counter now; the names in ``GAUGES`` are levels, the rest count up."""
+
+    GAUGES: tuple[str, ...]
+
+    def snapshot(self) -> dict[str, float]: ...
+
+
 class Summarizer(Protocol):
     """See the module docstring."""
+
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def offline(self) -> bool: ...
+
+    @property
+    def stats(self) -> Stats | None: ...
 
     def summarize(
         self,
@@ -52,8 +77,9 @@ OPTIONS = (
 NAMES = ("extractive", "llm")
 
 
-def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer | None:
-    """The summarizer ``options`` ask for, or ``None`` for the default extractive one.
+def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer:
+    """The summarizer ``options`` ask for (the extractive one by default:
+    :data:`ctxcli.summarizers.extractive.EXTRACTIVE`).
 
     ``options`` are the ``summarizer:`` settings (:data:`OPTIONS`): ``name``
     (``extractive`` or ``llm``); for ``llm``: ``model``, ``base_url``, ``timeout``
@@ -74,7 +100,9 @@ def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summariz
     if name not in NAMES:
         raise ConfigError(f"unknown summarizer {name!r}; known summarizers: {', '.join(NAMES)}")
     if name == "extractive":
-        return None
+        from ctxcli.summarizers.extractive import EXTRACTIVE
+
+        return EXTRACTIVE
     from ctxcli.cache import SummaryCache
     from ctxcli.summarizers import llm
 

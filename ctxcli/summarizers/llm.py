@@ -103,7 +103,7 @@ class LLMStats:
         "completion_tokens",
         "wait_seconds",
     )
-    GAUGES = ("concurrency_max", "concurrency_min", "concurrency_final")
+    GAUGES: tuple[str, ...] = ("concurrency_max", "concurrency_min", "concurrency_final")
 
     def __init__(self, limiter: Limiter | None = None) -> None:
         self._lock = threading.Lock()
@@ -202,6 +202,89 @@ def fit(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return first[:low].rstrip() + "…" if low else ""
 
 
+#: How many times :func:`with_facts` shortens the model's text before it gives the
+#: extraction alone.
+FACT_TRIES = 4
+#: The least room (tokens) the model's text keeps beside the facts it left out.
+MIN_MODEL_TOKENS = 16
+
+
+def with_facts(text: str, extracted: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The model's ``text`` and, after it, the facts of the extractive body
+    ``extracted`` it leaves out, within ``max_tokens`` tokens: the model's text is cut
+    on sentences (:func:`fit`) to make room, and when even that cannot hold them all,
+    ``extracted`` alone. So a model summary never keeps fewer facts than the extractive
+    one (facts as :mod:`ctxcli.score` defines them, and the extraction's error lines).
+
+    The facts go on a line of their own under the extraction's label (``Facts:``,
+    ``关键信息：``), so a later merge reads them as facts.
+    """
+    if not text.strip():
+        return extracted
+    wanted = _facts_of(extracted)
+    missing = _missing(wanted, text)
+    if not missing:
+        return text
+    items, label = _items_of(extracted), _facts_label(extracted)
+    for _ in range(FACT_TRIES):
+        said = [next((item for item in items if fact in item), fact) for fact in missing]
+        line = f"{label} {'; '.join(dict.fromkeys(said))}"
+        shown = _beside(text, line, max_tokens, counter)
+        if shown is None:
+            break
+        joined = f"{shown}\n{line}" if shown else line
+        if not _missing(wanted, joined) and counter.text(joined) <= max_tokens:
+            return joined
+        # The cut lost some: say those too (or, with none lost, cut a little more).
+        missing = _missing(wanted, shown) or missing
+    return extracted
+
+
+def _missing(wanted: Sequence[str], text: str) -> list[str]:
+    return [fact for fact in wanted if fact not in text]
+
+
+def _facts_label(extracted: str) -> str:
+    """The label of the extraction's facts line (``Facts:``, ``关键信息：``)."""
+    lines = (line.split(" ", 1)[0] for line in extracted.splitlines())
+    return next((line for line in lines if _FACTS_LINE.match(line)), "Facts:")
+
+
+def _beside(text: str, line: str, max_tokens: int, counter: TokenCounter) -> str | None:
+    """``text`` cut (:func:`fit`) to leave ``line`` room within ``max_tokens``, or
+    ``None`` when that leaves it less than :data:`MIN_MODEL_TOKENS`."""
+    room = max_tokens - counter.text("\n" + line)
+    return fit(text, room, counter) if room >= MIN_MODEL_TOKENS else None
+
+
+def _items_of(body: str) -> list[str]:
+    """The items of an extractive body, its facts (labelled records) first: what a
+    missing fact is said with."""
+    from ctxcli.summarizers.extractive import parse_summary
+
+    sections = parse_summary(body)
+    order = ("facts", "actions", "errors", "requests", "notes")
+    return [item for key in order for item in sections.get(key, [])]
+
+
+_FACTS_LINE = re.compile(r"^(?:Facts:|关键信息：)")
+
+
+def _facts_of(body: str) -> list[str]:
+    """The facts of an extractive body, in the order it says them: ids, numbers,
+    dates, amounts and paths (:func:`ctxcli.score.facts_of`), and its error lines."""
+    from ctxcli.score import facts_of
+    from ctxcli.summarizers.extractive import parse_summary
+
+    found = facts_of(body, "assistant")
+    kinds = [found[kind] for kind in ("ids", "dates", "amounts", "paths")]
+    every = set().union(*kinds)
+    ordered = sorted(every, key=lambda fact: (body.find(fact), fact))
+    # a fact inside a longer one is said by it
+    out = [f for f in ordered if not any(f != g and f in g for g in every)]
+    return out + parse_summary(body)["errors"]
+
+
 class LLMSummarizer:
     """A :class:`ctxcli.summarizers.Summarizer` that asks a chat model.
 
@@ -275,6 +358,9 @@ class LLMSummarizer:
             http_client=endpoint.http_client(self.base_url, timeout=self.timeout),
         )
 
+    #: It calls a model: its client and cache are not to be forked into workers.
+    offline = False
+
     def __repr__(self) -> str:
         return f"LLMSummarizer(model={self.model!r}, base_url={_shown(self.base_url)!r})"
 
@@ -311,7 +397,12 @@ class LLMSummarizer:
         chunk_room = max(MIN_CHUNK_TOKENS, room - max_tokens)
         for chunk in _chunks(lines, chunk_room, counter):
             summary = self._ask(system, after, chunk, summary, max_tokens, counter)
-        return summary or ""
+        from ctxcli.summarizers.extractive import EXTRACTIVE
+
+        extracted = EXTRACTIVE.summarize(
+            messages, previous=previous, max_tokens=max_tokens, counter=counter
+        )
+        return with_facts(summary or "", extracted, max_tokens, counter)
 
     def _ask(
         self,

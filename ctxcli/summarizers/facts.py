@@ -1,0 +1,352 @@
+"""Fact extraction: identifiers, numbers with units, names, dates, amounts, e-mail
+addresses, URLs, paths and ``key=value`` pairs of JSON, found by pattern; and the
+error lines of tool output."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ctxcli.memo import TextMemo
+from ctxcli.summarizers.text import shorten
+
+NOTE_CHARS = 200
+FACT_CHARS = 60
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
+_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_UNITS = (
+    r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
+    r"|%|mph|kwh|w|v|°c|°f|c|f)"
+)
+_CJK_UNITS = (
+    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|万|亿|小时|分钟"
+    r"|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
+)
+_STOP = frozenset(
+    "a an and or of to the in on at for by with from is are was were be it its this that "
+    "than then as but not no so if".split()
+)
+#: Words that make no quantity after a number ("1 with", "0199 please"), unlike
+#: "2 eggs" or "4 people".
+_NOT_COUNTED = _STOP | frozenset(
+    "please thanks thank now also just here there what which when where who will would "
+    "can could should have has had do does did you your my our their".split()
+)
+_NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
+
+_PATH_START = r"(?<![\w.@/-])"
+_CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
+#: (pattern, substrings one of which every match contains, or ``None``): they are
+#: looked for first, so a pattern is not run over text it cannot match.
+_CJK_CURRENCY = r"(?:元|块|美元|欧元)"
+_RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
+#: A range, whole: ``$20-$30``, ``50-100元``, ``1小时-2小时``, ``3 到 5 天``, ``10-20 kg``.
+_RANGE = re.compile(
+    r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
+    rf"|\d+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
+    rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
+    rf"|{_NOT_ALNUM_BEFORE}\d+(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
+)
+#: A street address: Chinese with its district and street (``北京市朝阳区建国路277号``),
+#: or English (``975 Sunset Drive``).
+_ADDRESS = re.compile(
+    r"(?:[\u4e00-\u9fff]{1,6}?(?:省|市|区|县|镇))*[\u4e00-\u9fff]{1,8}?(?:路|街|道|巷|大道|胡同)"
+    r"\d+(?:-\d+)?号(?:\d+(?:室|楼|栋|单元))*"
+)
+_STREET = re.compile(
+    r"\d{1,5} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:Street|St|Avenue|Ave|Road|Rd|Drive|Dr|Lane"
+    r"|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl)\b"
+)
+_PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w")
+#: What ends the clause before a phone number or an e-mail address; the words that
+#: may stand between its owner and it.
+_CLAUSE_END = re.compile(r".*[，。,;；!?！？\n:：]")
+_OWNER_GLUE = re.compile(
+    r"(?:\s|[（(：:]|是|为|的电话|电话|手机|邮箱|\b(?:at|is|email|e-mail|phone|number|or|and)\b)+$"
+)
+#: Who an English phone number or address belongs to: the capitalised words (a name)
+#: or the possessive that end its clause.
+_OWNER_EN = re.compile(r"(?:\b[A-Z][a-z]+(?: [A-Z][a-z]+)*|\b(?:my|his|her|their|our|your))$")
+#: Words of a request that open an address match but are not part of it.
+_ADDRESS_LEAD = re.compile(r"^(?:寄到|送到|发到|运到|寄往|送往|地址是|地址为|住在|在|到)")
+#: What follows a number that is part of a name (``7天连锁酒店``), not a quantity.
+_NAME_AFTER = re.compile(
+    r"[\u4e00-\u9fff]{0,3}(?:连锁|酒店|宾馆|旅馆|公司|集团|商城|超市|药房|便利店)"
+)
+#: What a pattern needs in a text before it is run: substrings one of which every
+#: match contains, or a pattern that opens with a digit (so it is quick to search
+#: for) and that every text with a match holds; ``None``: nothing.
+Needs = tuple[str, ...] | re.Pattern[str] | None
+FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
+    (_EMAIL, ("@",)),
+    (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
+    (
+        re.compile(  # paths: absolute, relative, or a file with an extension
+            rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
+            rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
+        ),
+        ("/",),
+    ),
+    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
+    (_ADDRESS, re.compile(r"\d号")),
+    (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
+    (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d")),
+    (
+        # The month first and its boundary after it: a pattern that opens with a
+        # literal is searched for quickly.
+        re.compile(rf"{_MONTHS}(?<![A-Za-z0-9_]\w{{3}})[a-z]*\.? \d{{1,2}}(?:, \d{{4}})?"),
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+    ),  # May 15
+    (
+        re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
+        ("月",),
+    ),  # 6月18日
+    (_PHONE, re.compile(r"\d(?:[ -]\d{3}|\d{10})")),
+    (
+        re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
+        ("$", "€", "£", "¥", "￥", *_CURRENCY_CODES),
+    ),  # $1.50
+    (
+        re.compile(
+            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+        ),
+        ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
+    ),
+    (
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+        ),
+        None,
+    ),  # ids, versions (pytest-8.3.2)
+    (
+        re.compile(
+            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+        ),
+        None,
+    ),
+    (re.compile(r"#\d+"), ("#",)),  # order no.
+    (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
+    (
+        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people
+        re.compile(
+            rf"\d+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
+            rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
+        ),
+        None,
+    ),
+)
+#: The patterns that can match text without a digit (e-mail, URL, path).
+_NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
+#: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
+#: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
+_STRICT_PATTERNS = FACT_PATTERNS[:14]
+_DIGIT = re.compile(r"\d")
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+FACT_SCAN_CHARS = 4000
+ERROR_SCAN_CHARS = 20000
+FACTS_PER_MESSAGE = 12
+_SHAPE_DIGITS = re.compile(r"\d+")
+#: Claude Code's wrapper of a failed tool call's result.
+_TOOL_USE_ERROR = re.compile(r"</?tool_use_error>")
+_ERROR_WORDS = (
+    "Error",
+    "Exception",
+    "Traceback",
+    "FAILED",
+    "error:",
+    "fatal:",
+    "panic:",
+    "<tool_use_error>",
+    "command not found",
+    "No such file",
+    "Permission denied",
+)
+_ERROR_LINE = re.compile(
+    r"^.*(?:\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal|panic):"
+    r"|<tool_use_error>|command not found|No such file or directory|Permission denied).*$",
+    re.MULTILINE,
+)
+#: A line of source code shown by a tool that names an error type without reporting
+#: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
+#: ValueError if ...``, Claude Code's ``85→- error: Error messages``), or code in a
+#: diff or a grep hit (``+ raise KeyError(k)``).
+_CODE_LINE = re.compile(
+    r"^\s*\d+[:|→]"
+    r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
+    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
+    re.IGNORECASE,
+)
+#: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
+#: one after a word that introduces a place or person ("from Austin", "to Oslo") -
+#: a lone capitalised word elsewhere is too often just a word ("Would", "Price").
+_NAME = re.compile(
+    r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
+    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+)
+#: Keys of a state rather than a thing: their values say something only of an item
+#: the summary names (see :func:`json_facts`).
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
+_JSON_KEYS = re.compile(
+    r"(?:^|_)(?:id|name|number|date|time|amount|price|total|status|email|phone|city|origin|"
+    r"destination|code|order|reservation|flight|cabin|payment|balance|address|zip)(?:$|_|s$)",
+    re.IGNORECASE,
+)
+
+
+def facts(text: str, *, strict: bool = False) -> list[str]:
+    """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
+    ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
+
+    A range is one fact, whole (``50-100元``, ``$20-$30``, ``1小时-2小时``); a street
+    address keeps its street (``建国路277号``); a number inside a name (``7天连锁酒店``)
+    is no quantity; a phone number or an e-mail address keeps the words before it that
+    say whose it is (``快递员张师傅 138-0000-1234``). Only the first
+    :data:`FACT_SCAN_CHARS` characters are read: past that, a message is a dump whose
+    facts a summary cannot hold anyway.
+    """
+    text = text[:FACT_SCAN_CHARS]
+    result: list[str] = []
+    end = -1
+    for start, fact in _matches(text, strict):
+        if start < end or fact.lower() in _STOP:
+            continue  # inside a longer fact found at an earlier position
+        counted = _NUMBER_WORD.fullmatch(fact)
+        if counted and counted.group(1) in _NOT_COUNTED:
+            continue  # a number and the next word, not a quantity
+        end = start + len(fact)
+        if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
+            continue  # a name holding a number: 7天连锁酒店
+        if _PHONE.fullmatch(fact) or _EMAIL.fullmatch(fact):
+            fact = _owned(text, start, fact)
+        elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
+            fact = _ADDRESS_LEAD.sub("", fact)
+        result.append(shorten(fact, FACT_CHARS))
+    return result
+
+
+def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
+    """``(start, match)`` of every fact pattern (and name) in ``text``, by position
+    and the longest first."""
+    found: list[tuple[int, str]] = []
+    if not _DIGIT.search(text):
+        patterns = _NO_DIGIT_PATTERNS
+    else:
+        patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
+    for pattern, needs in patterns:
+        if needs is None or (
+            needs.search(text) if isinstance(needs, re.Pattern) else any(p in text for p in needs)
+        ):
+            found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
+    if not strict:
+        for m in _NAME.finditer(text):
+            group = 1 if m.group(1) else 2
+            found.append((m.start(group), m.group(group)))
+    found.sort(key=lambda item: (item[0], -len(item[1])))
+    return found
+
+
+def _owned(text: str, start: int, fact: str) -> str:
+    """``fact`` (a phone number or e-mail address at ``start``) after the words that
+    say whose it is: the end of its clause, at most 8 CJK characters or 3 words."""
+    before = text[max(0, start - 40) : start]
+    clause = _CLAUSE_END.sub("", before.replace("\n", "。"))
+    clause = _OWNER_GLUE.sub("", clause).strip()
+    if not clause:
+        return fact
+    if _CJK_CHAR.search(clause[-1]):
+        return f"{clause[-6:]} {fact}"
+    owner = _OWNER_EN.search(clause)
+    return f"{owner.group()} {fact}" if owner else fact
+
+
+def json_facts(value: Any, limit: int = 12) -> list[str]:
+    """``key=value`` pairs of a parsed JSON value whose key names an id, name, date,
+    amount, status or the like (at most ``limit``). The status of an item in a list
+    (a to-do list's ``status=pending``, a flight list's ``status=available``) is left
+    out: the item it belongs to is not said, so it tells nothing."""
+    out: list[str] = []
+
+    def walk(node: Any, in_list: bool) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                    if in_list and _STATUS_KEY.search(str(key)):
+                        continue
+                    if _JSON_KEYS.search(str(key)) and len(str(item)) <= FACT_CHARS:
+                        out.append(f"{key}={item}")
+                else:
+                    walk(item, in_list)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, True)
+
+    walk(value, False)
+    return out[:limit]
+
+
+def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
+    function_call = message.get("function_call")
+    if function_call is not None and isinstance(function_call, Mapping):
+        calls.append(
+            (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
+        )
+    return calls
+
+
+def _structured_facts(text: str) -> list[str]:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json_facts(orjson.loads(stripped))
+        except orjson.JSONDecodeError:
+            pass
+    return facts(text, strict=True)
+
+
+def _argument_facts_of(arguments: str) -> list[str]:
+    return _structured_facts(arguments)[:FACTS_PER_MESSAGE]
+
+
+#: Facts of tool-call arguments, memoised like :data:`_extract`.
+_argument_facts = TextMemo(
+    _argument_facts_of, size=1 << 15, share_as="argument facts", share_from=0
+)
+
+
+def error_lines(text: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
+    ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``, Claude
+    Code's ``<tool_use_error>``), shortened: what an agent learned from its mistakes. A
+    line that ends in a colon ("failed due to the following issue:") takes the next
+    line with it, which says what the error was."""
+    text = text[:ERROR_SCAN_CHARS]
+    if not any(word in text for word in _ERROR_WORDS):
+        return []
+    found: list[str] = []
+    for match in _ERROR_LINE.finditer(text):
+        if _CODE_LINE.match(match.group()):
+            continue  # code that names an error, not an error that happened
+        line = match.group().strip()
+        if line.endswith(":") and not line.startswith("Traceback"):
+            after = text[match.end() + 1 :].partition("\n")[0].strip()
+            if after and not _ERROR_LINE.fullmatch(after):  # else it is listed itself
+                line = f"{line} {after}"
+        line = shorten(_TOOL_USE_ERROR.sub("", line).strip(), NOTE_CHARS)
+        if line not in found:
+            found.append(line)
+        if len(found) >= limit:
+            break
+    return found

@@ -1,0 +1,234 @@
+"""What tool calls and their results give a summary: labelled records and actions.
+
+A **record** is one JSON object of a tool result (or tool-call arguments) written on
+one line under its own label, its values never mixed with another object's: the
+object's id (``reservation JG7FMM: ATL→SFO, economy, 2024-05-20, HAT123, 480``), or
+the key it sits under. An **action** is a call as ``name(identifying arguments) →
+outcome``, the outcome ``ok`` or the result's first error line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ctxcli.summarizers.facts import error_lines
+from ctxcli.summarizers.text import shorten
+
+#: The longest record and action (characters): past that a record is a dump.
+RECORD_CHARS = 200
+ACTION_ARGUMENT_CHARS = 240
+ARGUMENT_CHARS = 60
+#: A string argument longer than this (characters) with a space in it is prose.
+PROSE_CHARS = 40
+#: A result this short (characters, one line, not JSON) is shown as the outcome.
+SHORT_RESULT_CHARS = 40
+#: The most records one tool result gives.
+RECORDS_PER_RESULT = 24
+#: Keys whose value names the object they are in (``reservation_id``, ``flight_number``).
+_ID_KEY = re.compile(r"(?:^|_)(?:id|number|code|no)$", re.IGNORECASE)
+#: Calls that only read: they come after the calls that change state, see
+#: :func:`changes_state`.
+_LOOKUP = re.compile(
+    r"^(?:get|search|list|find|read|open|view|show|fetch|lookup|look|query|check|calculate"
+    r"|think|grep|glob|ls|cat|scroll|goto|describe|count|todoread|websearch|webfetch)"
+    r"(?:_|$|[A-Z])",
+    re.IGNORECASE,
+)
+_SPACE = re.compile(r"\s+")
+#: An outcome that reports a failure (see :func:`outcome`).
+ERROR_OUTCOME = re.compile(r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found")
+
+
+def changes_state(name: str) -> bool:
+    """Whether a call named ``name`` may change state (a booking, an edit, a command):
+    any call but the look-ups (``get_*``, ``search_*``, ``Read``, ``Grep`` ...)."""
+    return not _LOOKUP.match(name)
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value ``text`` holds, or ``None`` when it holds none."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return None
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def records(value: Any, label: str) -> list[str]:
+    """The records of a parsed JSON value (at most :data:`RECORDS_PER_RESULT`), each
+    ``label: values`` with the label its own object's id when it has one."""
+    out: list[str] = []
+    for name, values in _walk(value, label):
+        if values:
+            out.append(shorten(f"{name}: {', '.join(values)}", RECORD_CHARS))
+        if len(out) >= RECORDS_PER_RESULT:
+            break
+    return out
+
+
+def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
+    """``(label, values)`` of each object in ``value``, the outer one first; a nested
+    object short enough is written inside its parent's record."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _walk(item, label)
+        return
+    if not isinstance(value, Mapping):
+        if _scalar(value):
+            yield label, [str(value)]
+        return
+    label, values, nested = _object(value, label)
+    yield label, values
+    for key, item in nested:
+        yield from _walk(item, key)
+
+
+def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[tuple[str, Any]]]:
+    """``(label, values, nested objects)`` of one JSON object (see :func:`_walk`)."""
+    label, id_key = _label(value, label)
+    values: list[str] = []
+    nested: list[tuple[str, Any]] = []
+    route = _route(value)
+    for key, item in value.items():
+        if _said(key, item, id_key, route, label):
+            continue
+        if _scalar(item):
+            values.append(route if key == "origin" and route else _shown(str(key), item))
+            continue
+        inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
+        if inline is not None:
+            values.append(f"{key} {inline}")
+        elif isinstance(item, (Mapping, list)) and item:
+            nested.append((str(key), item))
+    return label, values, nested
+
+
+def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bool:
+    """Whether an object's ``key`` says nothing its record does not: its id (in the
+    label), a destination (in the route), a value the label holds (``credit_card`` of
+    ``credit_card_4421486``)."""
+    if key == id_key or (key == "destination" and route):
+        return True
+    return isinstance(item, str) and bool(item) and item in label
+
+
+def _label(value: Mapping[str, Any], label: str) -> tuple[str, str | None]:
+    """``(label, key)``: the noun of the object's id key and the id, ``reservation
+    JG7FMM`` of a ``reservation_id`` (``label`` and the id of a bare ``id``), and that
+    key; else ``(label, None)``."""
+    for key, item in value.items():
+        if _ID_KEY.search(str(key)) and isinstance(item, (str, int)) and str(item):
+            noun = _ID_KEY.sub("", str(key)).strip("_") or label
+            named = str(item) if not noun or noun == str(item) else f"{noun} {item}"
+            return named, str(key)
+    return label, None
+
+
+def _inline(value: Any) -> str | None:
+    """A small nested value in one piece (``visa 7447``), or ``None`` when it is an
+    object of its own or too long to be written inside its parent."""
+    if isinstance(value, list) and all(_scalar(item) for item in value):
+        text = " ".join(str(item) for item in value)
+    elif isinstance(value, Mapping) and all(_scalar(item) for item in value.values()):
+        if any(_ID_KEY.search(str(key)) for key in value):
+            return None
+        text = " ".join(_shown(str(key), item) for key, item in value.items())
+    else:
+        return None
+    return text if len(text) <= 60 else None
+
+
+def _shown(key: str, value: Any) -> str:
+    """A value as a record shows it: a bare number after its key (``economy 121``),
+    anything else alone."""
+    if isinstance(value, (int, float)):
+        return f"{key} {value}"
+    return _SPACE.sub(" ", str(value)).strip()
+
+
+def _route(value: Mapping[str, Any]) -> str:
+    """``ATL→SFO`` of an object's ``origin`` and ``destination``, else ``""``."""
+    origin, destination = value.get("origin"), value.get("destination")
+    if isinstance(origin, str) and isinstance(destination, str) and origin and destination:
+        return f"{origin}→{destination}"
+    return ""
+
+
+def _scalar(value: Any) -> bool:
+    return (isinstance(value, (str, int, float)) and not isinstance(value, bool)) and (
+        str(value).strip() != ""
+    )
+
+
+def arguments_text(arguments: str) -> str:
+    """The identifying arguments of a call: its scalar values in order, depth first
+    (``JFK→SEA`` for an origin and destination, strings whitespace-collapsed and each
+    within :data:`ARGUMENT_CHARS`), all within :data:`ACTION_ARGUMENT_CHARS`."""
+    value = parse_json(arguments) if arguments.strip() else None
+    if value is None:
+        return shorten(_SPACE.sub(" ", arguments), ACTION_ARGUMENT_CHARS)
+    leaves = list(_leaves(value))
+    if leaves and "/" in leaves[0] and " " not in leaves[0]:
+        # A call on a path first (an edit, a write) is told by the path, not by the
+        # text it writes: long prose after it goes.
+        leaves = [leaf for leaf in leaves if not (" " in leaf and len(leaf) > PROSE_CHARS)]
+    return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, Mapping):
+        route = _route(value)
+        for key, item in value.items():
+            if key == "destination" and route:
+                continue
+            if key == "origin" and route:
+                yield route
+            else:
+                yield from _leaves(item)
+    elif _scalar(value):
+        text = _SPACE.sub(" ", str(value))
+        path = "/" in text and " " not in text  # a path is kept whole: what was touched
+        yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+def outcome(
+    result: str | None, *, failed: bool = False, errors: Sequence[str] | None = None
+) -> str:
+    """``ok``, the first error line of a call's ``result`` (``errors``, when the caller
+    has them already; ``failed``: it says it failed, so its first line when no line
+    names an error), or a short result itself; ``?`` with no result."""
+    if result is None:
+        return "?"
+    found = error_lines(result, limit=1) if errors is None else errors
+    if found:
+        return found[0]
+    head = result.strip().partition("\n")[0]
+    if failed or head.lower().startswith(("error", "failed", "exception")):
+        return shorten(head, 120) or "error"
+    short = result.strip()
+    if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
+        return short  # a short answer says more than "ok": calculate → 255.0
+    return "ok"
+
+
+def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
+    """``name(identifying arguments) → outcome``."""
+    return f"{name}({arguments_text(arguments)}) → {outcome(result, failed=failed)}"
+
+
+def collapse(actions: Sequence[str]) -> list[tuple[str, int]]:
+    """``(action, count)`` with identical actions counted once, at their last place."""
+    last = {text: i for i, text in enumerate(actions)}
+    counts: dict[str, int] = {}
+    for text in actions:
+        counts[text] = counts.get(text, 0) + 1
+    return [(text, counts[text]) for i, text in enumerate(actions) if last[text] == i]

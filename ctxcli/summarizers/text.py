@@ -1,0 +1,342 @@
+"""Text utilities the summarizers share: a message's text, sentences, shortening,
+the language of a conversation.
+
+Sentences split on ``.!?`` followed by a space and on the CJK enders ``。！？``
+(no space follows them in Chinese). A list, one item a line ("1.", "2)", "3、",
+"(4)", "①", "一、", "a)", or a bullet "-", "*", "•", "·", "–", "+") or numbered
+within a line ("1. One-way 2. Economy", counted up from 1), is read item by item:
+its markers are no sentence ends, so "2." alone is never taken for one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+REQUEST_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER = re.compile(r"[^\W\d_]")
+_SPACE = re.compile(r"\s+")
+#: A list marker opening a line: a bullet, or a number or letter with "." or ")"
+#: and a space after it ("1.5 kg" is no item), or a Chinese one ("3、", "（4）", "①",
+#: "一、") that needs no space; a Markdown check box after it goes too.
+_LIST_MARKER = re.compile(
+    r"^\s*(?:[-*•·–+](?=\s)|\d{1,3}[.)）](?=\s|$)|[a-zA-Z][)）](?=\s)|\d{1,3}、"
+    r"|[(（]\d{1,3}[)）]|[①-⑳]|[一二三四五六七八九十]{1,3}、)\s*(?:\[[ xX]\]\s+)?"
+)
+#: A number that may mark an item within a line: "2. ", "2) ", "2、", not glued to a
+#: word or number before it ("v2. ", "1,2. ").
+_INLINE_MARKER = re.compile(r"(?<![A-Za-z0-9_.,])(\d{1,2})(?:[.)）](?=\s)|、)\s*")
+#: What may come right before the "1" that opens a list within a line.
+_LIST_OPENERS = (":", "：", ".", "!", "?", "。", "！", "？", ";", "；")
+#: Trailing punctuation an item loses when items are joined.
+_ITEM_END = ".;,。；，、 "
+#: An item cut shorter than this says too little: fewer items are kept instead.
+ITEM_MIN_CHARS = 16
+
+
+def language(texts: Iterable[str], sample: int = 1000) -> str:
+    """``"zh"`` when CJK characters are at least a third of the letters in the first
+    ``sample`` characters of ``texts``, else ``"en"``."""
+    text = ""
+    for item in texts:
+        text += item[: sample - len(text)]
+        if len(text) >= sample:
+            break
+    cjk = len(_CJK.findall(text))
+    if not cjk:
+        return "en"
+    return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
+
+
+def _enumeration(line: str) -> tuple[str, list[str]] | None:
+    """``(lead, items)`` of a line that numbers two or more items in it, counting up
+    from 1 ("Answers: 1. One-way 2. Economy"), else ``None``. The "1" opens the line
+    or follows a colon or a sentence end, so "version 2. Then" is no list."""
+    if "1" not in line:
+        return None
+    cuts: list[re.Match[str]] = []
+    for match in _INLINE_MARKER.finditer(line):
+        number = int(match.group(1))
+        if number == len(cuts) + 1:
+            if number == 1:
+                before = line[: match.start()].rstrip()
+                if before and not before.endswith(_LIST_OPENERS):
+                    continue
+            cuts.append(match)
+    if len(cuts) < 2:
+        return None
+    ends = [m.start() for m in cuts[1:]] + [len(line)]
+    items = [line[m.end() : end].strip() for m, end in zip(cuts, ends)]
+    return line[: cuts[0].start()].strip(), [item for item in items if item]
+
+
+def _line_items(line: str) -> tuple[str, list[str]]:
+    """``(prose, items)`` of one line: a line opened by a list marker is one item
+    (or several, numbered within it); else its prose and the items numbered in it."""
+    found = _enumeration(line)
+    if found:
+        return found
+    marker = _LIST_MARKER.match(line)
+    if marker:
+        item = line[marker.end() :].strip()
+        return "", [item] if item else []
+    return line.strip(), []
+
+
+def _blocks(text: str) -> list[tuple[bool, str]]:
+    """``text`` as ``(is_item, text)`` blocks, whitespace collapsed: each list item
+    (with the indented lines under it), and the prose between lists, its lines
+    joined by a space."""
+    blocks: list[tuple[bool, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        prose, items = _line_items(line)
+        if prose and blocks and blocks[-1][0] and not items and line[:1].isspace():
+            blocks[-1] = (True, f"{blocks[-1][1]} {prose}")  # an item's next line
+            continue
+        if prose:
+            if blocks and not blocks[-1][0]:
+                blocks[-1] = (False, f"{blocks[-1][1]} {prose}")
+            else:
+                blocks.append((False, prose))
+        blocks += [(True, item) for item in items]
+    return [(is_item, _SPACE.sub(" ", part).strip()) for is_item, part in blocks]
+
+
+def sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (Latin ``.!?`` + space, CJK ``。！？``, line
+    breaks), list items apart and without their markers (``1.``, ``-``, ``3、``; see
+    the module docstring)."""
+    out = []
+    for line in text.splitlines():
+        prose, items = _line_items(line)
+        for part in (prose, *items):
+            out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", part)) if s.strip()]
+    return out
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (code points), ending in "…"."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its leading whole sentences if any fit,
+    else cut, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for sentence in sentences(text):
+        longer = f"{kept} {sentence}" if kept else sentence
+        if len(longer) > limit:
+            break
+        kept = longer
+    return kept.rstrip(_ITEM_END) or shorten(text, limit)
+
+
+def _join_items(lead: str, items: Sequence[str], tail: str, *, cjk: bool) -> str:
+    """``lead: item; item. tail`` (in Chinese ``lead：item；item。tail``)."""
+    text = ("；" if cjk else "; ").join(items)
+    if lead:
+        colon = "" if lead.endswith(_LIST_OPENERS + (",", "，")) else "：" if cjk else ":"
+        text = lead + colon + ("" if cjk else " ") + text
+    if tail:
+        end = "" if text.endswith(("!", "?", "！", "？", "…")) else "。" if cjk else "."
+        text += end + ("" if cjk else " ") + tail
+    return text
+
+
+def _fair_cuts(pieces: Sequence[str], budget: int) -> list[str]:
+    """``pieces`` within ``budget`` characters in all, each cut by :func:`_cut` to a
+    fair share: the short ones whole, what they leave split evenly among the rest."""
+    out = list(pieces)
+    left = budget
+    by_length = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    for done, i in enumerate(by_length):
+        share = left // (len(pieces) - done)
+        if len(pieces[i]) > share:
+            out[i] = _cut(pieces[i], share)
+        left -= len(out[i])
+    return out
+
+
+def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
+    """A user message in short form, within ``limit`` characters: whole if short,
+    else its first sentence plus its first question.
+
+    A message holding a list (see the module docstring) within its first ``limit``
+    characters gives the text before the list, then the items joined by "; "
+    (Chinese "；"), then what follows. When that is too long, each keeps a fair share
+    of the characters (its leading whole sentences if they fit, else a cut ending in
+    "…"), only the first question of what follows is kept, and when the items are too
+    many for :data:`ITEM_MIN_CHARS` each, the last ones give way to "…".
+    """
+    flat = _SPACE.sub(" ", text).strip()
+    blocks = _blocks(text)
+    first_item = next((i for i, (is_item, _) in enumerate(blocks) if is_item), None)
+    if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
+        return flat if len(flat) <= limit else _first_and_question(blocks, limit)
+    cjk = language([flat]) == "zh"
+    lead = " ".join(part for _, part in blocks[:first_item])
+    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
+    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
+    whole = _join_items(lead, items, tail, cjk=cjk)
+    if len(whole) <= limit:
+        return whole
+    tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
+    return _fair_list(lead, items, tail, limit, cjk=cjk)
+
+
+def _first_and_question(blocks: Sequence[tuple[bool, str]], limit: int) -> str:
+    """The first sentence of ``blocks`` and the first question after it, within
+    ``limit`` characters."""
+    parts = [s for is_item, part in blocks for s in ([part] if is_item else sentences(part))]
+    picked = parts[:1]
+    question = next((s for s in parts[1:] if s.endswith(("?", "？"))), None)
+    if question:
+        picked.append(question)
+    return shorten(" ".join(picked), limit)
+
+
+def _fair_list(lead: str, items: Sequence[str], tail: str, limit: int, *, cjk: bool) -> str:
+    """``lead: item; item. tail`` within ``limit`` characters, each piece a fair share
+    (:func:`_fair_cuts`), the last items giving way to "…" when there are too many for
+    :data:`ITEM_MIN_CHARS` each."""
+    count = len(items)
+    while True:
+        shown = list(items) if count == len(items) else [*items[:count], "…"]
+        pieces = [piece for piece in (lead, *shown, tail) if piece]
+        frame = _join_items(lead and "x", ["x"] * len(shown), tail and "x", cjk=cjk)
+        budget = limit - (len(frame) - len(pieces))  # what the pieces may take
+        if count <= 1 or budget // len(pieces) >= ITEM_MIN_CHARS:
+            break
+        count -= 1
+    cuts = iter(_fair_cuts(pieces, budget))
+    lead = next(cuts) if lead else ""
+    shown = [next(cuts) for _ in shown]
+    tail = next(cuts) if tail else ""
+    return shorten(_join_items(lead, shown, tail, cjk=cjk), limit)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The readable text of a message: its content, text parts joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                value = part.get("text", part.get("value"))
+                if isinstance(value, str):
+                    texts.append(value)
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return ""
+
+
+#: Words that carry no request: greetings, thanks, assent and filler. A sentence of
+#: these alone (and :data:`_STOP_WORDS`) is no request ("Hi! Can you help me with
+#: this?", "Thanks! I'll definitely be in touch.").
+FILLER_WORDS = frozenset(
+    "hi hello hey dear thanks thank thankyou you so much very lot great ok okay sure yes "
+    "yeah yep no nope perfect bye goodbye please that's thats that all have nice good day "
+    "i i'm im i'll ill definitely be in touch appreciate it can could would will help me "
+    "with this awesome got sounds sound alright cool morning afternoon evening there for "
+    "your assistance the wonderful again need like do fine welcome cheers excellent "
+    "understood right oh ah um well just wanted wondering if you're hoping assist sir "
+    "madam is was everything much appreciated looking forward hear soon today again".split()
+)
+_STOP_WORDS = frozenset("a an and or of to the in on at for by is are it this that".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*|\d+|[\u3400-\u9fff]")
+_CJK_FILLER = re.compile(
+    r"^(?:你好|您好|谢谢你|谢谢您|谢谢|好的|嗯+|没问题|再见|不客气|感谢|非常感谢|麻烦了|辛苦了"
+    r"|好|行|对|是的|可以|[，。！？!?,.\s~～、])+$"
+)
+
+
+#: A greeting that opens a sentence of content ("Hi, I want to ...", "你好，我想...").
+_GREETING_LEAD = re.compile(r"^(?:你好|您好|(?:hi|hello|hey)\b)[，,!！\s]+", re.IGNORECASE)
+
+
+def own_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that carry something: no filler sentence
+    (:func:`is_filler`), no greeting before one."""
+    out = []
+    for sentence in sentences(text):
+        if not is_filler(sentence):
+            out.append(_GREETING_LEAD.sub("", sentence) or sentence)
+    return out
+
+
+def is_filler(sentence: str) -> bool:
+    """True when ``sentence`` is a greeting, thanks or filler alone (see
+    :data:`FILLER_WORDS`), in English or Chinese."""
+    if _CJK.search(sentence):
+        return bool(_CJK_FILLER.match(sentence.strip()))
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    return all(w in FILLER_WORDS or w in _STOP_WORDS for w in words)
+
+
+def content(sentence: str) -> int:
+    """How much ``sentence`` says: its words that are not filler, a word holding a
+    digit counting thrice (an id, an amount, a date)."""
+    score = 0
+    for word in _WORD.findall(sentence):
+        lower = word.lower()
+        if lower in FILLER_WORDS or lower in _STOP_WORDS:
+            continue
+        score += 3 if word[:1].isdigit() else 1
+    return score
+
+
+def by_content(text: str, fits: Callable[[str], bool]) -> str:
+    """``text`` without its filler sentences, and while it does not ``fits``, without
+    its sentences of least :func:`content` too (those kept stay in their order,
+    :func:`joined`). What ``fits`` a smaller bound is kept in a larger one: sentences
+    go in one fixed order. ``""`` when no sentence is left or even the one of most
+    content does not fit (cut to fit then, ending in "…", if it can)."""
+    kept = own_sentences(text)
+    if not kept:
+        return ""
+    whole = joined(kept)
+    if fits(whole):
+        return whole
+    ranked = sorted(range(len(kept)), key=lambda i: (-content(kept[i]), i))
+    chosen: list[int] = []
+    for i in ranked:
+        trial = sorted([*chosen, i])
+        if not fits(joined([kept[j] for j in trial])):
+            break
+        chosen = trial
+    if chosen:
+        return joined([kept[j] for j in chosen])
+    first = kept[ranked[0]]
+    for size in range(len(first) - 1, 8, -max(1, len(first) // 8)):
+        if fits(shorten(first, size)):
+            return shorten(first, size)
+    return ""
+
+
+_ENDED = (".", "!", "?", "。", "！", "？", "…", ";", "；", ":", "：")
+
+
+def joined(parts: Sequence[str]) -> str:
+    """Sentences or list items as one text: after a sentence end a space (none in
+    Chinese), else ``"; "`` (``"；"``), so list items stay apart."""
+    out = ""
+    for part in parts:
+        if out:
+            cjk = bool(_CJK.search(out[-1:] + part[:1]))
+            if out.endswith(_ENDED):
+                out += "" if cjk else " "
+            else:
+                out += "；" if cjk else "; "
+        out += part
+    return out

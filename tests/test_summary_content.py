@@ -1,0 +1,334 @@
+"""What the extractive summary keeps: a prefix of a fixed ranking (more room or fewer
+messages never lose a fact), requests without greetings, Chinese facts whole, and what
+an agent run needs next (the real runs of ../shared/data; skipped without it)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxcli.compress import Compressor
+from ctxcli.config import resolve
+from ctxcli.model import make_conversation
+from ctxcli.score import conversation_facts, facts_of
+from ctxcli.score import message_text as score_text
+from ctxcli.summarizers.extractive import EXTRACTIVE, parse_summary
+from ctxcli.summarizers.text import is_filler
+from ctxcli.tokens import TokenCounter
+
+COUNTER = TokenCounter("o200k_base")
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+Messages = list[dict[str, Any]]
+
+
+def _summary(messages: Messages, bound: int, previous: str | None = None) -> str:
+    return EXTRACTIVE.summarize(messages, previous=previous, max_tokens=bound, counter=COUNTER)
+
+
+def _facts(messages: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Every fact (:mod:`ctxcli.score`'s definition) of ``messages``."""
+    found: set[str] = set()
+    for kinds in conversation_facts(make_conversation(list(messages), COUNTER)).values():
+        found |= kinds
+    return found
+
+
+def _kept(facts: set[str], text: str) -> set[str]:
+    flat = " ".join(text.split())
+    return {fact for fact in facts if fact in flat}
+
+
+# --- the prefix property -------------------------------------------------------------
+
+WORDS = ["book", "cancel", "flight", "refund", "hello", "thanks", "card", "seat", "bag"]
+
+
+@st.composite
+def conversations(draw: Any) -> Messages:
+    """Chats and agent runs with ids, amounts, dates and paths in every kind of message:
+    user text, assistant text, tool calls and JSON or plain tool results."""
+    fact = st.one_of(
+        st.from_regex(r"[A-Z]{3}[0-9]{3}", fullmatch=True),
+        st.from_regex(r"\$[1-9][0-9]{2}", fullmatch=True),
+        st.from_regex(r"2024-0[1-9]-[12][0-9]", fullmatch=True),
+        st.from_regex(r"src/[a-z]{2,6}/[a-z]{2,6}\.py", fullmatch=True),
+    )
+    sentence = st.builds(
+        lambda words, facts: " ".join(words + facts) + ".",
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+        st.lists(fact, max_size=3),
+    )
+    messages: Messages = []
+    for n in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["user", "assistant", "call"]))
+        text = " ".join(draw(st.lists(sentence, min_size=1, max_size=4)))
+        if kind != "call":
+            messages.append({"role": kind, "content": text})
+            continue
+        name = draw(st.sampled_from(["get_order", "update_order", "bash", "search"]))
+        arguments = json.dumps({"id": draw(fact), "note": draw(st.sampled_from(WORDS))})
+        call = {
+            "id": f"c{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        if draw(st.booleans()):
+            result = json.dumps({"order_id": draw(fact), "total": draw(fact), "status": "ok"})
+        else:
+            result = text if draw(st.booleans()) else f"Error: {text}"
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    return messages
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=conversations(), small=st.integers(1, 300), more=st.integers(0, 400))
+def test_more_room_never_keeps_fewer_facts(messages: Messages, small: int, more: int) -> None:
+    """What the summary keeps at a bound is a prefix of one ranking: a larger bound
+    keeps every fact a smaller one kept, and each bound holds."""
+    facts = _facts(messages)
+    less, larger = _summary(messages, small), _summary(messages, small + more)
+    assert COUNTER.text(less) <= small and COUNTER.text(larger) <= small + more
+    assert _kept(facts, less) <= _kept(facts, larger)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=conversations(), bound=st.integers(1, 400), cut=st.integers(0, 14))
+def test_folding_fewer_messages_never_loses_a_fact_of_theirs(
+    messages: Messages, bound: int, cut: int
+) -> None:
+    """The older messages alone (what a larger budget folds, the newer ones then kept
+    whole) keep every fact of theirs that the summary of all of them kept, but those
+    the newer messages say themselves."""
+    older = messages[: max(1, len(messages) - cut)]
+    if older[-1].get("tool_calls"):
+        older = older[:-1] or older  # a call's result goes with it
+    facts = _facts(older) - _facts(messages[len(older) :])
+    assert _kept(facts, _summary(messages, bound)) <= _kept(facts, _summary(older, bound))
+
+
+def test_the_property_holds_on_tau_bench_runs(data: Path) -> None:
+    runs = json.loads((data / "tau-bench/gpt-4o-airline.json").read_text())[:12]
+    first = last = 0
+    for run in runs:
+        messages = [m for m in run["traj"] if m["role"] != "system"][:-4]
+        facts = _facts(messages)
+        kept = [_kept(facts, _summary(messages, bound)) for bound in (100, 250, 500, 900, 1500)]
+        assert all(a <= b for a, b in zip(kept, kept[1:]))
+        first, last = first + len(kept[0]), last + len(kept[-1])
+    assert last > 3 * first
+
+
+# --- requests --------------------------------------------------------------------------
+
+#: Lines that are a greeting, thanks or filler alone: never a request.
+GREETINGS = [
+    "Hello!",
+    "Hi!",
+    "Hi! Can you help me with this?",
+    "Thanks!",
+    "Thank you so much!",
+    "Thanks! I'll definitely be in touch.",
+    "Great, thank you.",
+    "That's all, thanks.",
+    "Okay, sounds good.",
+    "Have a nice day!",
+    "Bye!",
+    "你好",
+    "谢谢！",
+    "好的，谢谢您",
+]
+
+
+@pytest.mark.parametrize("line", GREETINGS)
+def test_greetings_and_thanks_are_filler(line: str) -> None:
+    assert is_filler(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["Hi, I want to cancel my trip.", "Thanks, use card 7447.", "好的，我决定买黑色的"],
+)
+def test_a_request_beside_a_greeting_is_no_filler(line: str) -> None:
+    assert not is_filler(line)
+
+
+def test_no_request_line_on_tau_bench_is_a_greeting_or_thanks_alone(data: Path) -> None:
+    runs = json.loads((data / "tau-bench/gpt-4o-airline.json").read_text())
+    compressor = Compressor(resolve(max_tokens=2000))
+    lines = 0
+    for run in runs:
+        result = compressor.conversation({"messages": run["traj"]})
+        for message in result.after.messages:
+            if message.is_summary:
+                requests = parse_summary(message.data["content"].split("\n", 1)[1])["requests"]
+                assert not [r for r in requests if is_filler(r)], requests
+                assert not [r for r in requests if r.rstrip("!.?") in ("Hello", "Hi", "Thanks")]
+                lines += len(requests)
+    assert lines > 200
+
+
+def test_the_task_is_kept_in_its_own_words_without_its_greeting() -> None:
+    task = (
+        "Hi! I'd like to change my recent reservation to the cheapest business round trip "
+        "from ATL to SFO, reservation JG7FMM. Thanks so much!"
+    )
+    body = _summary([{"role": "user", "content": task}], 200)
+    assert body == (
+        "User requests:\n- I'd like to change my recent reservation to the cheapest business "
+        "round trip from ATL to SFO, reservation JG7FMM."
+    )
+
+
+# --- Chinese ---------------------------------------------------------------------------
+
+
+#: The room the summary gets: the default stage's (capped at 400 tokens, the tail of 6
+#: kept), and all the budget leaves beside a tail of 2, as the budget-filling summary
+#: stage of issue 15 gives it. The first holds once that stage is in.
+ROOMS = [
+    pytest.param(None, id="default-stage", marks=pytest.mark.xfail(reason="room", strict=False)),
+    pytest.param({"summary": {"max_tokens": 100_000, "keep_last": 2}}, id="budget-room"),
+]
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_chinese_sample_at_800_tokens_keeps_its_facts_whole(
+    room: dict[str, Any] | None,
+) -> None:
+    record = json.loads((SAMPLES / "customer_service_zh.jsonl").read_text(encoding="utf-8"))
+    result = Compressor(resolve(max_tokens=800, stage_options=room)).conversation(record)
+    assert result.after.tokens <= 800
+    text = "\n".join(str(m.data.get("content")) for m in result.after.messages)
+    # its ranges, the order number, the amounts, the courier's phone with whose it is,
+    # where the goods go: each whole
+    wholes = ["3 到 5 天", "1 到 3 个工作日", "8 到 12 元", "12345", "SF1402938476"]
+    wholes += ["4999 元", "5999 元", "4799 元", "399.92 元", "1299 元", "199 元", "200 元"]
+    wholes += ["快递员张师傅 138-0000-1234", "发货到北京"]
+    assert [fact for fact in wholes if fact not in text] == []
+
+
+# --- agent runs ------------------------------------------------------------------------
+
+
+def _compress(path: Path, budget: int, **options: Any) -> tuple[Messages, Messages]:
+    settings_ = resolve(max_tokens=budget, **options)
+    compressor = Compressor(settings_)
+    if path.suffix == ".traj":
+        record = json.loads(path.read_text())
+        messages = record["history"]
+        result = compressor.conversation({"messages": messages})
+        return messages, [dict(m.data) for m in result.after.messages]
+    raise AssertionError(path)
+
+
+def test_the_swe_agent_run_at_a_quarter_keeps_task_errors_and_paths(data: Path) -> None:
+    (path,) = sorted((data / "swe-agent").glob("*.traj"))
+    messages = json.loads(path.read_text())["history"]
+    tokens = make_conversation(messages, COUNTER).tokens
+    before, after = _compress(path, tokens // 4)
+    text = " ".join("\n".join(score_text(m) for m in after).split())
+    task = next(m["content"] for m in before if m["role"] == "user")
+    first_paragraph = " ".join(task.split("\n\n")[0].split())
+    assert first_paragraph in text
+    errors: set[str] = set()
+    paths: set[str] = set()
+    for message in before[1:]:
+        found = facts_of(score_text(message), message["role"])
+        errors |= found["errors"]
+        paths |= found["paths"]
+        for call in message.get("tool_calls") or []:
+            paths |= facts_of(call["function"]["arguments"])["paths"]
+    assert {e for e in errors if e not in text} == set()  # (this run logs none)
+    kept = {p for p in paths if p in text}
+    assert len(kept) >= 0.9 * len(paths), sorted(paths - kept)
+
+
+def _claude_code_task_and_paths(path: Path) -> tuple[str, set[str]]:
+    """The user's first message of their own words, and every path a tool was given."""
+    task = ""
+    paths: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        content = (event.get("message") or {}).get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            text = part.get("text")
+            if event.get("type") == "user" and not task and isinstance(text, str):
+                own = text.strip()
+                given = re.search(r"<command-args>(.+?)</command-args>", own, re.DOTALL)
+                if given:  # a command the user ran: its arguments are their words
+                    task = given.group(1).strip()
+                elif own and not own.startswith(("<", "Caveat:", "[Request interrupted")):
+                    task = own
+            if part.get("type") == "tool_use":
+                given = part.get("input") or {}
+                paths |= {given[k] for k in ("file_path", "path", "notebook_path") if k in given}
+    return task, paths
+
+
+def test_a_claude_code_summary_of_a_quarter_keeps_the_task_and_every_path(data: Path) -> None:
+    """The summarizer's part: each session's messages but the last two, in a quarter of
+    the session's tokens."""
+    from ctxcli.formats import claude_code
+
+    for path in sorted((data / "claude-code").glob("*.jsonl")):
+        events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        conversation = claude_code.read(events, COUNTER, path=str(path), line=1)
+        messages = [dict(m.data) for m in conversation.messages if not m.is_system][:-2]
+        body = _summary(messages, conversation.tokens // 4)
+        paths = set()  # of the calls in the conversation (a subagent's are not)
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                given = json.loads(call["function"]["arguments"] or "{}")
+                paths |= {given[k] for k in ("file_path", "path", "notebook_path") if k in given}
+        # The task, the first user message read (after Claude Code's own compaction, its
+        # summary), leads the requests in its own words.
+        task = " ".join(score_text(next(m for m in messages if m["role"] == "user")).split())
+        requests = parse_summary(body)["requests"]
+        assert requests and requests[0][:60].rstrip("…") in task, (path.name, requests[:1])
+        assert [p for p in paths if p not in body] == [], path.name
+
+
+#: The whole pipeline's part: the room the stage gives the summary (16 tokens on
+#: codemie_session-9eda1058 today, beside a tail it keeps whole) holds once the
+#: budget-filling stage of issue 15 is in.
+CLAUDE_ROOMS = [
+    pytest.param(*p.values, marks=pytest.mark.xfail(reason="room", strict=False), id=p.id)
+    for p in ROOMS
+]
+
+
+@pytest.mark.parametrize("room", CLAUDE_ROOMS)
+def test_claude_code_sessions_at_a_quarter_keep_the_task_and_every_path(
+    data: Path, tmp_path: Path, room: dict[str, Any] | None
+) -> None:
+    from click.testing import CliRunner
+
+    from ctxcli.cli import cli
+
+    runner = CliRunner()
+    for path in sorted((data / "claude-code").glob("*.jsonl")):
+        counted = json.loads(runner.invoke(cli, ["count", str(path), "--format", "json"]).output)
+        quarter = counted["total"]["tokens"] // 4
+        args = ["compress", str(path), "-o", str(tmp_path / path.name), "-q"]
+        args += ["--max-tokens", str(quarter)]
+        if room:
+            args += ["--summary-max-tokens", "100000", "--keep-last", "2"]
+        assert runner.invoke(cli, args).exit_code == 0
+        text = (tmp_path / path.name).read_text(encoding="utf-8")
+        flat = " ".join(json.loads(json.dumps(text)).split())
+        task, paths = _claude_code_task_and_paths(path)
+        first = " ".join(task.split("\n")[0].split())[:80]
+        assert first in flat or json.dumps(first)[1:-1] in flat, (path.name, first)
+        missing = [p for p in paths if p not in text and json.dumps(p)[1:-1] not in text]
+        assert missing == [], path.name
