@@ -115,7 +115,10 @@ def test_an_agent_run_folds_its_earlier_steps_after_the_task(tmp_path: Path) -> 
     content = summary["content"]
     assert "run_tests(billing/mod_0.py) → ok" in content
     assert "read_file(billing/mod_4.py) → Error: AssertionError: refund total" in content
-    assert "read_file(billing/mod_22.py) → ok" in content
+    # The latest look-ups: in the summary, or kept as they were after it.
+    kept = json.dumps(messages[3:])
+    assert "read_file(billing/mod_22.py) → ok" in content or "billing/mod_22.py" in kept
+    assert "billing/mod_20.py" in content + kept
 
 
 def test_no_step_is_folded_when_keep_last_messages_or_fewer_follow_the_task() -> None:

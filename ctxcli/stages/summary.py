@@ -179,29 +179,13 @@ class Summary:
         groups = units(messages)
         turn = latest_turn(messages, groups)
         lead = next((i for i, m in enumerate(messages) if not m.is_system), len(messages))
-        after, steps = self._step_ends(conversation, groups, turn)
+        first = None  # with ``keep_last``, steps are folded only past the last ones
+        if self.keep_last is not None and _steps_allowed(conversation, turn):
+            first = self._steps_start(conversation, groups, turn) or turn[-1] + 1
+        after, steps = _step_ends(conversation, groups, turn, first)
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
         befores = _before_ends(messages, groups, turn, (start, lead), role, len(steps) > 1)
         return _Layout(conversation, lead, after, befores, steps, _compacts(messages, groups, turn))
-
-    def _step_ends(
-        self, conversation: Conversation, groups: list[list[int]], turn: list[int]
-    ) -> tuple[int, list[int]]:
-        """Where the fold of the steps after the latest user turn starts, and where it
-        may end: the first end folds the least (nothing, or what ``keep_last`` asks
-        for), the others are the later starts of units that may open a tail."""
-        messages = conversation.messages
-        if not _steps_allowed(conversation, turn):
-            return len(messages), [len(messages)]
-        after = turn[-1] + 1
-        first = after
-        if self.keep_last is not None:
-            # With ``keep_last`` steps are folded only past the last ``keep_last``.
-            first = self._steps_start(conversation, groups, turn) or after
-            if first == after:
-                return after, [after]
-        ends = [g[0] for g in groups if first < g[0] and _opens_tail(messages[g[0]])]
-        return after, [first, *ends]
 
     def _summarize(
         self,
@@ -291,6 +275,24 @@ class Summary:
         if role == "user":
             start = _away_from_user(messages, groups, start, turn_start)
         return start
+
+
+def _step_ends(
+    conversation: Conversation, groups: list[list[int]], turn: list[int], first: int | None
+) -> tuple[int, list[int]]:
+    """Where the fold of the steps after the latest user turn starts, and where it
+    may end: the first end folds the least (nothing, or up to ``first``, where
+    ``keep_last`` lets it end; ``None``: no ``keep_last``), the others are the later
+    starts of units that may open a tail."""
+    messages = conversation.messages
+    if not _steps_allowed(conversation, turn):
+        return len(messages), [len(messages)]
+    after = turn[-1] + 1
+    if first == after:
+        return after, [after]
+    first = after if first is None else first
+    ends = [g[0] for g in groups if first < g[0] and _opens_tail(messages[g[0]])]
+    return after, [first, *ends]
 
 
 def _body_of(

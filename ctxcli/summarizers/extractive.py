@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcli.memo import TextMemo
-from ctxcli.stages.placeholder import looks_like as _is_placeholder
+from ctxcli.placeholders import looks_like as _is_placeholder
 from ctxcli.summarizers import records as rec
 from ctxcli.summarizers.facts import (
     _DIGIT,

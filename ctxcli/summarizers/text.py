@@ -182,14 +182,21 @@ def short_request(text: str, limit: int = REQUEST_CHARS) -> str:
     if first_item is None or sum(len(part) for _, part in blocks[:first_item]) > limit:
         return flat if len(flat) <= limit else _first_and_question(blocks, limit)
     cjk = language([flat]) == "zh"
-    lead = " ".join(part for _, part in blocks[:first_item])
-    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
-    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
+    lead, items, tail = _list_parts(blocks, first_item)
     whole = _join_items(lead, items, tail, cjk=cjk)
     if len(whole) <= limit:
         return whole
     tail = next((s for s in sentences(tail) if s.endswith(("?", "？"))), "")
     return _fair_list(lead, items, tail, limit, cjk=cjk)
+
+
+def _list_parts(blocks: Sequence[tuple[bool, str]], first_item: int) -> tuple[str, list[str], str]:
+    """What stands before the list that starts at block ``first_item``, its items
+    (without their closing punctuation) and what follows them."""
+    lead = " ".join(part for _, part in blocks[:first_item])
+    items = [part.rstrip(_ITEM_END) or part for is_item, part in blocks if is_item]
+    tail = " ".join(part for is_item, part in blocks[first_item:] if not is_item)
+    return lead, items, tail
 
 
 def _first_and_question(blocks: Sequence[tuple[bool, str]], limit: int) -> str:
