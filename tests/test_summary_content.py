@@ -299,13 +299,8 @@ def test_a_claude_code_summary_of_a_quarter_keeps_the_task_and_every_path(data: 
         assert [p for p in paths if p not in body] == [], path.name
 
 
-#: The whole pipeline's part: the room the stage gives the summary (16 tokens on
-#: codemie_session-9eda1058 today, beside a tail it keeps whole) holds once the
-#: budget-filling stage of issue 15 is in.
-CLAUDE_ROOMS = [
-    pytest.param(*p.values, marks=pytest.mark.xfail(reason="room", strict=False), id=p.id)
-    for p in ROOMS
-]
+#: The whole pipeline's part, at the default stage's room and at all the budget leaves.
+CLAUDE_ROOMS = [pytest.param(*p.values, id=p.id) for p in ROOMS]
 
 
 @pytest.mark.parametrize("room", CLAUDE_ROOMS)

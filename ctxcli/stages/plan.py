@@ -5,7 +5,7 @@ from the least lossy to the most (:func:`chain`): first the large tool results i
 the kept part become placeholders, oldest first (:func:`compactable`); then the
 messages before the latest user turn are folded, oldest unit first; then the steps
 after it. The cut taken at budget ``B`` is the first whose kept messages fit beside
-the summary's reserve :func:`reserve` (``B // 3``, at least
+the summary's reserve :func:`reserve` (``2B // 5``, at least
 :data:`MIN_RESERVE`, at most the stage's cap); the summaries get the room the cut
 leaves, but never more than any larger budget would give them (:func:`rooms`). So as
 the budget grows the tail never gets shorter, a result once kept whole stays whole,
@@ -46,10 +46,10 @@ class Cut:
 
 
 def reserve(budget: int, cap: int | None) -> int:
-    """Tokens the tail must leave the summaries at ``budget``: a third, at least
+    """Tokens the tail must leave the summaries at ``budget``: two fifths, at least
     :data:`MIN_RESERVE`, at most ``cap``. ``budget - reserve(budget)`` never falls as
     ``budget`` grows."""
-    share = max(MIN_RESERVE, budget // 3)
+    share = max(MIN_RESERVE, budget * 2 // 5)
     return share if cap is None else min(cap, share)
 
 

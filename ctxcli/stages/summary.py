@@ -185,6 +185,12 @@ class Summary:
         after, steps = _step_ends(conversation, groups, turn, first)
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
         befores = _before_ends(messages, groups, turn, (start, lead), role, len(steps) > 1)
+        chat = role == "user" and len(steps) <= 1 and self.keep_last is None
+        if chat and not conversation.alternating and turn and befores[-1] < turn[0]:
+            # The last resort, after every other cut: fold up to the latest user turn
+            # even if the summary then meets it (two user messages, which OpenAI takes
+            # and Anthropic merges), rather than leave the budget to the priority stage.
+            befores.append(turn[0])
         return _Layout(conversation, lead, after, befores, steps, _compacts(messages, groups, turn))
 
     def _summarize(
