@@ -85,8 +85,9 @@ class Record:
 def read_records(
     path: str, data: bytes | None = None
 ) -> tuple[Shape, Iterator[Record], bytes | None]:
-    """Open ``path`` (``-``: stdin, or ``data``, the bytes read from it: see
-    :func:`read_input`) and say which of the three input shapes it has:
+    """Open ``path`` (``-``: stdin; or ``data``, the bytes read from it: see
+    :func:`read_input`, or from a remote file) and say which of the three input shapes
+    it has:
 
     - ``jsonl``: one record a line (read lazily, line by line);
     - ``array``: one JSON array of records (parsed whole);
@@ -100,7 +101,8 @@ def read_records(
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
     """
-    if path == "-":
+    given = path == "-" or data is not None  # read already: stdin, or a remote file
+    if given:
         data = (read_input(path) if data is None else data) or b""
         lines = _split(data)
     else:
@@ -113,8 +115,8 @@ def read_records(
         # JSON lines, perhaps with a broken first line (two whole objects follow it, as
         # no JSON text spread over lines has them), or of arrays (Responses item lists,
         # a line each): no need to read the file whole.
-        return "jsonl", _jsonl(path, data), None
-    if path != "-":
+        return "jsonl", _jsonl(path, data, given), None
+    if not given:
         with open_input(path) as stream:
             data = stream.read()
     body = data[len(BOM) :] if data.startswith(BOM) else data
@@ -127,10 +129,18 @@ def read_records(
             # No JSON lines file opens with an array: this is a broken JSON array
             # (cut short, say), and the error of the whole text says where.
             raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
-        return "jsonl", _jsonl(path, data), None
+        return "jsonl", _jsonl(path, data, True), None
     if isinstance(whole, list):
         return "array", _array_records(data, whole), data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def looks_like_lines(head: bytes) -> bool:
+    """Whether a file that starts with ``head`` (its first bytes, ending at a line end
+    or the file's end) is JSON lines, as :func:`read_records` decides from its first
+    non-blank lines; ``head`` need not hold the whole file."""
+    first, *after = [line for _, line in itertools.islice(_split(head), 3)] + [b"", b"", b""]
+    return _looks_like_lines(first, after)
 
 
 def _looks_like_lines(first: bytes, after: list[bytes]) -> bool:
@@ -237,8 +247,8 @@ def _is_object(line: bytes) -> bool:
         return False
 
 
-def _jsonl(path: str, data: bytes) -> Iterator[Record]:
-    lines = _split(data) if path == "-" else iter_lines(path)
+def _jsonl(path: str, data: bytes, given: bool) -> Iterator[Record]:
+    lines = _split(data) if given else iter_lines(path)
     return (Record(number, None, raw) for number, raw in lines)
 
 
@@ -318,7 +328,7 @@ def line_style(path: str, data: bytes | None = None) -> tuple[bytes, bool]:
     line does, else ``b"\\n"``) and whether it starts with a UTF-8 byte order mark, so
     that an output can be written in the same style. For stdin (``-``) ``data`` is what
     was read from it (see :func:`read_input`). Unreadable paths give ``(b"\\n", False)``."""
-    if path == "-":
+    if path == "-" or data is not None:
         end = (data or b"").find(b"\n")
         crlf = end > 0 and data is not None and data[end - 1 : end] == b"\r"
         return (b"\r\n" if crlf else b"\n"), bool(data and data.startswith(BOM))

@@ -14,9 +14,10 @@ its piece is written once, when it arrives.
 
 Paths may be remote (``s3://bucket/key``, any scheme pyarrow's filesystems know):
 read on the workers; outputs, stats and stores are written to a staging folder and
-uploaded when the run has succeeded. JSON array and one-object files are compressed on
-the driver by the local path (local paths only). ``--summarizer llm`` is not offered
-here: the key would travel to every worker.
+uploaded when the run has succeeded. A JSON array or one-object file (a tau-bench
+array, a SWE-agent trajectory) is one piece, compressed on a worker as the local path
+compresses it (:func:`_whole`). ``--summarizer llm`` is not offered here: the key
+would travel to every worker.
 
 :func:`compress_dataset` is the entry point for a ``ray.data.Dataset`` of records.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import io
 import logging
 import os
 import pickle
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxcli import formats, jsonio, parquet
+from ctxcli import drivers, formats, jsonio, parquet
 from ctxcli import inputs as inputs_module
 from ctxcli.compress import Compressor, FileStats, Piece, Plan, compress_record
 from ctxcli.config import Settings
@@ -99,13 +101,35 @@ def _compressor(job: Job) -> Compressor:
 
 
 def _read(row: dict[str, Any], job: Job) -> list[dict[str, Any]]:
-    """Reading: the pieces of input ``row["file"]``, each a row."""
-    path = job.paths[row["file"]]
+    """Reading: the pieces of input ``row["file"]``, each a row: a Parquet row group,
+    about ``job.piece_bytes`` of JSON lines, or a whole JSON array or object file (or
+    session), which :func:`_whole` compresses as the local path does."""
+    file = row["file"]
+    path = job.paths[file]
     if parquet.is_parquet(path):
-        return _parquet_pieces(row["file"], path)
+        return _parquet_pieces(file, path)
     fs, inner = parquet.filesystem_of(path)
     with fs.open_input_stream(inner) as stream:
-        return list(_jsonl_pieces(row["file"], stream, job))
+        head = stream.read(job.piece_bytes)
+        ended = head if len(head) < job.piece_bytes else head[: head.rfind(b"\n") + 1]
+        if job.settings.format is None and not jsonio.looks_like_lines(ended):
+            data = head + stream.read()
+            return [{"file": file, "piece": 0, "kind": "whole", "first": 1, "data": data}
+                    | {"newline": b""}]  # fmt: skip
+        return list(_jsonl_pieces(file, _Prefixed(head, stream), job))
+
+
+class _Prefixed:
+    """A stream that gives ``head`` (bytes already read from ``stream``) first."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int) -> bytes:
+        if self.head:
+            block, self.head = self.head[:size], self.head[size:]
+            return block
+        return bytes(self.stream.read(size))
 
 
 def _parquet_pieces(file: int, path: str) -> list[dict[str, Any]]:
@@ -202,6 +226,8 @@ def _piece(
     notes: list[Any] = []
     if kind == "session":
         return _session(compressor, path, data, newline, stats, notes)
+    if kind == "whole":
+        return _whole(compressor, path, data, stats, notes)
     outputs: list[tuple[bytes, bool]] = []
     source: parquet.Source | None = None
     items: Iterable[jsonio.Record]
@@ -279,6 +305,38 @@ def _session(
     return Piece(output, stats, notes, error)
 
 
+def _whole(
+    compressor: Compressor, path: str, data: bytes, stats: FileStats, notes: list[Any]
+) -> Piece:
+    """A JSON array or object file (or a whole-file session in one) compressed as
+    :meth:`ctxcli.compress.Compressor.file` does, its output in memory; warnings and
+    originals become ``notes``."""
+    shape, items, original = parquet.open_records(path, data, compressor.settings.messages_key)
+    whole, items = formats.whole_file_of(compressor.format, shape, items, path)
+    newline, bom = jsonio.line_style(path, data)
+    run = compressor._file_run(stats, _Every(notes.append), shape, original, newline, None)
+    run.store = _Notes(notes, path)  # type: ignore[assignment]
+    lines = drivers.records(run, items) if whole is None else drivers.session(run, items, whole)
+    buffer = io.BytesIO()
+    sink = parquet.sink(buffer, shape, original, newline=newline, bom=bom)  # type: ignore[arg-type]
+    try:
+        for out, changed in lines:
+            sink.write(out, changed=changed)
+        sink.close()
+    except (InputError, InvariantError) as exc:
+        return Piece(b"", stats, notes, exc)
+    return Piece(buffer.getvalue(), stats, notes, None)
+
+
+class _Every(drivers.Shown):
+    """Every warning of a file passed on: the driver shows and counts them, as for
+    the pieces of a JSON lines file."""
+
+    def __call__(self, text: str) -> None:
+        self.count += 1
+        self.emit(text)
+
+
 def pipeline(job: Job) -> Any:
     """The Ray Data pipeline of ``job``: a dataset of pickled pieces in input order
     (columns ``file``, ``piece``, ``result``)."""
@@ -309,7 +367,7 @@ def compress_files(
     Raises :class:`ConfigError` for a summarizer that calls a model."""
     if not compressor.summarizer.offline:
         raise ConfigError("--engine ray takes the extractive summarizer only")
-    on_ray = [p for p in plans if _on_ray(p.input)]
+    on_ray = [p for p in plans if p.input != "-"]
     job = Job(compressor.settings, tuple(p.input for p in on_ray), kill_once=kill_once)
     results: dict[str, FileStats] = {}
     with tempfile.TemporaryDirectory(prefix="ctxcli-ray-") as staging:
@@ -322,17 +380,6 @@ def compress_files(
                     item.input, item.output, stats_path=item.stats, store_path=item.store
                 )
     return [results[p.input] for p in plans]
-
-
-def _on_ray(path: str) -> bool:
-    """Whether ``path`` is compressed on Ray: JSON lines and Parquet (a JSON array or
-    one-object file is compressed here, by the local path)."""
-    if parquet.is_parquet(path) or "://" in path:
-        return True
-    shape, items, _ = jsonio.read_records(path)
-    with contextlib.suppress(AttributeError):
-        items.close()  # type: ignore[attr-defined]
-    return shape == "jsonl"
 
 
 def _by_file(rows: Iterable[dict[str, Any]]) -> Iterator[Iterator[Piece]]:
@@ -452,9 +499,9 @@ class _Staged:
 
 
 def plan_remote(inputs: Iterable[str], *, out_dir: str | None, restorable: bool) -> list[Plan]:
-    """:func:`ctxcli.compress.plan` for inputs that may be remote: each input
-    (a file, a folder's ``*.jsonl`` and ``*.parquet``, a glob) with its output, stats and
-    store beside it or in ``out_dir``. Local-only runs use ``compress.plan``."""
+    """:func:`ctxcli.compress.plan` for inputs that may be remote: each input (a file,
+    a folder's files of :data:`ctxcli.inputs.DEFAULT_GLOBS`, a glob) with its output,
+    stats and store beside it or in ``out_dir``. Local-only runs use ``compress.plan``."""
     plans = []
     for path in _expand(inputs):
         folder, _, name = path.rpartition("/")
@@ -505,14 +552,22 @@ def _expand(inputs: Iterable[str]) -> list[str]:
         found = sorted(
             scheme + f.path
             for f in fs.get_file_info(pa.fs.FileSelector(inner))
-            if f.type == pa.fs.FileType.File
-            and f.path.endswith((".jsonl", ".parquet"))
-            and not inputs_module.is_own_output(f.path.rsplit("/", 1)[-1])
+            if f.type == pa.fs.FileType.File and _is_input(f.path.rsplit("/", 1)[-1])
         )
         if not found:
-            raise ConfigError(f"{item}: no *.jsonl or *.parquet files in this directory")
+            kinds = " or ".join(inputs_module.DEFAULT_GLOBS)
+            raise ConfigError(f"{item}: no {kinds} files in this directory")
         paths += found
     return paths
+
+
+def _is_input(name: str) -> bool:
+    """Whether a folder's file ``name`` is an input (:data:`ctxcli.inputs.DEFAULT_GLOBS`,
+    not one of ctxcli's own outputs)."""
+    globs = inputs_module.DEFAULT_GLOBS
+    return any(fnmatch.fnmatchcase(name, g) for g in globs) and not inputs_module.is_own_output(
+        name
+    )
 
 
 def compress_dataset(dataset: Any, settings: Settings, *, store_column: str | None = None) -> Any:

@@ -37,20 +37,25 @@ def local_ray() -> Any:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The 200 airline runs cut into 8 files: 7 JSON lines, the last Parquet with the
-    messages as a list of structs and two columns beside them."""
+    """The 200 airline runs cut into 8 files: 6 JSON lines, one JSON array, the last
+    Parquet with the messages as a list of structs and two columns beside them; and a
+    SWE-agent trajectory (one JSON object)."""
     source = Path(__file__).resolve().parents[2] / "shared/data/tau-bench/gpt-4o-airline.json"
     if not source.is_file():
         pytest.skip("../shared/data is not here")
     runs = json.loads(source.read_text())
     here = tmp_path_factory.mktemp("airline-8")
-    for k in range(7):
+    for k in range(6):
         with (here / f"part{k}.jsonl").open("w") as out:
             for run in runs[k * 25 : (k + 1) * 25]:
                 out.write(
                     json.dumps({"id": f"{run['task_id']}-{run['trial']}", "messages": run["traj"]})
                     + "\n"
                 )
+    # A JSON array, as tau-bench writes it, and a SWE-agent trajectory (one object).
+    (here / "part6.json").write_text(json.dumps(runs[150:175], indent=1))
+    traj = source.parents[1] / "swe-agent/marshmallow-code__marshmallow-1867.traj"
+    (here / "run.traj").write_bytes(traj.read_bytes())
     rows = [
         {"id": f"{r['task_id']}-{r['trial']}", "messages": r["traj"], "reward": r["reward"]}
         for r in runs[175:]
@@ -119,15 +124,17 @@ def test_ray_output_and_stores_are_the_local_runs_and_restore_works(
     assert ours(result.stderr) == ours(local_run[1])
     # restore works on these outputs as on the local ones, and gives the same
     restored = 0
-    for k in range(8):
-        name = f"part{k}.compressed.{'parquet' if k == 7 else 'jsonl'}"
+    own = (".stats.json", ".store.jsonl")
+    names = sorted(p.name for p in local_run[0].iterdir() if not p.name.endswith(own))
+    assert len(names) == 9  # 6 JSON lines, a JSON array, a Parquet file, a trajectory
+    for name in names:
         outputs = []
         for where in (local_run[0], tmp_path):
             outputs.append(tmp_path / f"restored-{where.name}-{name}")
             done = CliRunner().invoke(cli, ["restore", str(where / name), "-o", str(outputs[-1])])
             assert done.exit_code == 0, done.output
         restored += "restored 0 placeholders" not in done.stderr
-        if k < 7:
+        if not name.endswith(".parquet"):
             assert outputs[0].read_bytes() == outputs[1].read_bytes()
         else:
             assert pq.read_table(outputs[0]).equals(pq.read_table(outputs[1]))
