@@ -110,13 +110,35 @@ def _read(row: dict[str, Any], job: Job) -> list[dict[str, Any]]:
         return _parquet_pieces(file, path)
     fs, inner = parquet.filesystem_of(path)
     with fs.open_input_stream(inner) as stream:
-        head = stream.read(job.piece_bytes)
-        ended = head if len(head) < job.piece_bytes else head[: head.rfind(b"\n") + 1]
-        if job.settings.format is None and not jsonio.looks_like_lines(ended):
-            data = head + stream.read()
-            return [{"file": file, "piece": 0, "kind": "whole", "first": 1, "data": data}
-                    | {"newline": b""}]  # fmt: skip
+        head, ended = _head(stream, job.piece_bytes)
+        if job.settings.format is None:
+            if not jsonio.looks_like_lines(ended):
+                return [_row(file, "whole", 1, head + stream.read(), b"")]
+            if _is_session(head, full=len(head) == len(ended)):
+                data = head + stream.read()
+                return [_row(file, "session", 1, data, _newline(data))]
         return list(_jsonl_pieces(file, _Prefixed(head, stream), job))
+
+
+def _head(stream: Any, size: int) -> tuple[bytes, bytes]:
+    """The first ``size`` bytes of ``stream`` or more, up to a line end or the end of the
+    file, and the part of them that ends at a line end (all of them at the end)."""
+    head = bytes(stream.read(size))
+    while b"\n" not in head:
+        block = bytes(stream.read(size))
+        if not block:
+            return head, head
+        head += block
+    return head, head[: head.rfind(b"\n") + 1]
+
+
+def _row(
+    file: int, kind: str, first: int, data: bytes, newline: bytes, piece: int = 0
+) -> dict[str, Any]:
+    """One piece as a row of the pipeline's dataset."""
+    return {"file": file, "piece": piece, "kind": kind, "first": first, "data": data} | {
+        "newline": newline
+    }
 
 
 class _Prefixed:
@@ -152,31 +174,19 @@ def _parquet_pieces(file: int, path: str) -> list[dict[str, Any]]:
 
 
 def _jsonl_pieces(file: int, stream: Any, job: Job) -> Iterator[dict[str, Any]]:
-    """Pieces of about ``job.piece_bytes`` that end at line ends, each with the line
-    it starts on; a whole-file session (see :func:`ctxcli.formats.detect_file`) is one."""
-    carry, line, piece, session, newline = b"", 1, 0, False, b"\n"
+    """Pieces of about ``job.piece_bytes`` of JSON lines that end at line ends, each
+    with the line it starts on."""
+    carry, line, piece, newline = b"", 1, 0, b"\n"
     while True:
         block = stream.read(job.piece_bytes)
         data = carry + block
-        if piece == 0 and job.settings.format is None and not session:
-            session = _is_session(data, full=not block)
-            if session and block:
-                carry = data
-                continue
-        cut = len(data) if not block or session else data.rfind(b"\n") + 1
+        cut = len(data) if not block else data.rfind(b"\n") + 1
         if block and cut == 0:
             carry = data
             continue
         if cut or piece == 0:
-            kind = "session" if session else "jsonl"
             newline = _newline(data) if piece == 0 else newline
-            yield {
-                "file": file,
-                "piece": piece,
-                "kind": kind,
-                "first": line,
-                "data": data[:cut],
-            } | {"newline": newline}
+            yield _row(file, "jsonl", line, data[:cut], newline, piece)
             piece += 1
         line += data.count(b"\n", 0, cut)
         carry = data[cut:]
