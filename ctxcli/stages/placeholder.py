@@ -8,38 +8,8 @@ original}``), which the pipeline hands on as :attr:`ctxcli.pipeline.Result.store
 the file driver writes to the store (see :mod:`ctxcli.store`); ``ctxcli restore`` puts
 it back.
 
-The placeholder format (one line of header, then the preview)::
-
-    [ctxcli placeholder id=3f2a9c0d1e4b5a67 tool="read_log" tokens=812 chars=2819 head=100 tail=50]
-    <head: the first `head` characters of the preview text>
-    [... 2669 characters omitted ...]
-    <tail: the last `tail` characters of the preview text>
-
-:data:`PLACEHOLDER_RE` parses it (``fullmatch`` on the whole content):
-
-- ``id``: the first :data:`ID_HEX` hex digits of a SHA-256 (:func:`content_id`). For
-  string content the hash is of its UTF-8 bytes; for any other content (a list of
-  parts) of its canonical JSON (sorted keys, ``,`` and ``:`` separators, non-ASCII as
-  UTF-8). A lone surrogate (JSON allows ``"\\ud83d"`` alone) is hashed as its 3-byte
-  ``surrogatepass`` form, so such a string still has one well-defined id.
-- ``tool``: the tool's name as a JSON string (``""`` when neither the message's
-  ``name`` nor the matching call names it).
-- ``tokens``: the original content's tokens (:meth:`TokenCounter.content`); ``chars``:
-  its characters (code points) for a string, of its canonical JSON otherwise.
-- ``head`` / ``tail``: the lengths in characters of the two preview pieces, so
-  ``preview[:head]`` and ``preview[-tail:]`` (when ``tail`` > 0) give them exactly.
-  The preview text is the string content itself, or for a list of parts their texts
-  joined by newlines (an image part as ``[image]``).
-
-Previews are cut at a line end, or else between words, where one is near the cut
-(:func:`cut_preview`), and always on character boundaries: Python strings are
-sequences of code points, so no cut lands inside a multi-byte UTF-8 sequence; a cut
-is also moved off a surrogate pair, off a combining mark, variation selector, emoji
-modifier or zero-width joiner (so ``👍🏽`` stays whole), and out of a ``data:`` URL
-(the preview then ends before it, or starts after it). A lone surrogate in a preview
-is replaced with U+FFFD: a preview is for reading, and some APIs reject lone
-surrogates. The original, lone surrogate included, is stored and restored exactly
-(written as the same ``\\udXXX`` escape).
+The placeholder text (its format, its id, its preview) is written and read by
+:mod:`ctxcli.placeholders`.
 
 Results that report an error (:func:`reports_error`) stay whole when ``keep_errors``:
 the model learns from its mistakes. With ``clear_inputs``, long tool-call arguments are
