@@ -21,7 +21,8 @@ The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then t
 facts the user typed, the error lines, and the calls that change state or failed
 (what was acted on, and its arguments); then the look-ups; then the records of what
 the state-changing calls returned (the final state of what changed); then the rest
-(later requests, other records and facts); then the assistant's notes. Within a tier
+(later requests, other records and facts); then the short later requests that hold
+no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
 the newest come first. An item already
 said (the same text, or a fact inside an item ranked before it) is skipped. The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
@@ -127,7 +128,10 @@ MIN_CUT_TOKENS = 6
 NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), best first.
-TASK, ACTED, LOOKUP, CHANGED, REST, NOTES = range(6)
+TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
+#: A later request without a fact this short (characters; a CJK character counts
+#: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
+ASKED_CHARS = 60
 #: How an environment's output logged as a user message looks (SWE-agent).
 _ENV_OUTPUT = re.compile(
     r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
@@ -272,7 +276,11 @@ def _lazy_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
 
 def _later_request(text: str) -> list[tuple[str, str, int]]:
     request = by_content(_unwrapped(text), lambda s: len(s) <= REQUEST_CONTENT_CHARS)
-    return [("requests", request, REST)] if request else []
+    if not request:
+        return []
+    width = len(request) + 2 * len(_CJK_CHAR.findall(request))
+    tier = ASKED if width <= ASKED_CHARS and not _DIGIT.search(request) else REST
+    return [("requests", request, tier)]
 
 
 def _later_result(text: str) -> list[tuple[str, str, int]]:
@@ -471,7 +479,7 @@ def _stream(
     names = _result_names(messages)
     first = [*[item for item in earlier if item.tier <= LOOKUP]]
     yield from sorted(first + _first_items(messages, texts, kinds, names), key=Item.rank)
-    for tier in (CHANGED, REST, NOTES):
+    for tier in (CHANGED, REST, ASKED, NOTES):
         yield from _later_items(texts, kinds, names, tier)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
