@@ -39,6 +39,13 @@ _LOOKUP = re.compile(
     re.IGNORECASE,
 )
 _SPACE = re.compile(r"\s+")
+#: Keys whose value is a state (``available``): said only where siblings differ in it.
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
+#: The seconds of a time of day, ``:00`` (``07:00:00`` is written ``07:00``).
+_ZERO_SECONDS = re.compile(r"\b(\d{1,2}:\d\d):00\b")
+#: A nested object of whole numbers all below this is a set of counts (seats left):
+#: no fact a later turn needs, so a record leaves it out.
+SMALL_COUNT = 100
 #: An outcome that reports a failure (see :func:`outcome`).
 ERROR_OUTCOME = re.compile(r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found")
 
@@ -76,7 +83,10 @@ def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
     """``(label, values)`` of each object in ``value``, the outer one first; a nested
     object short enough is written inside its parent's record."""
     if isinstance(value, list):
+        shared = _shared_states(value)
         for item in value:
+            if isinstance(item, Mapping) and shared:
+                item = {k: v for k, v in item.items() if k not in shared}
             yield from _walk(item, label)
         return
     if not isinstance(value, Mapping):
@@ -109,11 +119,37 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
     return label, values, nested
 
 
+def _shared_states(items: Sequence[Any]) -> set[str]:
+    """The state keys (:data:`_STATUS_KEY`) that two or more sibling objects all hold
+    with one value (every flight of a search ``available``): they tell nothing apart."""
+    objects = [item for item in items if isinstance(item, Mapping)]
+    if len(objects) < 2:
+        return set()
+    first = objects[0]
+    return {
+        str(key)
+        for key, item in first.items()
+        if _STATUS_KEY.search(str(key)) and all(o.get(key) == item for o in objects[1:])
+    }
+
+
+def _counts(value: Any) -> bool:
+    """Whether ``value`` is an object of small counts only (:data:`SMALL_COUNT`)."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < SMALL_COUNT
+            for v in value.values()
+        )
+    )
+
+
 def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bool:
     """Whether an object's ``key`` says nothing its record does not: its id (in the
     label), a destination (in the route), a value the label holds (``credit_card`` of
-    ``credit_card_4421486``)."""
-    if key == id_key or (key == "destination" and route):
+    ``credit_card_4421486``), or small counts (:func:`_counts`)."""
+    if key == id_key or (key == "destination" and route) or _counts(item):
         return True
     return isinstance(item, str) and bool(item) and item in label
 
@@ -149,7 +185,7 @@ def _shown(key: str, value: Any) -> str:
     anything else alone."""
     if isinstance(value, (int, float)):
         return f"{key} {value}"
-    return _SPACE.sub(" ", str(value)).strip()
+    return _ZERO_SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
 
 
 def _route(value: Mapping[str, Any]) -> str:
