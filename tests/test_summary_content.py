@@ -20,6 +20,7 @@ from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
 from ctxcli.summarizers.extractive import EXTRACTIVE, parse_summary
+from ctxcli.summarizers.records import difference, records
 from ctxcli.summarizers.text import is_filler
 from ctxcli.tokens import TokenCounter
 
@@ -187,12 +188,85 @@ def test_the_task_is_kept_in_its_own_words_without_its_greeting() -> None:
     )
 
 
+# --- dense records and actions --------------------------------------------------------
+
+FLIGHTS = [
+    {
+        "flight_number": number,
+        "origin": "JFK",
+        "destination": "SEA",
+        "scheduled_departure_time_est": "06:00:00",
+        "status": "available",
+        "available_seats": {"economy": 12, "business": 3},
+        "prices": {"economy": price, "business": 239},
+    }
+    for number, price in (("HAT069", 121), ("HAT083", 100))
+]
+
+
+def test_records_keep_ids_times_and_prices_not_seat_counts_or_a_shared_state() -> None:
+    assert records(FLIGHTS, "result") == [
+        "flight HAT069: JFK→SEA, 06:00, prices economy 121 business 239",
+        "flight HAT083: JFK→SEA, 06:00, prices economy 100 business 239",
+    ]
+    # a state that tells objects apart is kept
+    told = [dict(FLIGHTS[0], status="cancelled"), FLIGHTS[1]]
+    assert "available" in records(told, "result")[1]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later", "expected"),
+    [
+        pytest.param(
+            {"a": 1, "b": 2, "c": [{"amount": 5}, 3]},
+            {"a": 1, "b": 2, "c": [{"amount": 55}, 3]},
+            "amount 5",
+            id="one",
+        ),
+        pytest.param(
+            {"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 1, "b": 2, "c": 3, "d": 4}, None, id="same"
+        ),
+        pytest.param(
+            {"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 9, "b": 9, "c": 9, "d": 4}, None, id="many"
+        ),
+        pytest.param({"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 1, "b": 2, "c": 3}, None, id="shape"),
+        pytest.param({"a": 1, "b": 2}, {"a": 1, "b": 3}, None, id="few"),
+    ],
+)
+def test_difference_says_the_few_arguments_that_changed(
+    earlier: dict[str, Any], later: dict[str, Any], expected: str | None
+) -> None:
+    assert difference(json.dumps(earlier), json.dumps(later)) == expected
+
+
+def test_a_call_repeated_with_one_argument_changed_says_only_that() -> None:
+    booking = {"user_id": "mia_li_3668", "flight": "HAT136", "date": "2024-05-20"}
+    messages: Messages = []
+    for n, (amount, result) in enumerate(((5, "Error: paid 255, total 305"), (55, "{}"))):
+        arguments = json.dumps(
+            {**booking, "payment": {"id": "certificate_7504069", "amount": amount}}
+        )
+        call = {
+            "id": f"c{n}",
+            "type": "function",
+            "function": {"name": "book_reservation", "arguments": arguments},
+        }
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+        ]
+    body = _summary(messages, 400)
+    assert body.startswith(
+        "Actions: book_reservation(as the next, but amount 5) → Error: paid 255, total 305; "
+        "book_reservation(mia_li_3668, HAT136, 2024-05-20, certificate_7504069, 55) → ok"
+    )
+
+
 # --- Chinese ---------------------------------------------------------------------------
 
 
-#: The room the summary gets: the default stage's (capped at 400 tokens, the tail of 6
-#: kept), and all the budget leaves beside a tail of 2, as the budget-filling summary
-#: stage of issue 15 gives it. The first holds once that stage is in.
+#: The room the summary gets: the default stage's, and all the budget leaves beside a
+#: tail of 2.
 ROOMS = [
     pytest.param(None, id="default-stage"),
     pytest.param({"summary": {"max_tokens": 100_000, "keep_last": 2}}, id="budget-room"),

@@ -372,8 +372,26 @@ def _actions(
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
-    state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`."""
-    made: list[tuple[str, int, str]] = []  # (action, position, name)
+    state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
+    differs from the next of its name in an argument or two says only that
+    (:func:`_as_next`)."""
+    made = _made(messages, texts, kinds)
+    where = {text: (i, tier) for text, i, _, tier in made}
+    out = []
+    for order, (text, count) in enumerate(rec.collapse([t for t, _, _, _ in made])):
+        position, tier = where[text]
+        if count > 1:
+            head, arrow, tail = text.partition(") → ")
+            text = f"{head}) ×{count}{arrow[1:]}{tail}"
+        out.append(Item("actions", text, tier, position, order, order))
+    return out
+
+
+def _made(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+) -> list[tuple[str, int, str, int]]:
+    """``(action, position, name, tier)`` of every call in order (see :func:`_actions`)."""
+    calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         if at is None:
             said = "?"
@@ -381,18 +399,25 @@ def _actions(
             errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
             failed = messages[at].get("is_error") is True
             said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
-        made.append((f"{name}({_arguments(arguments)}) → {said}", i, name))
-    where = {text: (i, name) for text, i, name in made}
-    out = []
-    for order, (text, count) in enumerate(rec.collapse([t for t, _, _ in made])):
-        position, name = where[text]
-        failed = rec.ERROR_OUTCOME.search(text.rpartition(" → ")[2]) is not None
-        if count > 1:
-            head, arrow, tail = text.partition(") → ")
-            text = f"{head}) ×{count}{arrow[1:]}{tail}"
-        tier = ACTED if failed or rec.changes_state(name) else LOOKUP
-        out.append(Item("actions", text, tier, position, order, order))
-    return out
+        acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
+        calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
+    made = []
+    for j, (name, arguments, said, i, tier) in enumerate(calls):
+        shown = _as_next(calls, j) or _arguments(arguments)
+        made.append((f"{name}({shown}) → {said}", i, name, tier))
+    return made
+
+
+def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:
+    """``as the next, but amount 5``: call ``j``'s arguments told by their difference
+    (:func:`ctxcli.summarizers.records.difference`) from the next call of its name,
+    when that one ranks no lower (so it is in every summary that holds this one)."""
+    name, arguments, _, _, tier = calls[j]
+    later = next((c for c in calls[j + 1 :] if c[0] == name and c[1] != arguments), None)
+    if later is None or later[4] > tier:
+        return None
+    changed = rec.difference(arguments, later[1])
+    return f"as the next, but {changed}" if changed else None
 
 
 def _result_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:

@@ -217,6 +217,45 @@ def arguments_text(arguments: str) -> str:
     return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
 
 
+#: A call is written as its difference from a later one of the same name when at
+#: most this many of its arguments differ, out of at least :data:`DIFF_MIN_ARGUMENTS`.
+DIFF_MAX_ARGUMENTS = 2
+DIFF_MIN_ARGUMENTS = 4
+
+
+def difference(arguments: str, later: str) -> str | None:
+    """What a call's ``arguments`` change of a later call's (``later``, both JSON) as
+    ``key value`` parts (``amount 5``), when they differ in a few arguments only
+    (:data:`DIFF_MAX_ARGUMENTS`); ``None`` when they are the same, differ in shape or in
+    more, or are not JSON."""
+    mine, theirs = parse_json(arguments), parse_json(later)
+    if mine is None or theirs is None:
+        return None
+    own, other = dict(_paths(mine, ())), dict(_paths(theirs, ()))
+    if own.keys() != other.keys() or len(own) < DIFF_MIN_ARGUMENTS:
+        return None
+    changed = [(path, value) for path, value in own.items() if other[path] != value]
+    if not changed or len(changed) > DIFF_MAX_ARGUMENTS:
+        return None
+    names = (next((p for p in reversed(path) if isinstance(p, str)), "") for path, _ in changed)
+    return ", ".join(
+        f"{name} {shorten(_SPACE.sub(' ', str(value)), ARGUMENT_CHARS)}".strip()
+        for name, (_, value) in zip(names, changed)
+    )
+
+
+def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """``(path, scalar)`` of every leaf of a JSON value, keys and list indexes."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _paths(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*path, i))
+    else:
+        yield path, value
+
+
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, list):
         for item in value:
