@@ -262,6 +262,22 @@ def test_a_call_repeated_with_one_argument_changed_says_only_that() -> None:
     )
 
 
+def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
+    profile = {"user_id": "mia_li_3668", "reservations": ["NO6JO3", "AIXC49"]}
+    lookups = [("get_user_details", {"user_id": "mia_li_3668"}, profile)]
+    lookups += [("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, FLIGHTS)]
+    messages: Messages = [{"role": "user", "content": "My user id is mia_li_3668."}]
+    for n, (name, arguments, result) in enumerate(lookups):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": f"c{n}", "type": "function", "function": function}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)},
+        ]
+    body = _summary(messages, 70)
+    assert "NO6JO3 AIXC49" in body and "HAT083" not in body
+
+
 # --- Chinese ---------------------------------------------------------------------------
 
 

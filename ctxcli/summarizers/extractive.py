@@ -20,7 +20,8 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then the
 facts the user typed, the error lines, and the calls that change state or failed
 (what was acted on, and its arguments); then the look-ups; then the records of what
-the state-changing calls returned (the final state of what changed); then the rest
+the state-changing calls returned (the final state of what changed) and of the
+look-ups of what the user named (:func:`_user_named`); then the rest
 (later requests, other records and facts); then the short later requests that hold
 no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
 the newest come first. An item already
@@ -472,14 +473,19 @@ def _first_items(
 
 
 def _later_items(
-    texts: Sequence[str], kinds: Sequence[str], names: Mapping[int, str], tier: int
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    names: Mapping[int, str],
+    tier: int,
+    named: frozenset[int] = frozenset(),
 ) -> Iterator[Item]:
     """The items of one of the later tiers, newest message first, each message read
-    when the stream reaches it; a record of a state-changing call's result is of
+    when the stream reaches it; a record of the result of a state-changing call, or of
+    a look-up of what the user named (``named``, :func:`_user_named`), is of
     :data:`CHANGED`, under its call's name."""
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
-        changed = bool(name) and rec.changes_state(name)
+        changed = bool(name) and (rec.changes_state(name) or i in named)
         if tier == CHANGED and not changed:
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
@@ -492,6 +498,28 @@ def _later_items(
             yield Item(section, said, own, i, order, seq)
 
 
+def _user_named(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+) -> frozenset[int]:
+    """The positions of the results of calls whose arguments hold a fact the user
+    typed before them (``get_user_details(mia_li_3668)``): what the user is, and
+    what they asked about. Only earlier messages count, so the messages older than
+    any point give the same answer alone."""
+    typed: set[str] = set()
+    out: set[int] = set()
+    by_message: dict[int, list[tuple[str, int]]] = {}
+    for i, _, arguments, at in _results(messages):
+        if at is not None:
+            by_message.setdefault(i, []).append((arguments, at))
+    for i, (text, kind) in enumerate(zip(texts, kinds)):
+        if kind in ("task", "user"):
+            typed.update(t[1] for t in _eager(text, kind) if t[0] == "facts")
+        for arguments, at in by_message.get(i, ()):
+            if any(fact in arguments for fact in typed):
+                out.add(at)
+    return frozenset(out)
+
+
 def _stream(
     messages: Sequence[Mapping[str, Any]],
     texts: Sequence[str],
@@ -502,10 +530,11 @@ def _stream(
     ones message by message as they are asked for (an earlier summary's last in each
     tier: it is older than every message)."""
     names = _result_names(messages)
+    named = _user_named(messages, texts, kinds)
     first = [*[item for item in earlier if item.tier <= LOOKUP]]
     yield from sorted(first + _first_items(messages, texts, kinds, names), key=Item.rank)
     for tier in (CHANGED, REST, ASKED, NOTES):
-        yield from _later_items(texts, kinds, names, tier)
+        yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 
