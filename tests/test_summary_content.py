@@ -20,7 +20,7 @@ from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
 from ctxcli.summarizers.extractive import EXTRACTIVE, parse_summary
-from ctxcli.summarizers.records import difference, records
+from ctxcli.summarizers.records import difference, found, records
 from ctxcli.summarizers.text import is_filler
 from ctxcli.tokens import TokenCounter
 
@@ -262,6 +262,13 @@ def test_a_call_repeated_with_one_argument_changed_says_only_that() -> None:
     )
 
 
+def test_a_look_up_says_the_ids_it_found() -> None:
+    assert found(json.dumps(FLIGHTS)) == "HAT069, HAT083"
+    assert found(json.dumps(FLIGHTS[:1])) == "" and found("{}") == "" and found("ok") == ""
+    many = [dict(FLIGHTS[0], flight_number=f"HAT{n:03}") for n in range(10)]
+    assert found(json.dumps(many)).endswith("HAT007 +2")
+
+
 def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     profile = {"user_id": "mia_li_3668", "reservations": ["NO6JO3", "AIXC49"]}
     lookups = [("get_user_details", {"user_id": "mia_li_3668"}, profile)]
@@ -275,7 +282,7 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
             {"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)},
         ]
     body = _summary(messages, 70)
-    assert "NO6JO3 AIXC49" in body and "HAT083" not in body
+    assert "NO6JO3 AIXC49" in body and "flight HAT069" not in body
 
 
 # --- Chinese ---------------------------------------------------------------------------

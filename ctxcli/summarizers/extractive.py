@@ -312,6 +312,8 @@ _eager = TextMemo(_eager_of, size=1 << 15, share_as="extract", share_from=0)
 _lazy = TextMemo(_lazy_of, size=1 << 15, share_as="extract later", share_from=0)
 #: The identifying arguments of a call, memoised the same way.
 _arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", share_from=0)
+#: The ids a look-up found, memoised the same way.
+_found = TextMemo(rec.found, size=1 << 15, share_as="found", share_from=0)
 
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -391,7 +393,8 @@ def _actions(
 def _made(
     messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
 ) -> list[tuple[str, int, str, int]]:
-    """``(action, position, name, tier)`` of every call in order (see :func:`_actions`)."""
+    """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
+    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         if at is None:
@@ -400,6 +403,8 @@ def _made(
             errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
             failed = messages[at].get("is_error") is True
             said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
+            if said == "ok" and not rec.changes_state(name):
+                said = _found(texts[at]) or said  # what a search found: its ids
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []

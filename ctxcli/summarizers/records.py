@@ -39,6 +39,7 @@ _LOOKUP = re.compile(
     re.IGNORECASE,
 )
 _SPACE = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d")
 #: Keys whose value is a state (``available``): said only where siblings differ in it.
 _STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
 #: The seconds of a time of day, ``:00`` (``07:00:00`` is written ``07:00``).
@@ -293,6 +294,28 @@ def outcome(
     if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
         return short  # a short answer says more than "ok": calculate → 255.0
     return "ok"
+
+
+#: The most ids a look-up's outcome names (:func:`found`).
+FOUND_IDS = 8
+
+
+def found(result: str) -> str:
+    """The ids of the objects a JSON list ``result`` holds (``HAT069, HAT083`` of a
+    flight search), at most :data:`FOUND_IDS`, each once, ``+N`` for the rest; ``""``
+    when it is no list of two or more objects with ids."""
+    value = parse_json(result)
+    if not isinstance(value, list):
+        return ""
+    ids: list[str] = []
+    for label, _ in _walk(value, ""):
+        own = label.rpartition(" ")[2]
+        if own and _DIGIT.search(own) and own not in ids:
+            ids.append(own)
+    if len(ids) < 2:
+        return ""
+    more = f" +{len(ids) - FOUND_IDS}" if len(ids) > FOUND_IDS else ""
+    return ", ".join(ids[:FOUND_IDS]) + more
 
 
 def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
