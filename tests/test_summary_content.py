@@ -269,6 +269,21 @@ def test_a_look_up_says_the_ids_it_found() -> None:
     assert found(json.dumps(many)).endswith("HAT007 +2")
 
 
+def test_a_reused_call_id_pairs_each_call_with_the_result_after_it() -> None:
+    messages: Messages = []
+    for name, flights in (("search_direct_flight", FLIGHTS[:1] * 2), ("search_onestop", FLIGHTS)):
+        function = {"name": name, "arguments": "{}"}
+        call = {"id": "same", "type": "function", "function": function}
+        flights = [dict(f, flight_number=f"{f['flight_number']}{name[7]}") for f in flights]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "same", "content": json.dumps(flights)},
+        ]
+    assert _summary(messages, 400).startswith(
+        "Actions: search_direct_flight() → ok; search_onestop() → HAT069o, HAT083o"
+    )
+
+
 def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     profile = {"user_id": "mia_li_3668", "reservations": ["NO6JO3", "AIXC49"]}
     lookups = [("get_user_details", {"user_id": "mia_li_3668"}, profile)]

@@ -347,27 +347,37 @@ def _id(value: Any) -> str | None:
 
 def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str, int | None]]:
     """``(position, name, arguments, result position)`` of every call in order, its
-    result found by call id, else the next result without one (``None``: none)."""
-    by_id: dict[str, int] = {}
+    result the first after it with its call id (ids may be reused: tau-bench's are),
+    else the next result without one (``None``: none)."""
+    by_id: dict[str, list[int]] = {}
     loose: list[int] = []
     for i, message in enumerate(messages):
         if str(message.get("role")) in ("tool", "function"):
             call_id = message.get("tool_call_id")
-            if isinstance(call_id, str) and call_id not in by_id:
-                by_id[call_id] = i
+            if isinstance(call_id, str):
+                by_id.setdefault(call_id, []).append(i)
             else:
                 loose.append(i)
     out: list[tuple[int, str, str, int | None]] = []
     next_loose = 0
     for i, message in enumerate(messages):
         for name, arguments, call_id in _calls(message):
-            at = by_id.get(call_id) if call_id else None
+            at = _first_after(by_id.get(call_id, []), i) if call_id else None
             while at is None and next_loose < len(loose) and loose[next_loose] <= i:
                 next_loose += 1
             if at is None and next_loose < len(loose):
                 at = loose[next_loose]
             out.append((i, name, arguments, at))
     return out
+
+
+def _first_after(positions: list[int], i: int) -> int | None:
+    """The first of ``positions`` (ascending) after ``i``, taken from the list; else
+    the first one (a result logged before its call), ``None`` when there is none."""
+    for n, at in enumerate(positions):
+        if at > i:
+            return positions.pop(n)
+    return positions[0] if positions else None
 
 
 def _actions(
