@@ -20,8 +20,10 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then the
 facts the user typed, the error lines, and the calls that change state or failed
 (what was acted on, and its arguments); then the look-ups; then the records of what
-the state-changing calls returned (the final state of what changed); then the rest
-(later requests, other records and facts); then the assistant's notes. Within a tier
+the state-changing calls returned (the final state of what changed) and of the
+look-ups of what the user named (:func:`_user_named`); then the rest
+(later requests, other records and facts); then the short later requests that hold
+no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
 the newest come first. An item already
 said (the same text, or a fact inside an item ranked before it) is skipped. The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
@@ -127,7 +129,10 @@ MIN_CUT_TOKENS = 6
 NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), best first.
-TASK, ACTED, LOOKUP, CHANGED, REST, NOTES = range(6)
+TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
+#: A later request without a fact this short (characters; a CJK character counts
+#: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
+ASKED_CHARS = 60
 #: How an environment's output logged as a user message looks (SWE-agent).
 _ENV_OUTPUT = re.compile(
     r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
@@ -272,7 +277,11 @@ def _lazy_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
 
 def _later_request(text: str) -> list[tuple[str, str, int]]:
     request = by_content(_unwrapped(text), lambda s: len(s) <= REQUEST_CONTENT_CHARS)
-    return [("requests", request, REST)] if request else []
+    if not request:
+        return []
+    width = len(request) + 2 * len(_CJK_CHAR.findall(request))
+    tier = ASKED if width <= ASKED_CHARS and not _DIGIT.search(request) else REST
+    return [("requests", request, tier)]
 
 
 def _later_result(text: str) -> list[tuple[str, str, int]]:
@@ -303,6 +312,8 @@ _eager = TextMemo(_eager_of, size=1 << 15, share_as="extract", share_from=0)
 _lazy = TextMemo(_lazy_of, size=1 << 15, share_as="extract later", share_from=0)
 #: The identifying arguments of a call, memoised the same way.
 _arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", share_from=0)
+#: The ids a look-up found, memoised the same way.
+_found = TextMemo(rec.found, size=1 << 15, share_as="found", share_from=0)
 
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -336,21 +347,22 @@ def _id(value: Any) -> str | None:
 
 def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str, int | None]]:
     """``(position, name, arguments, result position)`` of every call in order, its
-    result found by call id, else the next result without one (``None``: none)."""
-    by_id: dict[str, int] = {}
+    result the first after it with its call id (ids may be reused: tau-bench's are),
+    else the next result without one (``None``: none)."""
+    by_id: dict[str, list[int]] = {}
     loose: list[int] = []
     for i, message in enumerate(messages):
         if str(message.get("role")) in ("tool", "function"):
             call_id = message.get("tool_call_id")
-            if isinstance(call_id, str) and call_id not in by_id:
-                by_id[call_id] = i
+            if isinstance(call_id, str):
+                by_id.setdefault(call_id, []).append(i)
             else:
                 loose.append(i)
     out: list[tuple[int, str, str, int | None]] = []
     next_loose = 0
     for i, message in enumerate(messages):
         for name, arguments, call_id in _calls(message):
-            at = by_id.get(call_id) if call_id else None
+            at = _first_after(by_id.get(call_id, []), i) if call_id else None
             while at is None and next_loose < len(loose) and loose[next_loose] <= i:
                 next_loose += 1
             if at is None and next_loose < len(loose):
@@ -359,13 +371,41 @@ def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str,
     return out
 
 
+def _first_after(positions: list[int], i: int) -> int | None:
+    """The first of ``positions`` (ascending) after ``i``, taken from the list; else
+    the first one (a result logged before its call), ``None`` when there is none."""
+    for n, at in enumerate(positions):
+        if at > i:
+            return positions.pop(n)
+    return positions[0] if positions else None
+
+
 def _actions(
     messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
-    state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`."""
-    made: list[tuple[str, int, str]] = []  # (action, position, name)
+    state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
+    differs from the next of its name in an argument or two says only that
+    (:func:`_as_next`)."""
+    made = _made(messages, texts, kinds)
+    where = {text: (i, tier) for text, i, _, tier in made}
+    out = []
+    for order, (text, count) in enumerate(rec.collapse([t for t, _, _, _ in made])):
+        position, tier = where[text]
+        if count > 1:
+            head, arrow, tail = text.partition(") → ")
+            text = f"{head}) ×{count}{arrow[1:]}{tail}"
+        out.append(Item("actions", text, tier, position, order, order))
+    return out
+
+
+def _made(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+) -> list[tuple[str, int, str, int]]:
+    """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
+    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`)."""
+    calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         if at is None:
             said = "?"
@@ -373,18 +413,27 @@ def _actions(
             errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
             failed = messages[at].get("is_error") is True
             said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
-        made.append((f"{name}({_arguments(arguments)}) → {said}", i, name))
-    where = {text: (i, name) for text, i, name in made}
-    out = []
-    for order, (text, count) in enumerate(rec.collapse([t for t, _, _ in made])):
-        position, name = where[text]
-        failed = rec.ERROR_OUTCOME.search(text.rpartition(" → ")[2]) is not None
-        if count > 1:
-            head, arrow, tail = text.partition(") → ")
-            text = f"{head}) ×{count}{arrow[1:]}{tail}"
-        tier = ACTED if failed or rec.changes_state(name) else LOOKUP
-        out.append(Item("actions", text, tier, position, order, order))
-    return out
+            if said == "ok" and not rec.changes_state(name):
+                said = _found(texts[at]) or said  # what a search found: its ids
+        acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
+        calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
+    made = []
+    for j, (name, arguments, said, i, tier) in enumerate(calls):
+        shown = _as_next(calls, j) or _arguments(arguments)
+        made.append((f"{name}({shown}) → {said}", i, name, tier))
+    return made
+
+
+def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:
+    """``as the next, but amount 5``: call ``j``'s arguments told by their difference
+    (:func:`ctxcli.summarizers.records.difference`) from the next call of its name,
+    when that one ranks no lower (so it is in every summary that holds this one)."""
+    name, arguments, _, _, tier = calls[j]
+    later = next((c for c in calls[j + 1 :] if c[0] == name and c[1] != arguments), None)
+    if later is None or later[4] > tier:
+        return None
+    changed = rec.difference(arguments, later[1])
+    return f"as the next, but {changed}" if changed else None
 
 
 def _result_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
@@ -439,14 +488,19 @@ def _first_items(
 
 
 def _later_items(
-    texts: Sequence[str], kinds: Sequence[str], names: Mapping[int, str], tier: int
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    names: Mapping[int, str],
+    tier: int,
+    named: frozenset[int] = frozenset(),
 ) -> Iterator[Item]:
     """The items of one of the later tiers, newest message first, each message read
-    when the stream reaches it; a record of a state-changing call's result is of
+    when the stream reaches it; a record of the result of a state-changing call, or of
+    a look-up of what the user named (``named``, :func:`_user_named`), is of
     :data:`CHANGED`, under its call's name."""
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
-        changed = bool(name) and rec.changes_state(name)
+        changed = bool(name) and (rec.changes_state(name) or i in named)
         if tier == CHANGED and not changed:
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
@@ -459,6 +513,28 @@ def _later_items(
             yield Item(section, said, own, i, order, seq)
 
 
+def _user_named(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+) -> frozenset[int]:
+    """The positions of the results of calls whose arguments hold a fact the user
+    typed before them (``get_user_details(mia_li_3668)``): what the user is, and
+    what they asked about. Only earlier messages count, so the messages older than
+    any point give the same answer alone."""
+    typed: set[str] = set()
+    out: set[int] = set()
+    by_message: dict[int, list[tuple[str, int]]] = {}
+    for i, _, arguments, at in _results(messages):
+        if at is not None:
+            by_message.setdefault(i, []).append((arguments, at))
+    for i, (text, kind) in enumerate(zip(texts, kinds)):
+        if kind in ("task", "user"):
+            typed.update(t[1] for t in _eager(text, kind) if t[0] == "facts")
+        for arguments, at in by_message.get(i, ()):
+            if any(fact in arguments for fact in typed):
+                out.add(at)
+    return frozenset(out)
+
+
 def _stream(
     messages: Sequence[Mapping[str, Any]],
     texts: Sequence[str],
@@ -469,10 +545,11 @@ def _stream(
     ones message by message as they are asked for (an earlier summary's last in each
     tier: it is older than every message)."""
     names = _result_names(messages)
+    named = _user_named(messages, texts, kinds)
     first = [*[item for item in earlier if item.tier <= LOOKUP]]
     yield from sorted(first + _first_items(messages, texts, kinds, names), key=Item.rank)
-    for tier in (CHANGED, REST, NOTES):
-        yield from _later_items(texts, kinds, names, tier)
+    for tier in (CHANGED, REST, ASKED, NOTES):
+        yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 

@@ -39,6 +39,14 @@ _LOOKUP = re.compile(
     re.IGNORECASE,
 )
 _SPACE = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d")
+#: Keys whose value is a state (``available``): said only where siblings differ in it.
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
+#: The seconds of a time of day, ``:00`` (``07:00:00`` is written ``07:00``).
+_ZERO_SECONDS = re.compile(r"\b(\d{1,2}:\d\d):00\b")
+#: A nested object of whole numbers all below this is a set of counts (seats left):
+#: no fact a later turn needs, so a record leaves it out.
+SMALL_COUNT = 100
 #: An outcome that reports a failure (see :func:`outcome`).
 ERROR_OUTCOME = re.compile(r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found")
 
@@ -76,7 +84,10 @@ def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
     """``(label, values)`` of each object in ``value``, the outer one first; a nested
     object short enough is written inside its parent's record."""
     if isinstance(value, list):
+        shared = _shared_states(value)
         for item in value:
+            if isinstance(item, Mapping) and shared:
+                item = {k: v for k, v in item.items() if k not in shared}
             yield from _walk(item, label)
         return
     if not isinstance(value, Mapping):
@@ -109,11 +120,37 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
     return label, values, nested
 
 
+def _shared_states(items: Sequence[Any]) -> set[str]:
+    """The state keys (:data:`_STATUS_KEY`) that two or more sibling objects all hold
+    with one value (every flight of a search ``available``): they tell nothing apart."""
+    objects = [item for item in items if isinstance(item, Mapping)]
+    if len(objects) < 2:
+        return set()
+    first = objects[0]
+    return {
+        str(key)
+        for key, item in first.items()
+        if _STATUS_KEY.search(str(key)) and all(o.get(key) == item for o in objects[1:])
+    }
+
+
+def _counts(value: Any) -> bool:
+    """Whether ``value`` is an object of small counts only (:data:`SMALL_COUNT`)."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < SMALL_COUNT
+            for v in value.values()
+        )
+    )
+
+
 def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bool:
     """Whether an object's ``key`` says nothing its record does not: its id (in the
     label), a destination (in the route), a value the label holds (``credit_card`` of
-    ``credit_card_4421486``)."""
-    if key == id_key or (key == "destination" and route):
+    ``credit_card_4421486``), or small counts (:func:`_counts`)."""
+    if key == id_key or (key == "destination" and route) or _counts(item):
         return True
     return isinstance(item, str) and bool(item) and item in label
 
@@ -149,7 +186,7 @@ def _shown(key: str, value: Any) -> str:
     anything else alone."""
     if isinstance(value, (int, float)):
         return f"{key} {value}"
-    return _SPACE.sub(" ", str(value)).strip()
+    return _ZERO_SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
 
 
 def _route(value: Mapping[str, Any]) -> str:
@@ -179,6 +216,45 @@ def arguments_text(arguments: str) -> str:
         # text it writes: long prose after it goes.
         leaves = [leaf for leaf in leaves if not (" " in leaf and len(leaf) > PROSE_CHARS)]
     return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
+
+
+#: A call is written as its difference from a later one of the same name when at
+#: most this many of its arguments differ, out of at least :data:`DIFF_MIN_ARGUMENTS`.
+DIFF_MAX_ARGUMENTS = 2
+DIFF_MIN_ARGUMENTS = 4
+
+
+def difference(arguments: str, later: str) -> str | None:
+    """What a call's ``arguments`` change of a later call's (``later``, both JSON) as
+    ``key value`` parts (``amount 5``), when they differ in a few arguments only
+    (:data:`DIFF_MAX_ARGUMENTS`); ``None`` when they are the same, differ in shape or in
+    more, or are not JSON."""
+    mine, theirs = parse_json(arguments), parse_json(later)
+    if mine is None or theirs is None:
+        return None
+    own, other = dict(_paths(mine, ())), dict(_paths(theirs, ()))
+    if own.keys() != other.keys() or len(own) < DIFF_MIN_ARGUMENTS:
+        return None
+    changed = [(path, value) for path, value in own.items() if other[path] != value]
+    if not changed or len(changed) > DIFF_MAX_ARGUMENTS:
+        return None
+    names = (next((p for p in reversed(path) if isinstance(p, str)), "") for path, _ in changed)
+    return ", ".join(
+        f"{name} {shorten(_SPACE.sub(' ', str(value)), ARGUMENT_CHARS)}".strip()
+        for name, (_, value) in zip(names, changed)
+    )
+
+
+def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """``(path, scalar)`` of every leaf of a JSON value, keys and list indexes."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _paths(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*path, i))
+    else:
+        yield path, value
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -218,6 +294,28 @@ def outcome(
     if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
         return short  # a short answer says more than "ok": calculate → 255.0
     return "ok"
+
+
+#: The most ids a look-up's outcome names (:func:`found`).
+FOUND_IDS = 8
+
+
+def found(result: str) -> str:
+    """The ids of the objects a JSON list ``result`` holds (``HAT069, HAT083`` of a
+    flight search), at most :data:`FOUND_IDS`, each once, ``+N`` for the rest; ``""``
+    when it is no list of two or more objects with ids."""
+    value = parse_json(result)
+    if not isinstance(value, list):
+        return ""
+    ids: list[str] = []
+    for label, _ in _walk(value, ""):
+        own = label.rpartition(" ")[2]
+        if own and _DIGIT.search(own) and own not in ids:
+            ids.append(own)
+    if len(ids) < 2:
+        return ""
+    more = f" +{len(ids) - FOUND_IDS}" if len(ids) > FOUND_IDS else ""
+    return ", ".join(ids[:FOUND_IDS]) + more
 
 
 def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
