@@ -25,8 +25,7 @@ MAX_CLASS_LINES = 250
 CYCLES_ALLOWED: set[str] = set()
 
 #: Units over a bound today, as ``module:qualified name``.
-SIZES_ALLOWED: set[str] = {
-}
+SIZES_ALLOWED: set[str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -164,6 +164,21 @@ def test_priority_drops_assistant_before_user_oldest_first() -> None:
     assert [m["content"].split()[0] for m in out] == ["Be", "u2", "last"]
 
 
+def test_priority_takes_back_what_fits_after_a_large_drop() -> None:
+    short, long = " ".join(["word"] * 10), " ".join(["word"] * 300)
+    messages = convo(
+        ("user", "u1 " + short),
+        ("assistant", "a1 " + short),  # dropped first (oldest assistant) ...
+        ("user", "u2 " + short),
+        ("assistant", "a2 " + long),  # ... then this one, which alone frees enough
+        ("user", "last"),
+    )
+    budget = COUNTER.messages(messages) - 200
+    out = compress(messages, "priority", budget)
+    assert [m["content"].split()[0] for m in out] == ["Be", "u1", "a1", "u2", "last"]
+    assert COUNTER.messages(out) <= budget
+
+
 def test_priority_order_is_configurable() -> None:
     long = " ".join(["word"] * 40)
     messages = convo(("user", "u1 " + long), ("assistant", "a1 " + long), ("user", "last"))

@@ -18,7 +18,8 @@ CLASSES = ("assistant", "user", "tool", "function", "summary")
 @dataclass(frozen=True)
 class Priority:
     """While the conversation is over budget, drop whole units, lowest class first and
-    oldest first within a class.
+    oldest first within a class; then take back, the latest dropped first, each dropped
+    unit that fits in the room the last drop left.
 
     ``order`` lists the classes from first to drop to last. A unit's class is the role
     of its first message, so an assistant message with its tool calls and results is
@@ -61,9 +62,18 @@ class Priority:
         candidates.sort()
         total = conversation.tokens
         keep = set(range(len(messages)))
+        dropped: list[list[int]] = []
         for _, _, group in candidates:
             if total <= context.max_tokens:
                 break
             keep.difference_update(group)
             total -= sum(messages[i].tokens for i in group)
+            dropped.append(group)
+        # A large unit dropped last may leave room for some dropped before it (the
+        # summary, kept last, first): take back, latest dropped first, what still fits.
+        for group in reversed(dropped[:-1]):
+            size = sum(messages[i].tokens for i in group)
+            if total + size <= context.max_tokens:
+                keep.update(group)
+                total += size
         return keep_only(conversation, keep, groups, must)
