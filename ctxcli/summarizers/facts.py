@@ -50,7 +50,8 @@ _RANGE = re.compile(
     r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
     rf"|\d+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
     rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
-    rf"|{_NOT_ALNUM_BEFORE}\d+(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
+    # (?<!A)\d+ as a digit first, then the boundary: a branch quick to fail elsewhere.
+    rf"|\d(?<![A-Za-z0-9_]\d)\d*(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
 )
 #: A street address: Chinese with its district and street (``北京市朝阳区建国路277号``),
 #: or English (``975 Sunset Drive``).
@@ -94,7 +95,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("/",),
     ),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
-    (_ADDRESS, re.compile(r"\d号")),
+    (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
     (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d")),
     (
@@ -119,14 +120,20 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
+        # (?<!A)#?[A-Za-z] as a letter or "#" first, then the boundary before it, and
+        # after a "#" a letter (as the next pattern).
         re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+            r"[#A-Za-z](?<![A-Za-z0-9_].)(?:(?<=#)[A-Za-z]|(?<!#))"
+            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
         ),
         None,
     ),  # ids, versions (pytest-8.3.2)
     (
+        # (?<!A)#?\d+ as a digit or "#" first (searched for quickly), then the boundary
+        # before it, and after a "#" a digit.
         re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+            r"[#\d](?<![A-Za-z0-9_].)(?:(?<=#)\d|(?<!#))\d*"
+            rf"[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
         ),
         None,
     ),
@@ -238,9 +245,10 @@ def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
         patterns = _NO_DIGIT_PATTERNS
     else:
         patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
+    holds = text.__contains__
     for pattern, needs in patterns:
         if needs is None or (
-            needs.search(text) if isinstance(needs, re.Pattern) else any(p in text for p in needs)
+            needs.search(text) if isinstance(needs, re.Pattern) else any(map(holds, needs))
         ):
             found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:
