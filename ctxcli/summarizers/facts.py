@@ -140,9 +140,11 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (re.compile(r"#\d+"), ("#",)),  # order no.
     (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
-        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people
+        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people. A number is read from its first
+        # digit and never given back (no digit starts what follows it): where it is
+        # no quantity, no later digit of it starts one either.
         re.compile(
-            rf"\d+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
+            rf"\d(?<!\d\d)\d*+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
             rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
         ),
         None,
