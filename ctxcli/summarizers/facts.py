@@ -48,7 +48,9 @@ _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
 #: A range, whole: ``$20-$30``, ``50-100元``, ``1小时-2小时``, ``3 到 5 天``, ``10-20 kg``.
 _RANGE = re.compile(
     r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
-    rf"|\d+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
+    # A number from its first digit, never given back (no digit follows it here):
+    # where it starts no range, no later digit of it does.
+    rf"|\d(?<!\d\d)\d*+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
     rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
     # (?<!A)\d+ as a digit first, then the boundary: a branch quick to fail elsewhere.
     rf"|\d(?<![A-Za-z0-9_]\d)\d*(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
