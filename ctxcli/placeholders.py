@@ -145,12 +145,11 @@ def placeholder_texts(message: Message) -> list[str]:
     content = message.data.get("content")
     if message.role in TOOL_ROLES and looks_like(content):
         texts.append(content)
-    functions = [
-        c.get("function") for c in message.data.get("tool_calls") or [] if isinstance(c, Mapping)
-    ]
+    calls = message.data.get("tool_calls")
+    functions = [c.get("function") for c in calls if isinstance(c, Mapping)] if calls else []
     functions.append(message.data.get("function_call"))  # the legacy form
     for function in functions:
-        if isinstance(function, Mapping):
+        if function is not None and isinstance(function, Mapping):  # None: no ABC check
             text = arguments_text(function.get("arguments"))
             if looks_like(text):
                 texts.append(text)
