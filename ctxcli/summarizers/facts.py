@@ -233,7 +233,7 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         end = start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
-        if _PHONE.fullmatch(fact) or _EMAIL.fullmatch(fact):
+        if (len(fact) >= 10 and _PHONE.fullmatch(fact)) or ("@" in fact and _EMAIL.fullmatch(fact)):
             fact = _owned(text, start, fact)
         elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
             fact = _ADDRESS_LEAD.sub("", fact)
