@@ -63,10 +63,8 @@ class TextMemo(Generic[T]):
 
     def __call__(self, text: str, *extra: Hashable) -> T:
         key = (hash(text), len(text), *extra)
-        try:
+        if key in self._results:  # not try/except: a miss, the common case, raises nothing
             return self._results[key]
-        except KeyError:
-            pass
         value = self.func(text, *extra)
         if len(self._results) >= self.size:
             self._results.clear()

@@ -42,10 +42,11 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
 from ctxcli import jsonio
+from ctxcli.memo import TextMemo
 from ctxcli.model import Message
 
 #: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
@@ -74,6 +75,16 @@ _FACT = re.compile(
     r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
     r"|[$€£¥]?[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
     r"|[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
+)
+#: :data:`_FACT` where it is tried after a position it failed at: a number or a path
+#: does not start inside a run of the characters it is made of (had it matched there,
+#: it would have matched at the position before), so the run's other positions are
+#: passed over at once instead of each scanning the run again (quadratic in its length).
+_FACT_AFTER_MISS = re.compile(
+    r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
+    r"|[$€£¥][A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
+    r"|(?<![A-Za-z0-9_.:@+-])[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
+    r"|(?<![A-Za-z0-9_.~@+/-])[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
 )
 
 
@@ -134,12 +145,11 @@ def placeholder_texts(message: Message) -> list[str]:
     content = message.data.get("content")
     if message.role in TOOL_ROLES and looks_like(content):
         texts.append(content)
-    functions = [
-        c.get("function") for c in message.data.get("tool_calls") or [] if isinstance(c, Mapping)
-    ]
+    calls = message.data.get("tool_calls")
+    functions = [c.get("function") for c in calls if isinstance(c, Mapping)] if calls else []
     functions.append(message.data.get("function_call"))  # the legacy form
     for function in functions:
-        if isinstance(function, Mapping):
+        if function is not None and isinstance(function, Mapping):  # None: no ABC check
             text = arguments_text(function.get("arguments"))
             if looks_like(text):
                 texts.append(text)
@@ -238,6 +248,19 @@ def _clean(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def _fact_matches(source: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_FACT` in ``source``, as ``_FACT.finditer`` gives them:
+    where a match ends (or at the start) ``_FACT`` itself is tried, and after a
+    position where it fails, :data:`_FACT_AFTER_MISS` (every match non-empty)."""
+    pos = 0
+    while pos <= len(source):
+        match = _FACT.match(source, pos) or _FACT_AFTER_MISS.search(source, pos + 1)
+        if match is None:
+            return
+        yield match
+        pos = match.end()
+
+
 def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
     digit (ids, dates, amounts, numbers), its paths and its error lines (up to
@@ -247,7 +270,7 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     room = min(FACT_CHARS, len(source) // 6)
     facts: list[str] = []
     seen: set[str] = set()
-    for match in _FACT.finditer(source):
+    for match in _fact_matches(source):
         fact = match.group()
         if match.lastgroup == "error":  # the whole line it stands in
             start = source.rfind("\n", 0, match.start()) + 1
@@ -270,7 +293,14 @@ def render(
     """The placeholder text for ``content`` (format in the module docstring); with
     ``facts`` the line that says what is omitted names what identifies it
     (:func:`omitted_facts`): ``[... 2669 characters omitted; they hold: JG7FMM,
-    2024-05-20, $480 ...]``."""
+    2024-05-20, $480 ...]``. A string's is made once per run (:data:`_rendered`): the
+    placeholder stage and the summary's compaction write the same one."""
+    if isinstance(content, str):
+        return _rendered(content, tool, tokens, head, tail, facts)
+    return _render(content, tool, tokens, head, tail, facts)
+
+
+def _render(content: Any, tool: str, tokens: int, head: int, tail: int, facts: bool) -> str:
     source = preview_text(content)
     first, last = cut_preview(source, head, tail)
     first, last = _clean(first), _clean(last)
@@ -288,3 +318,7 @@ def render(
     if last:
         lines.append(last)
     return "\n".join(lines)
+
+
+#: :func:`render` of string content, by the content's hash and length and the options.
+_rendered: TextMemo[str] = TextMemo(_render, size=1 << 12)

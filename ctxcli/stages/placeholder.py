@@ -67,10 +67,15 @@ from ctxcli.placeholders import verbatim_ids as verbatim_ids
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
 
-_ERROR_TEXT = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|\A\s*(?:error|exception|fatal)\b"
-    r"|\b(?:exit(?:ed)?(?: with)?(?: code| status)|return ?code|returncode|exit_code)"
+#: What :func:`reports_error` looks for, as three patterns (one alternation of them
+#: is tried at every position in all three ways): a traceback, a leading error word, a
+#: non-zero exit status. The last opens with its first letter, then the word boundary
+#: before it, so a search skips to an "e" or "r".
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)", re.IGNORECASE)
+_LEADING_ERROR = re.compile(r"\s*(?:error|exception|fatal)\b", re.IGNORECASE)
+_EXIT_STATUS = re.compile(
+    r"[er](?<!\w[er])(?:(?<=e)xit(?:ed)?(?: with)?(?: code| status)|(?<=e)xit_code"
+    r"|(?<=r)eturn ?code|(?<=r)eturncode)"
     r"[\"']?\s*[:=]?\s*(?:[1-9]\d*|-\d+)\b",
     re.IGNORECASE,
 )
@@ -123,7 +128,7 @@ def reports_error(message: Mapping[str, Any]) -> bool:
     if message.get("is_error") is True or message.get("error"):
         return True
     text = preview_text(message.get("content"))
-    if _ERROR_TEXT.search(text):
+    if _TRACEBACK.search(text) or _LEADING_ERROR.match(text) or _EXIT_STATUS.search(text):
         return True
     stripped = text.lstrip()
     if stripped.startswith("{") and '"error"' in stripped:

@@ -48,9 +48,12 @@ _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
 #: A range, whole: ``$20-$30``, ``50-100元``, ``1小时-2小时``, ``3 到 5 天``, ``10-20 kg``.
 _RANGE = re.compile(
     r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
-    rf"|\d+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
+    # A number from its first digit, never given back (no digit follows it here):
+    # where it starts no range, no later digit of it does.
+    rf"|\d(?<!\d\d)\d*+(?:\.\d+)?\s?(?:{_CJK_UNITS[3:-1]})?{_RANGE_SEP}\d+(?:\.\d+)?\s?"
     rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
-    rf"|{_NOT_ALNUM_BEFORE}\d+(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
+    # (?<!A)\d+ as a digit first, then the boundary: a branch quick to fail elsewhere.
+    rf"|\d(?<![A-Za-z0-9_]\d)\d*(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
 )
 #: A street address: Chinese with its district and street (``北京市朝阳区建国路277号``),
 #: or English (``975 Sunset Drive``).
@@ -94,7 +97,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("/",),
     ),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
-    (_ADDRESS, re.compile(r"\d号")),
+    (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
     (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d")),
     (
@@ -119,23 +122,31 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
+        # (?<!A)#?[A-Za-z] as a letter or "#" first, then the boundary before it, and
+        # after a "#" a letter (as the next pattern).
         re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+            r"[#A-Za-z](?<![A-Za-z0-9_].)(?:(?<=#)[A-Za-z]|(?<!#))"
+            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
         ),
         None,
     ),  # ids, versions (pytest-8.3.2)
     (
+        # (?<!A)#?\d+ as a digit or "#" first (searched for quickly), then the boundary
+        # before it, and after a "#" a digit.
         re.compile(
-            rf"{_NOT_ALNUM_BEFORE}#?\d+[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
+            r"[#\d](?<![A-Za-z0-9_].)(?:(?<=#)\d|(?<!#))\d*"
+            rf"[A-Za-z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*{_NOT_ALNUM_AFTER}"
         ),
         None,
     ),
     (re.compile(r"#\d+"), ("#",)),  # order no.
     (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
-        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people
+        # quantities: 2.5 kg, 3 天, 2 eggs, 4 people. A number is read from its first
+        # digit and never given back (no digit starts what follows it): where it is
+        # no quantity, no later digit of it starts one either.
         re.compile(
-            rf"\d+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
+            rf"\d(?<!\d\d)\d*+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
             rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
         ),
         None,
@@ -222,7 +233,7 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         end = start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
-        if _PHONE.fullmatch(fact) or _EMAIL.fullmatch(fact):
+        if (len(fact) >= 10 and _PHONE.fullmatch(fact)) or ("@" in fact and _EMAIL.fullmatch(fact)):
             fact = _owned(text, start, fact)
         elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
             fact = _ADDRESS_LEAD.sub("", fact)
@@ -238,9 +249,10 @@ def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
         patterns = _NO_DIGIT_PATTERNS
     else:
         patterns = _STRICT_PATTERNS if strict else FACT_PATTERNS
+    holds = text.__contains__
     for pattern, needs in patterns:
         if needs is None or (
-            needs.search(text) if isinstance(needs, re.Pattern) else any(p in text for p in needs)
+            needs.search(text) if isinstance(needs, re.Pattern) else any(map(holds, needs))
         ):
             found += [(m.start(), m.group().strip()) for m in pattern.finditer(text)]
     if not strict:

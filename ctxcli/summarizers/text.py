@@ -115,8 +115,14 @@ def sentences(text: str) -> list[str]:
     for line in text.splitlines():
         prose, items = _line_items(line)
         for part in (prose, *items):
-            out += [s.strip() for s in _SENTENCE_END.split(_SPACE.sub(" ", part)) if s.strip()]
+            out += [s.strip() for s in _split(_SPACE.sub(" ", part)) if s.strip()]
     return out
+
+
+def _split(text: str) -> list[str]:
+    """``text`` split at :data:`_SENTENCE_END`; with no sentence ender in it (most list
+    items, short lines) as it is, without running the pattern at every position."""
+    return _SENTENCE_END.split(text) if any(map(text.__contains__, ".!?。！？")) else [text]
 
 
 def shorten(text: str, limit: int) -> str:
