@@ -296,8 +296,10 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)},
         ]
-    body = _summary(messages, 70)
-    assert "NO6JO3 AIXC49" in body and "flight HAT069" not in body
+    body = _summary(messages, 60)
+    # The record of the look-up the user named is told in its action, once.
+    assert "get_user_details(mia_li_3668) → reservations NO6JO3 AIXC49" in body
+    assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
 # --- Chinese ---------------------------------------------------------------------------

@@ -312,8 +312,9 @@ _eager = TextMemo(_eager_of, size=1 << 15, share_as="extract", share_from=0)
 _lazy = TextMemo(_lazy_of, size=1 << 15, share_as="extract later", share_from=0)
 #: The identifying arguments of a call, memoised the same way.
 _arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", share_from=0)
-#: The ids a look-up found, memoised the same way.
+#: The ids a look-up found, and its gist, memoised the same way.
 _found = TextMemo(rec.found, size=1 << 15, share_as="found", share_from=0)
+_gist = TextMemo(rec.gist, size=1 << 15, share_as="gist", share_from=0)
 
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -381,14 +382,17 @@ def _first_after(positions: list[int], i: int) -> int | None:
 
 
 def _actions(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    named: frozenset[int],
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
     state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`)."""
-    made = _made(messages, texts, kinds)
+    made = _made(messages, texts, kinds, named)
     where = {text: (i, tier) for text, i, _, tier in made}
     out = []
     for order, (text, count) in enumerate(rec.collapse([t for t, _, _, _ in made])):
@@ -401,10 +405,15 @@ def _actions(
 
 
 def _made(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    named: frozenset[int],
 ) -> list[tuple[str, int, str, int]]:
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
-    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`)."""
+    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
+    or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
+    its record, so it is not written again)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         if at is None:
@@ -414,7 +423,8 @@ def _made(
             failed = messages[at].get("is_error") is True
             said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
             if said == "ok" and not rec.changes_state(name):
-                said = _found(texts[at]) or said  # what a search found: its ids
+                found = _gist if at in named else _found  # the record said once
+                said = found(texts[at]) or said
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []
@@ -462,10 +472,12 @@ def _first_items(
     texts: Sequence[str],
     kinds: Sequence[str],
     names: Mapping[int, str],
+    named: frozenset[int],
 ) -> list[Item]:
     """The items of the first tiers (the task, what the user typed, errors, actions)
-    of every message, each result's error after its call's name (``names``)."""
-    actions = _actions(messages, texts, kinds)
+    of every message, each result's error after its call's name (``names``); the
+    results of ``named`` (:func:`_user_named`) told in their action."""
+    actions = _actions(messages, texts, kinds, named)
     # An error line an action shows as its outcome is said there.
     outcomes = {action.text.rpartition(" → ")[2] for action in actions}
     items: list[Item] = []
@@ -547,7 +559,7 @@ def _stream(
     names = _result_names(messages)
     named = _user_named(messages, texts, kinds)
     first = [*[item for item in earlier if item.tier <= LOOKUP]]
-    yield from sorted(first + _first_items(messages, texts, kinds, names), key=Item.rank)
+    yield from sorted(first + _first_items(messages, texts, kinds, names, named), key=Item.rank)
     for tier in (CHANGED, REST, ASKED, NOTES):
         yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
@@ -628,6 +640,9 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
         if short and item.text in said:
             continue
+        values = item.text.partition(": ")[2] if item.section == "facts" else ""
+        if values and values in said:
+            continue  # a record a look-up's action already shows (its gist)
         seen.add(item.text)
         said += item.text + "\n"
         yield item

@@ -333,6 +333,19 @@ def found(result: str) -> str:
     return ", ".join(ids[:FOUND_IDS]) + more
 
 
+def gist(result: str) -> str:
+    """What a look-up's ``result`` says in its action's outcome: the ids it found
+    (:func:`found`), else the values of its one object's own record (``name Mia Li,
+    reservations NO6JO3 AIXC49``, within :data:`RECORD_CHARS`), so that record is not
+    written again; ``""`` for anything else."""
+    ids = found(result)
+    value = parse_json(result) if not ids else None
+    if not isinstance(value, Mapping):
+        return ids
+    first = next(_walk(value, ""), None)
+    return shorten(", ".join(first[1]), RECORD_CHARS) if first else ""
+
+
 def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
     """``name(identifying arguments) → outcome``."""
     return f"{name}({arguments_text(arguments)}) → {outcome(result, failed=failed)}"
