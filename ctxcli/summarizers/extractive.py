@@ -21,7 +21,8 @@ The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then t
 facts the user typed, the error lines, and the calls that change state or failed
 (what was acted on, and its arguments); then the look-ups; then the records of what
 the state-changing calls returned (the final state of what changed) and of the
-look-ups of what the user named (:func:`_user_named`); then the rest
+look-ups of what the user named (:func:`_user_named`), and the amounts the
+assistant stated (:data:`_AMOUNT`: totals and prices it told the user); then the rest
 (later requests, other records and facts); then the short later requests that hold
 no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
 the newest come first. An item already
@@ -133,6 +134,8 @@ TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
+#: An amount the assistant states (``$255``): a total or a price it told the user.
+_AMOUNT = re.compile(r"[$€£¥]\d")
 #: How an environment's output logged as a user message looks (SWE-agent).
 _ENV_OUTPUT = re.compile(
     r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
@@ -294,7 +297,7 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
-    return out + [("facts", f, REST) for f in facts(text)]
+    return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in facts(text)]
 
 
 #: What :func:`_lazy_of` reads of each kind of message.
@@ -413,7 +416,9 @@ def _made(
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
     a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
     or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
-    its record, so it is not written again)."""
+    its record, so it is not written again). A look-up whose arguments all go (prose
+    without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
+    only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         if at is None:
@@ -430,6 +435,8 @@ def _made(
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
         shown = _as_next(calls, j) or _arguments(arguments)
+        if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
+            continue  # told by nothing: a thought with no fact in it
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
 
@@ -513,7 +520,7 @@ def _later_items(
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
         changed = bool(name) and (rec.changes_state(name) or i in named)
-        if tier == CHANGED and not changed:
+        if tier == CHANGED and not changed and kinds[i] != "assistant":
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and own == REST and changed:

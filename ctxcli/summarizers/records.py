@@ -110,7 +110,8 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
         if _said(key, item, id_key, route, label):
             continue
         if _scalar(item):
-            values.append(route if key == "origin" and route else _shown(str(key), item))
+            if not _YES_NO.fullmatch(str(item)):  # ``no`` alone says nothing
+                values.append(route if key == "origin" and route else _shown(str(key), item))
             continue
         inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
         if inline is not None:
@@ -219,6 +220,7 @@ def arguments_text(arguments: str) -> str:
 _FACT_WORD = re.compile(r"[$€£¥]?\d[\d,.]*\d|[$€£¥]\d|[A-Za-z0-9][A-Za-z0-9_-]{3,}")
 #: A small value with no label (a count ``3``, ``no``, ``true``): it says nothing alone.
 _SMALL = re.compile(r"(?i)\d|yes|no|true|false|none|null")
+_YES_NO = re.compile(r"(?i)yes|no|true|false|none|null")
 
 
 def _told(leaf: str) -> str:
