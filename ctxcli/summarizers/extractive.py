@@ -260,7 +260,8 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
         return ()
     out: list[tuple[str, str, int, int]] = _task(text) if kind == "task" else []
     if kind in ("task", "user"):
-        out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(facts(_unwrapped(text)))]
+        said = _facts(_unwrapped(text))
+        out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
     elif kind in ("result", "observation"):
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
@@ -291,13 +292,49 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
     value = rec.parse_json(text)
     if value is not None:
         return [("facts", r, REST) for r in rec.records(value, "result")]
-    return [("facts", f, REST) for f in facts(text, strict=True)[:FACTS_PER_MESSAGE]]
+    return [("facts", f, REST) for f in _facts(text, strict=True)[:FACTS_PER_MESSAGE]]
 
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
-    return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in facts(text)]
+    return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in _facts(text)]
+
+
+def _facts(text: str, *, strict: bool = False) -> list[str]:
+    """The :func:`ctxcli.summarizers.facts.facts` of ``text`` without the words of its
+    Markdown headings and bold labels (``#1``, ``Technical Concepts``: a section's
+    name, no fact, unless it holds a digit), each path whole (:func:`_whole`) or not
+    at all."""
+    marked = "\n".join(_MARKED_UP.findall(text)) if "#" in text or "**" in text else ""
+    out = []
+    for fact in facts(text, strict=strict):
+        fact = _whole(fact, text)
+        heading = _HEADING_NUMBER.fullmatch(fact) or (not _DIGIT.search(fact) and fact in marked)
+        if fact and not heading:
+            out.append(fact)
+    return out
+
+
+#: A Markdown heading line, or a bold span.
+_MARKED_UP = re.compile(r"^ *#+ .*$|\*\*[^*\n]+\*\*", re.MULTILINE)
+#: A heading's number (``#1``), and a path a fact's length cut (``src/a/LONG-NA…``).
+_HEADING_NUMBER = re.compile(r"#\d+")
+_CUT_PATH = re.compile(r"[^\s…]*/[^\s…]*…")
+_PATH_REST = re.compile(r"[^\s'\"`()\[\]{},;<>]*")
+
+
+def _whole(fact: str, text: str) -> str:
+    """``fact``, a path the fact's length cut restored whole from ``text`` (``""`` when
+    it is not found there)."""
+    if not _CUT_PATH.fullmatch(fact):
+        return fact
+    head = fact[:-1]
+    at = text.find(head)
+    if at < 0:
+        return ""
+    rest = _PATH_REST.match(text, at + len(head))
+    return head + (rest.group() if rest else "")
 
 
 #: What :func:`_lazy_of` reads of each kind of message.
