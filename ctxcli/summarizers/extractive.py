@@ -458,15 +458,7 @@ def _made(
     only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
-        if at is None:
-            said = "?"
-        else:
-            errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
-            failed = messages[at].get("is_error") is True
-            said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
-            if said == "ok" and not rec.changes_state(name):
-                found = _gist if at in named else _found  # the record said once
-                said = found(texts[at]) or said
+        said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []
@@ -476,6 +468,25 @@ def _made(
             continue  # told by nothing: a thought with no fact in it
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
+
+
+def _outcome(
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    name: str,
+    at: int,
+    named: bool,
+) -> str:
+    """The outcome of a call named ``name`` whose result is message ``at`` (see
+    :func:`_made`)."""
+    errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
+    failed = messages[at].get("is_error") is True
+    said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
+    if said == "ok" and not rec.changes_state(name):
+        found = _gist if named else _found  # a named look-up's record is said once
+        said = found(texts[at]) or said
+    return said
 
 
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:
