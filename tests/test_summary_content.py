@@ -296,8 +296,40 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)},
         ]
-    body = _summary(messages, 70)
-    assert "NO6JO3 AIXC49" in body and "flight HAT069" not in body
+    body = _summary(messages, 60)
+    # The record of the look-up the user named is told in its action, once.
+    assert "get_user_details(mia_li_3668) → reservations NO6JO3 AIXC49" in body
+    assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
+
+
+def test_an_action_leaves_out_small_unlabelled_values_and_the_prose_of_a_thought() -> None:
+    calls = [
+        ("think", {"thought": "The total is $152 + $103 = $255, so the user pays $255 now."}),
+        ("think", {"thought": "I should ask the user which flight they want to keep."}),
+        ("book_reservation", {"user_id": "mia_li_3668", "bags": 3, "free": 1, "insurance": "no"}),
+    ]
+    messages: Messages = []
+    for n, (name, arguments) in enumerate(calls):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": f"c{n}", "type": "function", "function": function}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "{}"},
+        ]
+    assert _summary(messages, 400) == (
+        "Actions: think($152 $103 $255) → ok; book_reservation(mia_li_3668) → ok"
+    )
+
+
+def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:
+    path = "/Users/user/repo/src/providers/plugins/sso/ARCHITECTURE-REFACTORING-PLAN.md"
+    text = f"## Technical Concepts\n**Design Proposal**: see #1.\nI edited {path} today."
+    body = _summary(
+        [{"role": "user", "content": "Fix it."}, {"role": "user", "content": text}], 400
+    )
+    assert path in body and "…" not in body.partition("Facts:")[2]
+    assert "Technical Concepts" not in body.partition("Facts:")[2]
+    assert "#1" not in body.partition("Facts:")[2]
 
 
 # --- Chinese ---------------------------------------------------------------------------

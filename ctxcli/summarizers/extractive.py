@@ -21,7 +21,8 @@ The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then t
 facts the user typed, the error lines, and the calls that change state or failed
 (what was acted on, and its arguments); then the look-ups; then the records of what
 the state-changing calls returned (the final state of what changed) and of the
-look-ups of what the user named (:func:`_user_named`); then the rest
+look-ups of what the user named (:func:`_user_named`), and the amounts the
+assistant stated (:data:`_AMOUNT`: totals and prices it told the user); then the rest
 (later requests, other records and facts); then the short later requests that hold
 no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
 the newest come first. An item already
@@ -133,6 +134,8 @@ TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
+#: An amount the assistant states (``$255``): a total or a price it told the user.
+_AMOUNT = re.compile(r"[$€£¥]\d")
 #: How an environment's output logged as a user message looks (SWE-agent).
 _ENV_OUTPUT = re.compile(
     r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
@@ -257,7 +260,8 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
         return ()
     out: list[tuple[str, str, int, int]] = _task(text) if kind == "task" else []
     if kind in ("task", "user"):
-        out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(facts(_unwrapped(text)))]
+        said = _facts(_unwrapped(text))
+        out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
     elif kind in ("result", "observation"):
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
@@ -288,13 +292,49 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
     value = rec.parse_json(text)
     if value is not None:
         return [("facts", r, REST) for r in rec.records(value, "result")]
-    return [("facts", f, REST) for f in facts(text, strict=True)[:FACTS_PER_MESSAGE]]
+    return [("facts", f, REST) for f in _facts(text, strict=True)[:FACTS_PER_MESSAGE]]
 
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
-    return out + [("facts", f, REST) for f in facts(text)]
+    return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in _facts(text)]
+
+
+def _facts(text: str, *, strict: bool = False) -> list[str]:
+    """The :func:`ctxcli.summarizers.facts.facts` of ``text`` without the words of its
+    Markdown headings and bold labels (``#1``, ``Technical Concepts``: a section's
+    name, no fact, unless it holds a digit), each path whole (:func:`_whole`) or not
+    at all."""
+    marked = "\n".join(_MARKED_UP.findall(text)) if "#" in text or "**" in text else ""
+    out = []
+    for fact in facts(text, strict=strict):
+        fact = _whole(fact, text)
+        heading = _HEADING_NUMBER.fullmatch(fact) or (not _DIGIT.search(fact) and fact in marked)
+        if fact and not heading:
+            out.append(fact)
+    return out
+
+
+#: A Markdown heading line, or a bold span.
+_MARKED_UP = re.compile(r"^ *#+ .*$|\*\*[^*\n]+\*\*", re.MULTILINE)
+#: A heading's number (``#1``), and a path a fact's length cut (``src/a/LONG-NA…``).
+_HEADING_NUMBER = re.compile(r"#\d+")
+_CUT_PATH = re.compile(r"[^\s…]*/[^\s…]*…")
+_PATH_REST = re.compile(r"[^\s'\"`()\[\]{},;<>]*")
+
+
+def _whole(fact: str, text: str) -> str:
+    """``fact``, a path the fact's length cut restored whole from ``text`` (``""`` when
+    it is not found there)."""
+    if not _CUT_PATH.fullmatch(fact):
+        return fact
+    head = fact[:-1]
+    at = text.find(head)
+    if at < 0:
+        return ""
+    rest = _PATH_REST.match(text, at + len(head))
+    return head + (rest.group() if rest else "")
 
 
 #: What :func:`_lazy_of` reads of each kind of message.
@@ -312,8 +352,9 @@ _eager = TextMemo(_eager_of, size=1 << 15, share_as="extract", share_from=0)
 _lazy = TextMemo(_lazy_of, size=1 << 15, share_as="extract later", share_from=0)
 #: The identifying arguments of a call, memoised the same way.
 _arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", share_from=0)
-#: The ids a look-up found, memoised the same way.
+#: The ids a look-up found, and its gist, memoised the same way.
 _found = TextMemo(rec.found, size=1 << 15, share_as="found", share_from=0)
+_gist = TextMemo(rec.gist, size=1 << 15, share_as="gist", share_from=0)
 
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -381,14 +422,17 @@ def _first_after(positions: list[int], i: int) -> int | None:
 
 
 def _actions(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    named: frozenset[int],
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
     state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`)."""
-    made = _made(messages, texts, kinds)
+    made = _made(messages, texts, kinds, named)
     where = {text: (i, tier) for text, i, _, tier in made}
     out = []
     for order, (text, count) in enumerate(rec.collapse([t for t, _, _, _ in made])):
@@ -401,27 +445,48 @@ def _actions(
 
 
 def _made(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    named: frozenset[int],
 ) -> list[tuple[str, int, str, int]]:
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
-    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`)."""
+    a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
+    or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
+    its record, so it is not written again). A look-up whose arguments all go (prose
+    without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
+    only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
-        if at is None:
-            said = "?"
-        else:
-            errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
-            failed = messages[at].get("is_error") is True
-            said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
-            if said == "ok" and not rec.changes_state(name):
-                said = _found(texts[at]) or said  # what a search found: its ids
+        said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
         shown = _as_next(calls, j) or _arguments(arguments)
+        if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
+            continue  # told by nothing: a thought with no fact in it
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
+
+
+def _outcome(
+    messages: Sequence[Mapping[str, Any]],
+    texts: Sequence[str],
+    kinds: Sequence[str],
+    name: str,
+    at: int,
+    named: bool,
+) -> str:
+    """The outcome of a call named ``name`` whose result is message ``at`` (see
+    :func:`_made`)."""
+    errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
+    failed = messages[at].get("is_error") is True
+    said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
+    if said == "ok" and not rec.changes_state(name):
+        found = _gist if named else _found  # a named look-up's record is said once
+        said = found(texts[at]) or said
+    return said
 
 
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:
@@ -462,10 +527,12 @@ def _first_items(
     texts: Sequence[str],
     kinds: Sequence[str],
     names: Mapping[int, str],
+    named: frozenset[int],
 ) -> list[Item]:
     """The items of the first tiers (the task, what the user typed, errors, actions)
-    of every message, each result's error after its call's name (``names``)."""
-    actions = _actions(messages, texts, kinds)
+    of every message, each result's error after its call's name (``names``); the
+    results of ``named`` (:func:`_user_named`) told in their action."""
+    actions = _actions(messages, texts, kinds, named)
     # An error line an action shows as its outcome is said there.
     outcomes = {action.text.rpartition(" → ")[2] for action in actions}
     items: list[Item] = []
@@ -501,7 +568,7 @@ def _later_items(
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
         changed = bool(name) and (rec.changes_state(name) or i in named)
-        if tier == CHANGED and not changed:
+        if tier == CHANGED and not changed and kinds[i] != "assistant":
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and own == REST and changed:
@@ -547,7 +614,7 @@ def _stream(
     names = _result_names(messages)
     named = _user_named(messages, texts, kinds)
     first = [*[item for item in earlier if item.tier <= LOOKUP]]
-    yield from sorted(first + _first_items(messages, texts, kinds, names), key=Item.rank)
+    yield from sorted(first + _first_items(messages, texts, kinds, names, named), key=Item.rank)
     for tier in (CHANGED, REST, ASKED, NOTES):
         yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
@@ -628,6 +695,9 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
         if short and item.text in said:
             continue
+        values = item.text.partition(": ")[2] if item.section == "facts" else ""
+        if values and values in said:
+            continue  # a record a look-up's action already shows (its gist)
         seen.add(item.text)
         said += item.text + "\n"
         yield item

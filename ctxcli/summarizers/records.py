@@ -110,7 +110,8 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
         if _said(key, item, id_key, route, label):
             continue
         if _scalar(item):
-            values.append(route if key == "origin" and route else _shown(str(key), item))
+            if not _YES_NO.fullmatch(str(item)):  # ``no`` alone says nothing
+                values.append(route if key == "origin" and route else _shown(str(key), item))
             continue
         inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
         if inline is not None:
@@ -211,11 +212,26 @@ def arguments_text(arguments: str) -> str:
     if value is None:
         return shorten(_SPACE.sub(" ", arguments), ACTION_ARGUMENT_CHARS)
     leaves = list(_leaves(value))
-    if leaves and "/" in leaves[0] and " " not in leaves[0]:
-        # A call on a path first (an edit, a write) is told by the path, not by the
-        # text it writes: long prose after it goes.
-        leaves = [leaf for leaf in leaves if not (" " in leaf and len(leaf) > PROSE_CHARS)]
     return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
+
+
+#: What a score counts as a fact (:mod:`ctxcli.score`): a word with a digit, a number
+#: of three or more digits; an amount keeps its currency sign.
+_FACT_WORD = re.compile(r"[$€£¥]?\d[\d,.]*\d|[$€£¥]\d|[A-Za-z0-9][A-Za-z0-9_-]{3,}")
+#: A small value with no label (a count ``3``, ``no``, ``true``): it says nothing alone.
+_SMALL = re.compile(r"(?i)\d|yes|no|true|false|none|null")
+_YES_NO = re.compile(r"(?i)yes|no|true|false|none|null")
+
+
+def _told(leaf: str) -> str:
+    """How an argument shows in an action: ``""`` for a small unlabelled value
+    (:data:`_SMALL`), only the facts of prose (a thought, a text written to a file:
+    longer than :data:`PROSE_CHARS` with a space), else itself."""
+    if _SMALL.fullmatch(leaf):
+        return ""
+    if " " in leaf and len(leaf) > PROSE_CHARS:
+        return " ".join(dict.fromkeys(w for w in _FACT_WORD.findall(leaf) if _DIGIT.search(w)))
+    return leaf
 
 
 #: A call is written as its difference from a later one of the same name when at
@@ -271,9 +287,10 @@ def _leaves(value: Any) -> Iterator[str]:
             else:
                 yield from _leaves(item)
     elif _scalar(value):
-        text = _SPACE.sub(" ", str(value))
+        text = _told(_SPACE.sub(" ", str(value)).strip())
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
-        yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+        if text:
+            yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
 
 
 def outcome(
@@ -316,6 +333,19 @@ def found(result: str) -> str:
         return ""
     more = f" +{len(ids) - FOUND_IDS}" if len(ids) > FOUND_IDS else ""
     return ", ".join(ids[:FOUND_IDS]) + more
+
+
+def gist(result: str) -> str:
+    """What a look-up's ``result`` says in its action's outcome: the ids it found
+    (:func:`found`), else the values of its one object's own record (``name Mia Li,
+    reservations NO6JO3 AIXC49``, within :data:`RECORD_CHARS`), so that record is not
+    written again; ``""`` for anything else."""
+    ids = found(result)
+    value = parse_json(result) if not ids else None
+    if not isinstance(value, Mapping):
+        return ids
+    first = next(_walk(value, ""), None)
+    return shorten(", ".join(first[1]), RECORD_CHARS) if first else ""
 
 
 def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
