@@ -38,15 +38,16 @@ WARNINGS_SHOWN = 20
 
 
 class Shown:
-    """The warnings of one file: each counted, the first :data:`WARNINGS_SHOWN` passed
-    on to ``emit``, written above ``bar`` (a tqdm progress bar) rather than over it."""
+    """The warnings of one file: each counted, the first ``limit`` (``None``: all)
+    passed on to ``emit``, written above ``bar`` (a tqdm progress bar) rather than over
+    it."""
 
-    def __init__(self, emit: Warn, bar: Any = None) -> None:
-        self.emit, self.bar, self.count = emit, bar, 0
+    def __init__(self, emit: Warn, bar: Any = None, *, limit: int | None = WARNINGS_SHOWN) -> None:
+        self.emit, self.bar, self.count, self.limit = emit, bar, 0, limit
 
     def __call__(self, text: str) -> None:
         self.count += 1
-        if self.count > WARNINGS_SHOWN:
+        if self.limit is not None and self.count > self.limit:
             return
         if self.bar is None:
             self.emit(text)

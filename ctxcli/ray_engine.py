@@ -324,7 +324,7 @@ def _whole(
     shape, items, original = parquet.open_records(path, data, compressor.settings.messages_key)
     whole, items = formats.whole_file_of(compressor.format, shape, items, path)
     newline, bom = jsonio.line_style(path, data)
-    run = compressor._file_run(stats, _Every(notes.append), shape, original, newline, None)
+    run = compressor._file_run(stats, _all_warnings(notes), shape, original, newline, None)
     run.store = _Notes(notes, path)  # type: ignore[assignment]
     lines = drivers.records(run, items) if whole is None else drivers.session(run, items, whole)
     buffer = io.BytesIO()
@@ -338,13 +338,10 @@ def _whole(
     return Piece(buffer.getvalue(), stats, notes, None)
 
 
-class _Every(drivers.Shown):
-    """Every warning of a file passed on: the driver shows and counts them, as for
-    the pieces of a JSON lines file."""
-
-    def __call__(self, text: str) -> None:
-        self.count += 1
-        self.emit(text)
+def _all_warnings(notes: list[Any]) -> drivers.Shown:
+    """Every warning of a file as a note: the driver shows and counts them, as for the
+    pieces of a JSON lines file."""
+    return drivers.Shown(notes.append, limit=None)
 
 
 def pipeline(job: Job) -> Any:
