@@ -9,7 +9,7 @@ they are about (``KeyLines`` of :mod:`ctxcli.skills.frontmatter`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,26 +96,30 @@ def _optional(path: Path, front: FrontMatter, *, strict: bool) -> Iterator[Probl
     def at(key: str, rule: str, detail: str) -> Problem:
         return problem_at(rule, path, lines.get((key,), FIRST_LINE), detail)
 
-    description = data.get("description")
-    if strict and isinstance(description, str) and len(description) > SPEC_DESCRIPTION_MAX:
-        yield at(
-            "description",
-            "spec-description",
-            f"description is {len(description)} characters; the Agent Skills limit is"
-            f" {SPEC_DESCRIPTION_MAX}",
-        )
+    yield from _spec_length(data, "description", SPEC_DESCRIPTION_MAX, strict, at)
     for key in ("license", "compatibility", "allowed-tools"):
         if key in data and not isinstance(data[key], str):
             yield at(key, "field-type", f"field '{key}' must be a string")
     if "metadata" in data and not isinstance(data["metadata"], Mapping):
         yield at("metadata", "field-type", "field 'metadata' must be a mapping")
-    compatibility = data.get("compatibility")
-    if strict and isinstance(compatibility, str) and len(compatibility) > SPEC_COMPATIBILITY_MAX:
+    yield from _spec_length(data, "compatibility", SPEC_COMPATIBILITY_MAX, strict, at)
+
+
+def _spec_length(
+    data: Mapping[str, Any],
+    key: str,
+    limit: int,
+    strict: bool,
+    at: Callable[[str, str, str], Problem],
+) -> Iterator[Problem]:
+    """With ``strict``, the problem of a string field ``key`` longer than the Agent
+    Skills spec's ``limit`` (characters)."""
+    value = data.get(key)
+    if strict and isinstance(value, str) and len(value) > limit:
         yield at(
-            "compatibility",
-            "spec-compatibility",
-            f"compatibility is {len(compatibility)} characters; the Agent Skills limit is"
-            f" {SPEC_COMPATIBILITY_MAX}",
+            key,
+            f"spec-{key}",
+            f"{key} is {len(value)} characters; the Agent Skills limit is {limit}",
         )
 
 
