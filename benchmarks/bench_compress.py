@@ -28,7 +28,8 @@ alike), each time in a fresh process, so its peak RSS is its own:
   by the same cookbook rule (if ``langchain-core`` is installed);
 - with ``--distinct``, the floor, ``ctxcli --jobs N`` and ``ctxcli count`` again on a
   second input of the same size whose copies differ (every string ``content`` of a
-  user, assistant or tool message ends in `` [copy K]``), so a per-process memo has
+  user, assistant or tool message ends in `` [copy K]``, a JSON tool result in its
+  last string value, so it stays JSON as in the source), so a per-process memo has
   little to reuse; only system prompts and tool call arguments repeat;
 - with ``--large-mb``, ``ctxcli --jobs 1`` on the larger input;
 - with ``--ray``, ``ctxcli --engine ray`` beside ``--jobs N`` (on each input): a local
@@ -77,13 +78,37 @@ LARGE = "ctxcli --jobs 1 (large input)"
 RAY = "ctxcli --engine ray"
 
 
+def _marked(content: str, mark: str) -> str:
+    """``content`` made distinct by ``mark``: after its text, or, when it is JSON (a
+    tool result, as real logs have them), after its last string value, so that it
+    stays valid JSON and is read as records, as the original is."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return content + mark
+    leaves = [value]
+    while leaves:
+        node = leaves.pop()
+        items = node if isinstance(node, list) else node if isinstance(node, dict) else None
+        if items is None:
+            continue
+        keys = list(range(len(items))) if isinstance(items, list) else list(items)
+        strings = [k for k in keys if isinstance(items[k], str)]
+        if strings:
+            items[strings[-1]] += mark
+            return json.dumps(value)
+        leaves += [items[k] for k in keys]
+    return content + mark
+
+
 def build_input(
     source: Path, size_mb: float, target: Path, *, distinct: bool = False
 ) -> tuple[int, int]:
     """Write ``target`` by repeating the runs in ``source`` until ``size_mb`` MB;
     return (conversations, bytes). With ``distinct``, copy K of a run has `` [copy K]``
-    after every string content of its user, assistant and tool messages (and ``-cK``
-    after its id). Reuses a file of the right size."""
+    after every string content of its user, assistant and tool messages, inside the
+    last string value of one that is JSON (:func:`_marked`), and ``-cK`` after its id.
+    Reuses a file of the right size."""
     want = int(size_mb * 1_000_000)
     if target.is_file() and abs(target.stat().st_size - want) < 2_000_000:
         with target.open("rb") as f:
@@ -94,7 +119,7 @@ def build_input(
         if copy is not None:
             name += f"-c{copy}"
             messages = [
-                {**m, "content": f"{m['content']} [copy {copy}]"}
+                {**m, "content": _marked(m["content"], f" [copy {copy}]")}
                 if m["role"] in ("user", "assistant", "tool") and isinstance(m.get("content"), str)
                 else m
                 for m in messages
@@ -341,7 +366,7 @@ def main() -> None:
         else:
             add(TRIM_HAND, "trim-hand", small, trim)
     if options.distinct:
-        other = make(options.size_mb, "-distinct")
+        other = make(options.size_mb, "-unique")
         add(FLOOR + DISTINCT, "tiktoken", other, [options.encoding])
         for jobs in options.jobs.split(","):
             add(f"ctxcli --jobs {jobs}{DISTINCT}", "compress", other, [*base, "--jobs", jobs])
