@@ -422,6 +422,68 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
     assert error_lines("src/app.py:12: error: Incompatible types") == [
         "src/app.py:12: error: Incompatible types"
     ]
+    # Code shown in a tool's output that throws or builds an error (Codex, reading a test).
+    assert error_lines("if (attempts < 3) throw new Error('fail');") == []
+    assert error_lines("  .mockRejectedValueOnce(new Error());") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found", "not_found"),
+    [
+        ("It has 49,000 lines of TypeScript.", ["49,000 lines"], ["000 lines"]),
+        ("Read the Phase 4.1 section, then 10 scenarios.", ["10 scenarios"], ["4.1 section"]),
+        ("It weighs 2.5 kg and takes 1.5 hours.", ["2.5 kg", "1.5 hours"], []),
+    ],
+)
+def test_a_number_is_read_whole_and_a_decimal_before_a_word_is_no_quantity(
+    text: str, found: list[str], not_found: list[str]
+) -> None:
+    got = facts(text)
+    assert all(f in got for f in found) and not any(f in got for f in not_found), got
+
+
+def _run(calls: list[tuple[str, dict[str, Any]]], answer: str = "") -> str:
+    """The summary of an agent run making ``calls`` (each answered ``done``)."""
+    import json
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for n, (name, arguments) in enumerate(calls):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "done"})
+    messages.append({"role": "assistant", "content": answer})
+    return SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+
+
+def test_an_action_shows_the_command_run_not_the_numbers_of_what_was_written() -> None:
+    body = _run(
+        [
+            ("Write", {"file_path": "/r/notes.md", "content": "# Notes\n2000 lines, 15 files\n"}),
+            ("exec_command", {"cmd": "rg -n compact src", "workdir": "/r", "yield_time_ms": 1000}),
+            (
+                "exec_command",
+                {"cmd": "git status --short", "workdir": "/r", "max_output_tokens": 12000},
+            ),
+        ]
+    )
+    assert "Write(/r/notes.md) → done" in body, body
+    assert "exec_command(rg -n compact src, /r) → done" in body, body
+    assert "exec_command(git status --short, /r) → done" in body, body
+    assert "2000" not in body and "12000" not in body and "as the next" not in body, body
+
+
+def test_assistant_notes_are_statements_not_code_json_or_headings() -> None:
+    answer = (
+        "I found 3 failing tests in tests/test_a.py.\n"
+        "## Phase 4.1 Design\n"
+        '"sessionId": "20260107-abc123",\n'
+        "```ts\nconst retries = 3; // at most 3 tries\n```\n"
+    )
+    body = _run([("Read", {"file_path": "/r/a.py"})], answer + "Done.")
+    notes = body.partition("Assistant notes:")[2]
+    assert "3 failing tests" in notes, body
+    assert "Phase 4.1" not in notes and "sessionId" not in notes and "retries" not in notes, body
 
 
 def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:

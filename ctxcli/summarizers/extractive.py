@@ -295,8 +295,19 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
     return [("facts", f, REST) for f in _facts(text, strict=True)[:FACTS_PER_MESSAGE]]
 
 
+#: A fenced code block of Markdown, and a sentence that is code, JSON or a heading
+#: (``"id": "x",``, ``if (n === 0) {``, ``## Design``): no statement of the assistant.
+_FENCED = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
+_NOT_PROSE = re.compile(r"^(?:[\"{}\[\]<#|`]|//)|[{}\[;,(]$")
+
+
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
-    notes = [s for s in sentences(text) if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s)]
+    prose = _FENCED.sub("", text) if "```" in text else text
+    notes = [
+        s
+        for s in sentences(prose)
+        if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s) and not _NOT_PROSE.search(s)
+    ]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
     return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in _facts(text)]
 

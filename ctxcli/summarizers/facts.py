@@ -38,8 +38,15 @@ _NOT_COUNTED = _STOP | frozenset(
     "can could should have has had do does did you your my our their".split()
 )
 _NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
+#: What a number with a decimal point measures when a word follows it (``2.5 kg``,
+#: ``1.5 hours``): a unit; other words after one (``4.1 section``) make no quantity.
+_MEASURE = re.compile(
+    rf"(?i){_UNITS}|(?:hour|minute|second|day|week|month|year|mile|star|point|time)s?|percent"
+)
 
 _PATH_START = r"(?<![\w.@/-])"
+#: Words that do not name what a unit measures (``2.5 kg and``).
+_GLUE = r"(?:and|but|for|from|the|then|that|this|with|are|was|were|each|per)"
 _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
 #: (pattern, substrings one of which every match contains, or ``None``): they are
 #: looked for first, so a pattern is not run over text it cannot match.
@@ -146,7 +153,8 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         # digit and never given back (no digit starts what follows it): where it is
         # no quantity, no later digit of it starts one either.
         re.compile(
-            rf"\d(?<!\d\d)\d*+(?:\.\d+)?(?:(?i: ?{_UNITS}(?: [a-z]{{3,12}})?(?![A-Za-z]))"
+            rf"\d(?<!\d\d)(?<!\d[,.]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
+            rf"(?:(?i: ?{_UNITS}(?: (?!{_GLUE}\b)[a-z]{{3,12}})?(?![A-Za-z]))"
             rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
         ),
         None,
@@ -190,7 +198,9 @@ _ERROR_LINE = re.compile(
 _CODE_LINE = re.compile(
     r"^\s*\d+[:|→]"
     r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
-    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b",
+    r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b"
+    # a statement that throws or builds one: ``if (n < 3) throw new Error('x');``
+    r"|.*?\b(?:throw|raise|new) +(?:new +)?\w*(?:Error|Exception)\b",
     re.IGNORECASE,
 )
 #: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
@@ -227,9 +237,8 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     for start, fact in _matches(text, strict):
         if start < end or fact.lower() in _STOP:
             continue  # inside a longer fact found at an earlier position
-        counted = _NUMBER_WORD.fullmatch(fact)
-        if counted and counted.group(1) in _NOT_COUNTED:
-            continue  # a number and the next word, not a quantity
+        if _no_quantity(fact):
+            continue  # a number and the next word (``4.1 section``), not a quantity
         end = start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
@@ -239,6 +248,17 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             fact = _ADDRESS_LEAD.sub("", fact)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+def _no_quantity(fact: str) -> bool:
+    """Whether ``fact``, a number and a word, is none: the word is no thing counted
+    (:data:`_NOT_COUNTED`), or the number has a decimal point and the word is no unit
+    (:data:`_MEASURE`)."""
+    counted = _NUMBER_WORD.fullmatch(fact)
+    if counted is None:
+        return False
+    word = counted.group(1)
+    return word in _NOT_COUNTED or ("." in fact and not _MEASURE.fullmatch(word))
 
 
 def _matches(text: str, strict: bool) -> list[tuple[int, str]]:

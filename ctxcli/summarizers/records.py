@@ -223,13 +223,29 @@ _SMALL = re.compile(r"(?i)\d|yes|no|true|false|none|null")
 _YES_NO = re.compile(r"(?i)yes|no|true|false|none|null")
 
 
-def _told(leaf: str) -> str:
-    """How an argument shows in an action: ``""`` for a small unlabelled value
-    (:data:`_SMALL`), only the facts of prose (a thought, a text written to a file:
-    longer than :data:`PROSE_CHARS` with a space), else itself."""
-    if _SMALL.fullmatch(leaf):
+#: Keys whose value is what the call did, shown itself even when it has spaces: a
+#: command run, a search's pattern or query, a URL, a path.
+_SAID_KEY = re.compile(r"(?i)^(?:cmd|command|pattern|query|url|description)$|path|file")
+
+
+#: Keys of a number that sets how a tool runs (``max_output_tokens``, ``timeout``,
+#: ``yield_time_ms``), not what it acted on.
+_KNOB_KEY = re.compile(r"(?i)max|limit|timeout|_ms$|tokens|yield|offset|width|height|depth")
+
+
+def _told(leaf: str, key: str = "") -> str:
+    """How an argument (under ``key``) shows in an action: ``""`` for a small
+    unlabelled value (:data:`_SMALL`) and for text of several lines (code, a file's
+    content, a patch: what was written, not what identifies the call); a command,
+    pattern, query, URL or path (:data:`_SAID_KEY`) itself; only the facts of prose (a
+    thought: longer than :data:`PROSE_CHARS` with a space); ``""`` for a number that
+    sets how the tool runs (:data:`_KNOB_KEY`); else itself. Whitespace is collapsed."""
+    if "\n" in leaf.strip():
         return ""
-    if " " in leaf and len(leaf) > PROSE_CHARS:
+    leaf = _SPACE.sub(" ", leaf).strip()
+    if _SMALL.fullmatch(leaf) or (_KNOB_KEY.search(key) and leaf.isdigit()):
+        return ""
+    if " " in leaf and len(leaf) > PROSE_CHARS and not _SAID_KEY.search(key):
         return " ".join(dict.fromkeys(w for w in _FACT_WORD.findall(leaf) if _DIGIT.search(w)))
     return leaf
 
@@ -251,14 +267,32 @@ def difference(arguments: str, later: str) -> str | None:
     own, other = dict(_paths(mine, ())), dict(_paths(theirs, ()))
     if own.keys() != other.keys() or len(own) < DIFF_MIN_ARGUMENTS:
         return None
-    changed = [(path, value) for path, value in own.items() if other[path] != value]
+    changed = _changed(own, other)
     if not changed or len(changed) > DIFF_MAX_ARGUMENTS:
         return None
+    if any(_SPACE.search(str(value)) for _, value in changed):
+        return None  # a command or text that differs: the call is told by it itself
     names = (next((p for p in reversed(path) if isinstance(p, str)), "") for path, _ in changed)
     return ", ".join(
         f"{name} {shorten(_SPACE.sub(' ', str(value)), ARGUMENT_CHARS)}".strip()
         for name, (_, value) in zip(names, changed)
     )
+
+
+def _changed(
+    own: Mapping[tuple[str | int, ...], Any], other: Mapping[tuple[str | int, ...], Any]
+) -> list[tuple[tuple[str | int, ...], Any]]:
+    """``(path, value)`` of the leaves of ``own`` that differ in ``other`` (same
+    paths), but numbers that set how the tool runs (:data:`_KNOB_KEY`)."""
+    return [
+        (path, value)
+        for path, value in own.items()
+        if other[path] != value and not (_KNOB_KEY.search(str(path[-1])) and _number(value))
+    ]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) or (isinstance(value, str) and value.isdigit())
 
 
 def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
@@ -273,21 +307,22 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str 
         yield path, value
 
 
-def _leaves(value: Any) -> Iterator[str]:
+def _leaves(value: Any, key: str = "") -> Iterator[str]:
+    """How each scalar of an arguments value shows (:func:`_told`, under its key)."""
     if isinstance(value, list):
         for item in value:
-            yield from _leaves(item)
+            yield from _leaves(item, key)
     elif isinstance(value, Mapping):
         route = _route(value)
-        for key, item in value.items():
-            if key == "destination" and route:
+        for name, item in value.items():
+            if name == "destination" and route:
                 continue
-            if key == "origin" and route:
+            if name == "origin" and route:
                 yield route
             else:
-                yield from _leaves(item)
+                yield from _leaves(item, str(name))
     elif _scalar(value):
-        text = _told(_SPACE.sub(" ", str(value)).strip())
+        text = _told(str(value), key)
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
