@@ -433,6 +433,7 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
         ("It has 49,000 lines of TypeScript.", ["49,000 lines"], ["000 lines"]),
         ("Read the Phase 4.1 section, then 10 scenarios.", ["10 scenarios"], ["4.1 section"]),
         ("It weighs 2.5 kg and takes 1.5 hours.", ["2.5 kg", "1.5 hours"], []),
+        ("It has 1 non-free bag.", [], ["1 non"]),
     ],
 )
 def test_a_number_is_read_whole_and_a_decimal_before_a_word_is_no_quantity(
@@ -471,6 +472,13 @@ def test_an_action_shows_the_command_run_not_the_numbers_of_what_was_written() -
     assert "exec_command(rg -n compact src, /r) → done" in body, body
     assert "exec_command(git status --short, /r) → done" in body, body
     assert "2000" not in body and "12000" not in body and "as the next" not in body, body
+
+
+def test_a_field_label_is_no_fact() -> None:
+    answer = "Here it is:\n- Flight Number: HAT136\n- Travel Class: economy, from New York"
+    body = _run([("Read", {"file_path": "/r/a.py"})], answer)
+    line = next(line for line in body.splitlines() if line.startswith("Facts:"))
+    assert "HAT136" in line and "Flight Number" not in line and "Travel Class" not in line, body
 
 
 def test_assistant_notes_are_statements_not_code_json_or_headings() -> None:

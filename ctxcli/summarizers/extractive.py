@@ -314,14 +314,15 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
 
 def _facts(text: str, *, strict: bool = False) -> list[str]:
     """The :func:`ctxcli.summarizers.facts.facts` of ``text`` without the words of its
-    Markdown headings and bold labels (``#1``, ``Technical Concepts``: a section's
-    name, no fact, unless it holds a digit), each path whole (:func:`_whole`) or not
-    at all."""
+    Markdown headings, bold and list labels (``#1``, ``Technical Concepts``, ``Flight
+    Number:``: a section's or a field's name, no fact, unless it holds a digit), each
+    path whole (:func:`_whole`) or not at all."""
     marked = "\n".join(_MARKED_UP.findall(text)) if "#" in text or "**" in text else ""
     out = []
     for fact in facts(text, strict=strict):
         fact = _whole(fact, text)
-        heading = _HEADING_NUMBER.fullmatch(fact) or (not _DIGIT.search(fact) and fact in marked)
+        label = not _DIGIT.search(fact) and (fact in marked or f"{fact}:" in text)
+        heading = label or _HEADING_NUMBER.fullmatch(fact)
         if fact and not heading:
             out.append(fact)
     return out

@@ -155,7 +155,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         re.compile(
             rf"\d(?<!\d\d)(?<!\d[,.]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
             rf"(?:(?i: ?{_UNITS}(?: (?!{_GLUE}\b)[a-z]{{3,12}})?(?![A-Za-z]))"
-            rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z]))"
+            rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z-]))"
         ),
         None,
     ),
