@@ -265,9 +265,12 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
     digit (ids, dates, amounts, numbers), its paths and its error lines (up to
     :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
-    order they first appear, as many as fit a sixth of ``source``'s characters (at
-    most :data:`FACT_CHARS`). The scan stops once they fill it."""
-    room = min(FACT_CHARS, len(source) // 6)
+    order they first appear, as many as fit :data:`FACT_CHARS` characters (a result
+    too full of facts for that saves nothing and is not replaced). The scan stops once
+    they fill it. The room is not cut for a short ``source``: a result kept as a
+    placeholder at a larger budget must not name fewer facts than its summary holds at
+    a smaller one, where it is folded (issue 15: a bigger budget never keeps less)."""
+    room = FACT_CHARS
     facts: list[str] = []
     seen: set[str] = set()
     for match in _fact_matches(source):

@@ -92,6 +92,36 @@ def test_the_format_says_what_was_there() -> None:
     assert f"[... {len(BIG) - head - tail} characters omitted ...]" in preview
 
 
+#: tau-bench run 169's get_user_details result, shortened. Its placeholder named facts
+#: for only a sixth of its characters, so that at a budget of 3000, which kept it in the
+#: tail, the saved passenger's birth date and two reservations were lost, while at 2500,
+#: which folded it, the summary held them (issue 15).
+USER_DETAILS = json.dumps(
+    {
+        "name": {"first_name": "Raj", "last_name": "Brown"},
+        "address": {"address1": "127 Chestnut Street", "city": "San Jose", "zip": "95153"},
+        "email": "raj.brown6519@example.com",
+        "dob": "1967-03-12",
+        "payment_methods": {
+            f"{kind}_{n}": {"source": kind, "id": f"{kind}_{n}", "last_four": str(n)[-4:]}
+            for kind, n in (("credit_card", 7686643), ("gift_card", 6468981))
+        }
+        | {"credit_card_8003957": {"source": "credit_card", "brand": "visa", "last_four": "6521"}},
+        "saved_passengers": [{"first_name": "Juan", "last_name": "Thomas", "dob": "1990-07-04"}],
+        "membership": "regular",
+        "reservations": ["VA5SGQ", "41WSQQ", "D9R9S0", "HTGCBX", "Q0K59Y", "N1EBKX"],
+    }
+)
+
+
+def test_a_short_results_placeholder_names_every_fact_it_omits() -> None:
+    text = render(USER_DETAILS, tool="get_user_details", tokens=300, head=100, tail=30, facts=True)
+    preview = parse(text)
+    assert preview is not None
+    for fact in ("1967-03-12", "credit_card_8003957", "1990-07-04", "41WSQQ", "D9R9S0"):
+        assert fact in preview["preview"], fact
+
+
 def test_the_id_hashes_utf8_bytes_or_canonical_json() -> None:
     import hashlib
 
