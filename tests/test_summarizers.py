@@ -425,6 +425,9 @@ def test_error_lines_skip_code_that_only_names_an_error() -> None:
     # Code shown in a tool's output that throws or builds an error (Codex, reading a test).
     assert error_lines("if (attempts < 3) throw new Error('fail');") == []
     assert error_lines("  .mockRejectedValueOnce(new Error());") == []
+    # A document's heading or a tree's entry (Claude Code's Task report of a codebase).
+    assert error_lines("### Error Handling\n├── AgentNotFoundError\n│   └── KeyError") == []
+    assert error_lines("**NpmError Codes**:\n  error: {\n") == []
 
 
 @pytest.mark.parametrize(

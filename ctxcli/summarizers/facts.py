@@ -191,16 +191,20 @@ _ERROR_LINE = re.compile(
     r"|<tool_use_error>|command not found|No such file or directory|Permission denied).*$",
     re.MULTILINE,
 )
-#: A line of source code shown by a tool that names an error type without reporting
-#: one: a line of a numbered file view (``36:     raise RuntimeError``, ``25: Raises
-#: ValueError if ...``, Claude Code's ``85→- error: Error messages``), or code in a
-#: diff or a grep hit (``+ raise KeyError(k)``).
+#: A line of source code or a document shown by a tool that names an error type
+#: without reporting one: a line of a numbered file view (``36:     raise
+#: RuntimeError``, ``25: Raises ValueError if ...``, Claude Code's ``85→- error: Error
+#: messages``), code in a diff or a grep hit (``+ raise KeyError(k)``), a Markdown
+#: heading or bold label, a tree's entry.
 _CODE_LINE = re.compile(
     r"^\s*\d+[:|→]"
     r"|^\s*(?:[\w./-]*:\d+[:|-]?\s*)?[+-]?\s*"
     r"(?:raise|raises|except|class|def|import|catch|throw|throws|elif)\b"
     # a statement that throws or builds one: ``if (n < 3) throw new Error('x');``
-    r"|.*?\b(?:throw|raise|new) +(?:new +)?\w*(?:Error|Exception)\b",
+    r"|.*?\b(?:throw|raise|new) +(?:new +)?\w*(?:Error|Exception)\b"
+    # a Markdown heading (``### Error Handling``) or bold label, a tree's entry
+    # (``├── KeyError``), a line that opens a block or ends a statement (``error: {``)
+    r"|\s*#{1,6} |[\s│]*[├└]──|\s*(?:[-*] )?\*\*[^*]+\*\*:?\s*$|.*[{\[;]\s*$",
     re.IGNORECASE,
 )
 #: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
