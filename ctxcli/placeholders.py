@@ -265,12 +265,15 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
     digit (ids, dates, amounts, numbers), its paths and its error lines (up to
     :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
-    order they first appear, as many as fit :data:`FACT_CHARS` characters (a result
-    too full of facts for that saves nothing and is not replaced). The scan stops once
-    they fill it. The room is not cut for a short ``source``: a result kept as a
-    placeholder at a larger budget must not name fewer facts than its summary holds at
-    a smaller one, where it is folded (issue 15: a bigger budget never keeps less)."""
-    room = FACT_CHARS
+    order they first appear, as many as fit :data:`FACT_CHARS` characters or an eighth
+    of ``source``'s, whichever is more (a result too full of facts for that saves
+    nothing and is not replaced). The scan stops once they fill it. The room is not cut
+    for a short ``source``: a result kept as a placeholder at a larger budget must not
+    name fewer facts than its summary holds at a smaller one, where it is folded; nor
+    is it so small for a long one that a narrower preview (less room left to widen it
+    at a larger budget) names fewer facts than a wider one (issue 15: a bigger budget
+    never keeps less)."""
+    room = max(FACT_CHARS, len(source) // 8)
     facts: list[str] = []
     seen: set[str] = set()
     for match in _fact_matches(source):

@@ -316,7 +316,8 @@ def test_agent_sessions_never_keep_fewer_facts_with_a_larger_budget(name: str) -
 
 def test_a_large_recent_result_becomes_a_placeholder_not_a_lost_unit() -> None:
     """The Claude Code session whose last tool result (6,360 tokens) the priority
-    stage used to drop, leaving about 1,000 tokens at every budget."""
+    stage used to drop, leaving about 1,000 tokens at every budget: now each budget
+    is at least nine tenths used, and the median 0.95."""
     path = DATA / "claude-code" / "codemie_session-9eda1058.jsonl"
     if not path.exists():
         pytest.skip("no ../shared/data")
@@ -325,6 +326,29 @@ def test_a_large_recent_result_becomes_a_placeholder_not_a_lost_unit() -> None:
     events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     lines = list(range(1, len(events) + 1))
     conversation = claude_code.read(events, COUNTER, path=str(path), line=1, lines=lines)
+    uses = []
     for budget in range(2000, 8001, 500):
         after = compress(conversation, budget, Filling())
-        assert 0.95 * budget <= after.tokens <= budget, (budget, after.tokens)
+        assert 0.9 * budget <= after.tokens <= budget, (budget, after.tokens)
+        uses.append(after.tokens / budget)
+    assert sorted(uses)[len(uses) // 2] >= 0.95, uses  # the issue's goal is a median
+
+
+@pytest.mark.parametrize(
+    ("name", "share", "use"),
+    [
+        ("claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", 3 / 4, 0.95),
+        ("swe-agent/marshmallow-code__marshmallow-1867.traj", 3 / 8, 0.9),
+    ],
+    ids=["claude-code", "swe-agent"],
+)
+def test_a_summary_with_little_to_say_leaves_the_budget_to_the_tail(
+    name: str, share: float, use: float
+) -> None:
+    """The summaries' room is capped at what they take with no bound, so the tail
+    gets the rest: these came out at 0.38 and 0.65 of the budget when two fifths of it
+    were reserved for summaries that needed a few hundred tokens."""
+    conversation = _session(name)
+    budget = int(conversation.tokens * share)
+    after = compress(conversation, budget)
+    assert use * budget <= after.tokens <= budget, (budget, after.tokens)

@@ -66,6 +66,7 @@ from ctxcli.placeholders import verbatim_ids as verbatim_ids
 
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
+    from ctxcli.tokens import TokenCounter
 
 #: What :func:`reports_error` looks for, as three patterns (one alternation of them
 #: is tried at every position in all three ways): a traceback, a leading error word, a
@@ -154,9 +155,10 @@ class Placeholder:
     what identifies the omitted part (:func:`omitted_facts`), so a result kept as a
     placeholder holds the ids a summary of it would. ``until_fit``: replace results
     (oldest first) only while the conversation is over the budget, so one within it
-    is left as it is; else it runs whatever the budget. The default pipeline sets
-    both (:data:`ctxcli.config.DEFAULT_OPTIONS`). A result
-    is replaced only when its placeholder is smaller. The originals go to
+    is left as it is, and give the tokens the last one freed past the budget to the
+    placeholders' previews (:func:`widen`); else it runs whatever the budget. The
+    default pipeline sets both (:data:`ctxcli.config.DEFAULT_OPTIONS`). A result is
+    replaced only when its placeholder is smaller. The originals go to
     ``context.stored``. Text that looks like a placeholder where placeholders go is
     kept as it is and stored as its own original (see the module docstring).
     """
@@ -221,6 +223,8 @@ class Placeholder:
             self._clear_all(messages, recent, context, events, held)
         if not events.get("placeholders_written"):
             return conversation, {k: v for k, v in events.items() if k == "errors_kept"}
+        if excess is not None and excess < 0:  # the last placeholder overshot
+            _widened(messages, -excess, context, events)
         return conversation.with_messages(messages), events
 
     def _clear_all(
@@ -370,3 +374,52 @@ def _count(
     events["tokens_saved"] = events.get("tokens_saved", 0) + old.tokens - new.tokens
     if key:
         events[key] = events.get(key, 0) + count
+
+
+def widen(messages: list[Message], spare: int, context: Context) -> int:
+    """Give ``spare`` tokens to the placeholders in ``messages`` (whose originals are
+    in ``context.stored``), newest first: each is written again with a longer head,
+    never whole. Returns how many were widened; ``messages`` is changed in place."""
+    widened = 0
+    for i in reversed(range(len(messages))):
+        message = messages[i]
+        match = parse(message.data.get("content")) if spare > 8 else None
+        if match is None or message.role not in TOOL_ROLES:
+            continue
+        original = context.stored.get(match.group("id"))
+        if original is None:
+            continue
+        new = _wider(message, original, match, spare, context.counter)
+        if new is not None:
+            spare -= new.tokens - message.tokens
+            messages[i] = new
+            widened += 1
+    return widened
+
+
+def _wider(
+    message: Message, original: Any, match: re.Match[str], spare: int, counter: TokenCounter
+) -> Message | None:
+    """``message``'s placeholder with a head longer by as much as ``spare`` tokens
+    allow (halved until it fits, a few times), or ``None``."""
+    head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
+    length = len(preview_text(original))
+    grow = min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
+    tool = json.loads(match.group("tool"))
+    for _ in range(4):
+        if grow <= 0:
+            return None
+        text = render(original, tool=tool, tokens=tokens, head=head + grow, tail=tail, facts=True)
+        new = message.replace({**message.data, "content": text}, counter)
+        if message.tokens < new.tokens <= message.tokens + spare:
+            return new
+        grow //= 2
+    return None
+
+
+def _widened(messages: list[Message], spare: int, context: Context, events: dict[str, int]) -> None:
+    """:func:`widen` the placeholders in ``messages`` with ``spare`` tokens, counting
+    them in ``events["previews_widened"]``."""
+    widened = widen(messages, spare, context)
+    if widened:
+        events["previews_widened"] = widened

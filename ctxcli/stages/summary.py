@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,13 +19,12 @@ from ctxcli.model import (
     units,
 )
 from ctxcli.stages import plan
-from ctxcli.stages.placeholder import TOOL_ROLES, content_id, preview_text, render
+from ctxcli.stages.placeholder import content_id, render, widen
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 
 if TYPE_CHECKING:
     from ctxcli.stages.base import Context
-    from ctxcli.tokens import TokenCounter
 
 #: What a summary's seal adds to its header line, costed before the seal is known.
 _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
@@ -107,31 +105,36 @@ class Summary:
     ) -> tuple[Conversation, Mapping[str, int]]:
         if not context.over(conversation):
             return conversation, {}
-        assert context.max_tokens is not None
-        messages = conversation.messages
         role = conversation.summary_role or self.role
         frame = context.counter.message({"role": role, "content": ""})
         layout = self._layout(conversation, role)
-        compacted = _compacted(messages, layout.compacts, context)
+        compacted = _compacted(conversation.messages, layout.compacts, context)
         cuts = plan.chain(
             layout.compacts, layout.befores, layout.steps, layout.coster(compacted, frame)
         )
-        taken = plan.first_fit(cuts, context.max_tokens, self.max_tokens)
-        # Each side's share of the room is fixed by what the most folded cut folds on
-        # it, so that neither side's room shrinks as the budget grows.
-        weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
-        parts = layout.parts(cuts[taken])
-        shares = plan.rooms(cuts, taken, context.max_tokens, self.max_tokens, weights)
+        cap = _cap(conversation, layout.parts(cuts[-1]), context, self.max_tokens)
+        out, events = self._fold(conversation, (layout, cuts, compacted, role), cap, context)
+        return _finish(conversation, out, context, events), events
+
+    def _fold(
+        self,
+        conversation: Conversation,
+        folding: tuple[_Layout, list[plan.Cut], dict[int, Message], str],
+        cap: int | None,
+        context: Context,
+    ) -> tuple[list[Message], dict[str, int]]:
+        """The messages with the first cut that fits the budget beside the summaries'
+        reserve (``cap``: at most that, tokens) folded into summaries, and the stage's
+        events."""
+        layout, cuts, compacted, role = folding
+        messages = conversation.messages
+        parts, shares, current = _taken(layout, cuts, compacted, cap, context)
         events: dict[str, int] = {}
-        chosen = layout.compacts[: cuts[taken].compacted]
-        kept = {i: compacted[i] for i in chosen if i in compacted}
-        current = _with_compacted(messages, kept, {i for p in parts for i in p}, context)
         _add(events, "results_compacted", sum(a is not b for a, b in zip(current, messages)))
         written = self._write(conversation, parts, (role, shares), context, events)
         if parts[1] and parts[1][0] in written:
             events["steps_summarized"] = sum(not messages[i].is_summary for i in parts[1])
-        out = _assemble(current, parts, written)
-        return _finish(conversation, out, context, events), events
+        return _assemble(current, parts, written), events
 
     def _write(
         self,
@@ -281,6 +284,55 @@ class Summary:
         if role == "user":
             start = _away_from_user(messages, groups, start, turn_start)
         return start
+
+
+def _cap(
+    conversation: Conversation, widest: list[list[int]], context: Context, max_tokens: int | None
+) -> int | None:
+    """The cap on the summaries' room (tokens): ``max_tokens`` (the stage's), or, with the
+    extractive summarizer, what its summaries of the most folded cut's ``widest``
+    parts take with no bound if that is less
+    (:meth:`ctxcli.summarizers.extractive.Extractive.measure`, headers included): a
+    function of the conversation alone, so the plan's rules hold, and summaries with
+    little to say leave the rest of the budget to the verbatim tail. Another
+    summarizer (a model) is not asked twice."""
+    if context.summarizer not in (None, _EXTRACTIVE):
+        return max_tokens
+    messages = conversation.messages
+    counter = context.counter
+    need = 0
+    for part in filter(None, widest):
+        folded = [messages[i] for i in part]
+        fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
+        previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
+        lang = _EXTRACTIVE.language_of(fresh, previous=previous)
+        header = counter.text(_header(len(folded), lang) + _SEAL_LIKE) + 8
+        need += header + _EXTRACTIVE.measure(fresh, previous=previous, counter=counter)
+    need = max(need, MIN_SUMMARY_TOKENS)
+    return need if max_tokens is None else min(need, max_tokens)
+
+
+def _taken(
+    layout: _Layout,
+    cuts: list[plan.Cut],
+    compacted: dict[int, Message],
+    cap: int | None,
+    context: Context,
+) -> tuple[list[list[int]], list[int], list[Message]]:
+    """The parts the first cut that fits folds, the summaries' rooms (tokens), and the
+    messages with the placeholders that cut compacts in place."""
+    assert context.max_tokens is not None
+    messages = layout.conversation.messages
+    taken = plan.first_fit(cuts, context.max_tokens, cap)
+    # Each side's share of the room is fixed by what the most folded cut folds on it,
+    # so that neither side's room shrinks as the budget grows.
+    weights = [sum(messages[i].tokens for i in part) for part in layout.parts(cuts[-1])]
+    parts = layout.parts(cuts[taken])
+    shares = plan.rooms(cuts, taken, context.max_tokens, cap, weights)
+    chosen = layout.compacts[: cuts[taken].compacted]
+    kept = {i: compacted[i] for i in chosen if i in compacted}
+    current = _with_compacted(messages, kept, {i for p in parts for i in p}, context)
+    return parts, shares, current
 
 
 def _step_ends(
@@ -465,11 +517,12 @@ def _finish(
     conversation: Conversation, out: list[Message], context: Context, events: dict[str, int]
 ) -> Conversation:
     """``conversation`` with ``out`` for its messages (itself when nothing changed),
-    the budget's spare tokens given to its placeholders' previews (:func:`_widen`)."""
+    the budget's spare tokens given to its placeholders' previews
+    (:func:`ctxcli.stages.placeholder.widen`)."""
     assert context.max_tokens is not None
     spare = context.max_tokens - conversation.with_messages(out).tokens
     if spare > 0:
-        _add(events, "previews_widened", _widen(out, spare, context))
+        _add(events, "previews_widened", widen(out, spare, context))
     if len(out) == len(conversation.messages) and all(
         a is b for a, b in zip(out, conversation.messages)
     ):
@@ -518,47 +571,6 @@ def _compacted(
         if new.tokens < message.tokens:
             out[i] = new
     return out
-
-
-def _widen(messages: list[Message], spare: int, context: Context) -> int:
-    """Give ``spare`` tokens to the placeholders in ``messages`` (whose originals are
-    in ``context.stored``), newest first: each is written again with a longer head,
-    never whole. Returns how many were widened; ``messages`` is changed in place."""
-    widened = 0
-    for i in reversed(range(len(messages))):
-        message = messages[i]
-        match = parse_placeholder(message.data.get("content")) if spare > 8 else None
-        if match is None or message.role not in TOOL_ROLES:
-            continue
-        original = context.stored.get(match.group("id"))
-        if original is None:
-            continue
-        new = _wider(message, original, match, spare, context.counter)
-        if new is not None:
-            spare -= new.tokens - message.tokens
-            messages[i] = new
-            widened += 1
-    return widened
-
-
-def _wider(
-    message: Message, original: Any, match: re.Match[str], spare: int, counter: TokenCounter
-) -> Message | None:
-    """``message``'s placeholder with a head longer by as much as ``spare`` tokens
-    allow (halved until it fits, a few times), or ``None``."""
-    head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
-    length = len(preview_text(original))
-    grow = min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
-    tool = json.loads(match.group("tool"))
-    for _ in range(4):
-        if grow <= 0:
-            return None
-        text = render(original, tool=tool, tokens=tokens, head=head + grow, tail=tail, facts=True)
-        new = message.replace({**message.data, "content": text}, counter)
-        if message.tokens < new.tokens <= message.tokens + spare:
-            return new
-        grow //= 2
-    return None
 
 
 def _opens_tail(message: Message) -> bool:

@@ -691,6 +691,27 @@ class Extractive:
         ranked = _rank(_stream(messages, texts, kinds, earlier))
         return _render(ranked, LABELS[lang], max_tokens, counter)
 
+    def measure(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        previous: str | None,
+        counter: TokenCounter,
+    ) -> int:
+        """Tokens the body of :meth:`summarize` takes with no bound: every ranked item
+        with its separator and its section's label (as :func:`_render` costs them; the
+        joined text may count a token or two more or fewer)."""
+        earlier, texts, kinds, lang = self._read(messages, previous)
+        labels = LABELS[lang]
+        picked: list[Item] = []
+        sections: set[str] = set()
+        used = 0
+        for item in _rank(_stream(messages, texts, kinds, earlier)):
+            used += _frame(item, picked, sections, labels, counter) + counter.text(item.text)
+            picked.append(item)
+            sections.add(item.section)
+        return used
+
 
 #: The extractive summarizer, shared (the summary stage knows it by identity).
 EXTRACTIVE = Extractive()
