@@ -537,3 +537,18 @@ def test_error_lines_read_claude_codes_tool_use_errors_with_what_follows_a_colon
         "Build failed with error:",
         "ValueError: bad input",
     ]  # the next line is an error of its own, listed once
+
+
+def test_a_summary_after_a_measure_of_the_same_messages_is_the_same() -> None:
+    """:meth:`Extractive.summarize` reuses the ranking :meth:`Extractive.measure` just
+    found for equal messages; its body is what a fresh summarizer writes."""
+    messages = [
+        {"role": "user", "content": "Book flight HAT136 on 2024-05-20 for user mia_li_3668."},
+        {"role": "assistant", "content": "Booked: reservation JG7FMM, total $480."},
+    ]
+    fresh = Extractive().summarize(messages, previous=None, max_tokens=30, counter=COUNTER)
+    assert SUMMARIZER.measure(messages, previous=None, counter=COUNTER) > 30
+    copies = [dict(m) for m in messages]
+    assert SUMMARIZER.summarize(copies, previous=None, max_tokens=30, counter=COUNTER) == fresh
+    other = [*messages, {"role": "user", "content": "And seat 12A?"}]
+    assert "12A" in SUMMARIZER.summarize(other, previous=None, max_tokens=200, counter=COUNTER)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -650,8 +651,27 @@ def _previous_items(previous: str | None) -> list[Item]:
     return items
 
 
+#: The ranking :meth:`Extractive.measure` computed last in this thread, for the
+#: :meth:`Extractive.summarize` of the same messages that often follows it.
+_MEASURED = threading.local()
+
+
+def _measured(
+    messages: Sequence[Mapping[str, Any]], previous: str | None
+) -> tuple[list[Item], str] | None:
+    """The ranking and language :meth:`Extractive.measure` found for these very
+    ``messages`` (equal ones) and ``previous``, if they were the last measured."""
+    slot = getattr(_MEASURED, "slot", None)
+    if slot is None or slot[1] != previous or len(slot[0]) != len(messages):
+        return None
+    if not all(a is b or a == b for a, b in zip(slot[0], messages)):
+        return None
+    return slot[2], slot[3]
+
+
 class Extractive:
-    """The default summarizer (see the module docstring). Stateless and thread-safe;
+    """The default summarizer (see the module docstring). Thread-safe, and stateless
+    but for the last ranking :meth:`measure` found in each thread;
     :data:`EXTRACTIVE` is the one the others use."""
 
     concurrency = 1
@@ -662,7 +682,8 @@ class Extractive:
         """The language (``"en"`` or ``"zh"``) :meth:`summarize` writes its labels in
         for the same arguments: that of the requests (the previous summary's, then the
         user's messages), then of the messages' text."""
-        return self._read(messages, previous)[3]
+        known = _measured(messages, previous)
+        return known[1] if known else self._read(messages, previous)[3]
 
     def _read(
         self, messages: Sequence[Mapping[str, Any]], previous: str | None
@@ -687,6 +708,9 @@ class Extractive:
         """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
         tokens (as counted by ``counter``): the longest prefix of the ranking that fits
         (see the module docstring). Never raises for odd content."""
+        known = _measured(messages, previous)
+        if known:
+            return _render(known[0], LABELS[known[1]], max_tokens, counter)
         earlier, texts, kinds, lang = self._read(messages, previous)
         ranked = _rank(_stream(messages, texts, kinds, earlier))
         return _render(ranked, LABELS[lang], max_tokens, counter)
@@ -700,13 +724,16 @@ class Extractive:
     ) -> int:
         """Tokens the body of :meth:`summarize` takes with no bound: every ranked item
         with its separator and its section's label (as :func:`_render` costs them; the
-        joined text may count a token or two more or fewer)."""
+        joined text may count a token or two more or fewer). The ranking is kept for a
+        :meth:`summarize` of the same messages."""
         earlier, texts, kinds, lang = self._read(messages, previous)
+        ranked = list(_rank(_stream(messages, texts, kinds, earlier)))
+        _MEASURED.slot = (list(messages), previous, ranked, lang)
         labels = LABELS[lang]
         picked: list[Item] = []
         sections: set[str] = set()
         used = 0
-        for item in _rank(_stream(messages, texts, kinds, earlier)):
+        for item in ranked:
             used += _frame(item, picked, sections, labels, counter) + counter.text(item.text)
             picked.append(item)
             sections.add(item.section)
