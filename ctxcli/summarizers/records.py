@@ -275,8 +275,13 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str 
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
+        shared = _shared_values(value)
+        items = [_without(item, shared) for item in value] if shared else value
+        for n, item in enumerate(items):
+            told = list(_leaves(item))
+            if shared and n == len(items) - 1 and told:
+                told[-1] += f" (each {shared})"
+            yield from told
     elif isinstance(value, Mapping):
         route = _route(value)
         for key, item in value.items():
@@ -291,6 +296,33 @@ def _leaves(value: Any) -> Iterator[str]:
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+def _shared_values(items: Sequence[Any]) -> str:
+    """``date 2024-05-20`` of the scalar values that two or more sibling objects all
+    hold under one key (each flight of a booking on one date), each ``key value``, so
+    an action says them once; ``""`` when there are none, or nothing else would be
+    left of each object."""
+    objects = [item for item in items if isinstance(item, Mapping)]
+    if len(objects) < 2 or len(objects) != len(items):
+        return ""
+    first = objects[0]
+    keys = [
+        str(key)
+        for key, item in first.items()
+        if _scalar(item) and _told(str(item)) and all(o.get(key) == item for o in objects[1:])
+    ]
+    if not keys or all(set(map(str, o)) <= set(keys) for o in objects):
+        return ""
+    return ", ".join(f"{key} {_SPACE.sub(' ', str(first[key])).strip()}" for key in keys)
+
+
+def _without(item: Any, shared: str) -> Any:
+    """``item`` without the keys :func:`_shared_values` said once (``shared``)."""
+    if not isinstance(item, Mapping):
+        return item
+    said = {part.partition(" ")[0] for part in shared.split(", ")}
+    return {key: value for key, value in item.items() if str(key) not in said}
 
 
 def outcome(
