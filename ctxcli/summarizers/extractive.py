@@ -707,21 +707,22 @@ def _render(
     ranked: Iterable[Item], labels: Mapping[str, str], max_tokens: int, counter: TokenCounter
 ) -> str:
     """The longest prefix of ``ranked`` whose body fits ``max_tokens`` tokens, written
-    out (:func:`_text`): items are costed one by one with their separator (and their
-    section's label with the first); the first that does not fit is cut to the room
-    left (when :data:`MIN_CUT_TOKENS` or more), so a larger bound shows more of it.
-    The joined text is measured at the end."""
+    out (:func:`_text`): items are costed one by one with what leads them (their
+    separator, and their section's label with the first: :func:`_lead`), the two
+    counted together as the joined body has them; the first that does not fit is cut
+    to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or more), so a
+    larger bound shows more of it. The joined text is measured at the end."""
     picked: list[Item] = []
     sections: set[str] = set()
     used = 0
     for item in ranked:
-        frame = _frame(item, picked, sections, labels, counter)
-        cost = frame + counter.text(item.text)
+        lead = _lead(item, picked, sections, labels)
+        cost = counter.text(lead + item.text)
         if used + cost > max_tokens:
-            room = max_tokens - used - frame
-            text = _cut_to(item.text, room, counter) if room >= MIN_CUT_TOKENS else ""
-            if text:
-                picked.append(dataclasses.replace(item, text=text))
+            room = max_tokens - used
+            cut = _cut_to(item.text, room, counter, lead) if room >= MIN_CUT_TOKENS else ""
+            if cut:
+                picked.append(dataclasses.replace(item, text=cut))
             break
         picked.append(item)
         sections.add(item.section)
@@ -733,34 +734,35 @@ def _render(
     return text
 
 
-def _frame(
-    item: Item,
-    picked: Sequence[Item],
-    sections: set[str],
-    labels: Mapping[str, str],
-    counter: TokenCounter,
-) -> int:
-    """Tokens ``item`` adds to the body beside its text: its separator, and with the
-    first of its section the label (and the line break before it)."""
+def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:
+    """What leads ``item`` in the body: its separator, and with the first of its
+    section the label (and the line break before it)."""
     inline = item.section in _INLINE
     if item.section not in sections:
-        return counter.text(labels[item.section] + (" " if inline else "\n- ")) + bool(picked)
+        return ("\n" if picked else "") + labels[item.section] + (" " if inline else "\n- ")
     if item.tier == TASK and any(p.tier == TASK for p in picked):
-        return counter.text(" ")
-    return counter.text("; " if inline else "\n- ")
+        return " "
+    return "; " if inline else "\n- "
 
 
-def _cut_to(text: str, tokens: int, counter: TokenCounter) -> str:
-    """The longest :func:`shorten` of ``text`` within ``tokens`` tokens (``""`` if
-    none), found by bisection on characters."""
-    low, high = 0, len(text)
+#: Where an item may be cut: before a space (whole words and ids are kept), its
+#: separator before it dropped.
+_CUT_AT = re.compile(r"[,;:]? ")
+
+
+def _cut_to(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> str:
+    """The longest head of ``text`` ending at a word (:data:`_CUT_AT`), then `` …``,
+    that fits ``tokens`` tokens after ``lead`` (``""`` if none), found by bisection on
+    its cut points; a single word is cut nowhere."""
+    ends = [m.start() for m in _CUT_AT.finditer(text) if m.start() > 0]
+    low, high = 0, len(ends)
     while low < high:
         middle = (low + high + 1) // 2
-        if counter.text(shorten(text, middle)) <= tokens:
+        if counter.text(lead + text[: ends[middle - 1]] + " …") <= tokens:
             low = middle
         else:
             high = middle - 1
-    return shorten(text, low) if low > 1 else ""
+    return text[: ends[low - 1]] + " …" if low else ""
 
 
 def _text(picked: Sequence[Item], labels: Mapping[str, str]) -> str:
