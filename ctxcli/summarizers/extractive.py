@@ -431,7 +431,8 @@ def _actions(
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
     state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
-    (:func:`_as_next`)."""
+    (:func:`_as_next`); calls that differ in one value alone are one item
+    (:func:`_merged`)."""
     made = _made(messages, texts, kinds, named)
     where = {text: (i, tier) for text, i, _, tier in made}
     out = []
@@ -441,7 +442,40 @@ def _actions(
             head, arrow, tail = text.partition(") → ")
             text = f"{head}) ×{count}{arrow[1:]}{tail}"
         out.append(Item("actions", text, tier, position, order, order))
-    return out
+    return _merged(out)
+
+
+#: An action whose arguments are one value, or differ from the next call's in one:
+#: ``name(value) → outcome``, ``name(as the next, but key value) → outcome``.
+_ONE_VALUE = re.compile(
+    r"(?P<head>[^(]+\((?:as the next, but [^ ,()]+ )?)(?P<value>[^,()]+)\)(?P<tail> → .*)"
+)
+
+
+def _merged(actions: Sequence[Item]) -> list[Item]:
+    """``actions`` with those of one name, tier and outcome that differ in one value
+    alone (:data:`_ONE_VALUE`: ``get_reservation_details(LQ940Q) → ok``, a payment
+    tried again with another card and failing alike) as one item, ``name(LQ940Q |
+    2FBBAH) ×2 → ok``, at the place of the first of them: so fewer messages (the
+    newer ones kept whole) leave it where it was."""
+    groups: dict[tuple[str, str, int], list[tuple[Item, str]]] = {}
+    alone: list[Item] = []
+    for item in actions:
+        one = _ONE_VALUE.fullmatch(item.text)
+        if one is None:
+            alone.append(item)
+            continue
+        key = (one["head"], one["tail"], item.tier)
+        groups.setdefault(key, []).append((item, one["value"]))
+    for (head, tail, _), members in groups.items():
+        first = members[0][0]
+        if len(members) == 1:
+            alone.append(first)
+            continue
+        values = " | ".join(value for _, value in members)
+        merged = f"{head}{values}) ×{len(members)}{tail}"
+        alone.append(dataclasses.replace(first, text=merged))
+    return sorted(alone, key=lambda item: item.order)
 
 
 def _made(
@@ -720,7 +754,12 @@ def _render(
         cost = counter.text(lead + item.text)
         if used + cost > max_tokens:
             room = max_tokens - used
-            cut = _cut_to(item.text, room, counter, lead) if room >= MIN_CUT_TOKENS else ""
+            inline = item.section in _INLINE
+            cut = (
+                _cut_to(item.text, room, counter, lead, values=inline)
+                if room >= MIN_CUT_TOKENS
+                else ""
+            )
             if cut:
                 picked.append(dataclasses.replace(item, text=cut))
             break
@@ -745,16 +784,22 @@ def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mappin
     return "; " if inline else "\n- "
 
 
-#: Where an item may be cut: before a space (whole words and ids are kept), its
-#: separator before it dropped.
+#: Where an item may be cut, its separator dropped: prose before a word, an action
+#: or a record only between its values (whole ids and values are kept).
 _CUT_AT = re.compile(r"[,;:]? ")
+_CUT_BETWEEN_VALUES = re.compile(r", | → ")
 
 
-def _cut_to(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> str:
-    """The longest head of ``text`` ending at a word (:data:`_CUT_AT`), then `` …``,
+def _cut_to(
+    text: str, tokens: int, counter: TokenCounter, lead: str = "", *, values: bool = False
+) -> str:
+    """The longest head of ``text`` ending at a cut point (:data:`_CUT_AT`; with
+    ``values``, an action's or record's, :data:`_CUT_BETWEEN_VALUES`), then `` …``,
     that fits ``tokens`` tokens after ``lead`` (``""`` if none), found by bisection on
-    its cut points; a single word is cut nowhere."""
-    ends = [m.start() for m in _CUT_AT.finditer(text) if m.start() > 0]
+    its cut points."""
+    points = _CUT_BETWEEN_VALUES if values else _CUT_AT
+    ends = [m.start() for m in points.finditer(text)]
+    ends = [end for end in ends if end > 0]
     low, high = 0, len(ends)
     while low < high:
         middle = (low + high + 1) // 2
