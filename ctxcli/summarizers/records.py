@@ -275,11 +275,13 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str 
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, list):
-        shared = _shared_values(value)
-        items = [_without(item, shared) for item in value] if shared else value
-        for n, item in enumerate(items):
-            told = list(_leaves(item))
-            if shared and n == len(items) - 1 and told:
+        for start, end, keys in _runs(value):
+            run = value[start:end]
+            told = [leaf for item in run for leaf in _leaves(_without(item, keys))]
+            if keys and told:
+                shared = ", ".join(
+                    f"{key} {_SPACE.sub(' ', str(run[0][key])).strip()}" for key in keys
+                )
                 told[-1] += f" (each {shared})"
             yield from told
     elif isinstance(value, Mapping):
@@ -298,31 +300,43 @@ def _leaves(value: Any) -> Iterator[str]:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
 
 
-def _shared_values(items: Sequence[Any]) -> str:
-    """``date 2024-05-20`` of the scalar values that two or more sibling objects all
-    hold under one key (each flight of a booking on one date), each ``key value``, so
-    an action says them once; ``""`` when there are none, or nothing else would be
-    left of each object."""
-    objects = [item for item in items if isinstance(item, Mapping)]
-    if len(objects) < 2 or len(objects) != len(items):
-        return ""
-    first = objects[0]
+def _runs(items: Sequence[Any]) -> list[tuple[int, int, list[str]]]:
+    """``(start, end, keys)`` splitting ``items`` into runs: two or more objects in a
+    row that hold the same scalar values under ``keys`` (the flights of a booking on
+    one date) and something else each, so an action says those values once; any other
+    item alone, with no keys."""
+    out: list[tuple[int, int, list[str]]] = []
+    start = 0
+    while start < len(items):
+        end, keys = start + 1, _shared_keys(items[start : start + 2])
+        while keys and end < len(items) and _shared_keys(items[start : end + 1]) == keys:
+            end += 1
+        out.append((start, max(end, start + 1), keys if end > start + 1 else []))
+        start = max(end, start + 1)
+    return out
+
+
+def _shared_keys(items: Sequence[Any]) -> list[str]:
+    """The keys under which every one of two or more ``items``, all objects, holds one
+    scalar value told in an action, when each holds something else too; else ``[]``."""
+    if len(items) < 2 or not all(isinstance(item, Mapping) for item in items):
+        return []
+    first = items[0]
     keys = [
         str(key)
         for key, item in first.items()
-        if _scalar(item) and _told(str(item)) and all(o.get(key) == item for o in objects[1:])
+        if _scalar(item) and _told(str(item)) and all(o.get(key) == item for o in items[1:])
     ]
-    if not keys or all(set(map(str, o)) <= set(keys) for o in objects):
-        return ""
-    return ", ".join(f"{key} {_SPACE.sub(' ', str(first[key])).strip()}" for key in keys)
+    if any(set(map(str, item)) <= set(keys) for item in items):
+        return []
+    return keys
 
 
-def _without(item: Any, shared: str) -> Any:
-    """``item`` without the keys :func:`_shared_values` said once (``shared``)."""
-    if not isinstance(item, Mapping):
+def _without(item: Any, keys: Sequence[str]) -> Any:
+    """``item`` without ``keys`` (said once for a run: :func:`_runs`)."""
+    if not isinstance(item, Mapping) or not keys:
         return item
-    said = {part.partition(" ")[0] for part in shared.split(", ")}
-    return {key: value for key, value in item.items() if str(key) not in said}
+    return {key: value for key, value in item.items() if str(key) not in keys}
 
 
 def outcome(
