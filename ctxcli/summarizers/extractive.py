@@ -578,7 +578,9 @@ def _first_items(
                 continue
             if section == "errors" and name:
                 said = f"{name}: {said}"
-            items.append(Item(section, said, tier, i, order, seq))
+            typed = _typed_tier(said, i, actions) if section == "facts" else tier
+            if typed is not None:
+                items.append(Item(section, said, typed, i, order, seq))
         failed = kind == "result" and messages[i].get("is_error") is True
         if failed and not any(t[0] == "errors" for t in found):
             first = _TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip()
@@ -586,6 +588,19 @@ def _first_items(
             said = f"{name}: {line}" if name else line
             items.append(Item("errors", said, ACTED, i, 99, 99))
     return items + actions
+
+
+def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None:
+    """The tier of a ``fact`` the user typed in message ``position`` (the first tiers'
+    facts are all typed: :func:`_eager_of`): :data:`ACTED`;
+    :data:`CHANGED` for one without a digit (``New York``, ``Gift Card``: a place or a
+    word the requests say in context, no id), ``None`` when a later call that changes
+    state or failed shows it (``book_reservation(mia_li_3668, …)``: of the same
+    tier, newer, so it ranks before it)."""
+    if not _DIGIT.search(fact):
+        return CHANGED
+    shown = any(a.tier == ACTED and a.position > position and fact in a.text for a in actions)
+    return None if shown else ACTED
 
 
 def _later_items(
