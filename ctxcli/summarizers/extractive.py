@@ -487,13 +487,16 @@ def _made(
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
     a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
     or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
-    its record, so it is not written again). A look-up whose arguments all go (prose
+    its record, so it is not written again) and its tier :data:`ACTED`. A look-up
+    whose arguments all go (prose
     without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
     only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
+        # A look-up of what the user named is what they asked about: it ranks with the acts.
+        acted = acted or (at in named and bool(_arguments(arguments)))
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
