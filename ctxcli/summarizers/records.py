@@ -42,8 +42,9 @@ _SPACE = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
 #: Keys whose value is a state (``available``): said only where siblings differ in it.
 _STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
-#: The seconds of a time of day, ``:00`` (``07:00:00`` is written ``07:00``).
-_ZERO_SECONDS = re.compile(r"\b(\d{1,2}:\d\d):00\b")
+#: The seconds of a time of day (``07:00:00`` and ``08:28:51`` are written ``07:00`` and
+#: ``08:28``: a minute is as precise as a later turn needs, two tokens less).
+_SECONDS = re.compile(r"(?<!\d)(\d{1,2}:\d\d):\d\d(?![\d.,:])")
 #: A nested object of whole numbers all below this is a set of counts (seats left):
 #: no fact a later turn needs, so a record leaves it out.
 SMALL_COUNT = 100
@@ -187,7 +188,7 @@ def _shown(key: str, value: Any) -> str:
     anything else alone."""
     if isinstance(value, (int, float)):
         return f"{key} {value}"
-    return _ZERO_SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
+    return _SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
 
 
 def _route(value: Mapping[str, Any]) -> str:
