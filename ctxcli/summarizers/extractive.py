@@ -60,6 +60,7 @@ from ctxcli.summarizers.text import (
     REQUEST_CHARS,
     by_content,
     content,
+    is_filler,
     joined,
     language,
     message_text,
@@ -778,7 +779,7 @@ def _render(
                 if room >= MIN_CUT_TOKENS
                 else ""
             )
-            if cut:
+            if cut and not is_filler(cut):  # a cut that keeps only "Yes, please" says nothing
                 picked.append(dataclasses.replace(item, text=cut))
             break
         picked.append(item)
