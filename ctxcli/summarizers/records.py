@@ -244,14 +244,16 @@ DIFF_MIN_ARGUMENTS = 4
 def difference(arguments: str, later: str) -> str | None:
     """What a call's ``arguments`` change of a later call's (``later``, both JSON) as
     ``key value`` parts (``amount 5``), when they differ in a few arguments only
-    (:data:`DIFF_MAX_ARGUMENTS`); ``None`` when they are the same, differ in shape or in
-    more, or are not JSON."""
+    (:data:`DIFF_MAX_ARGUMENTS`), or in the shape of one (:func:`_changed_key`);
+    ``None`` when they are the same, differ in more, or are not JSON."""
     mine, theirs = parse_json(arguments), parse_json(later)
     if mine is None or theirs is None:
         return None
     own, other = dict(_paths(mine, ())), dict(_paths(theirs, ()))
-    if own.keys() != other.keys() or len(own) < DIFF_MIN_ARGUMENTS:
+    if len(own) < DIFF_MIN_ARGUMENTS:
         return None
+    if own.keys() != other.keys():
+        return _changed_key(mine, theirs)
     changed = [(path, value) for path, value in own.items() if other[path] != value]
     if not changed or len(changed) > DIFF_MAX_ARGUMENTS:
         return None
@@ -260,6 +262,21 @@ def difference(arguments: str, later: str) -> str | None:
         f"{name} {shorten(_SPACE.sub(' ', str(value)), ARGUMENT_CHARS)}".strip()
         for name, (_, value) in zip(names, changed)
     )
+
+
+def _changed_key(mine: Any, theirs: Any) -> str | None:
+    """``payment_methods certificate_8998287, 299``: the one argument of ``mine`` (a
+    JSON object) that differs from ``theirs`` (one of the same keys) in shape, all its
+    values, when every other argument is the same; else ``None``."""
+    if not isinstance(mine, Mapping) or not isinstance(theirs, Mapping):
+        return None
+    if mine.keys() != theirs.keys():
+        return None
+    changed = [key for key in mine if mine[key] != theirs[key]]
+    if len(changed) != 1:
+        return None
+    told = ", ".join(_leaves(mine[changed[0]]))
+    return f"{changed[0]} {shorten(told, ACTION_ARGUMENT_CHARS)}".strip()
 
 
 def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
