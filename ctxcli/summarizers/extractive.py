@@ -751,9 +751,32 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         values = item.text.partition(": ")[2] if item.section == "facts" else ""
         if values and values in said:
             continue  # a record a look-up's action already shows (its gist)
+        shown = _unsaid(item, values, said) if values else item
         seen.add(item.text)
         said += item.text + "\n"
-        yield item
+        yield shown
+
+
+def _unsaid(item: Item, values: str, said: str) -> Item:
+    """A record of an object with an id (``reservation GV1N64``) whose first values (two
+    or more) a line said before gave with that id (a look-up's gist, then the record of
+    that object changed) told by the rest alone: ``reservation GV1N64: cancelled``."""
+    label = item.text[: -len(values) - 2]
+    own = label.rpartition(" ")[2]
+    if " " not in label or not _DIGIT.search(own) or own not in said:
+        return item
+    parts = values.split(", ")
+    for k in range(len(parts) - 1, 1, -1):
+        head = ", ".join(parts[:k])
+        at = said.find(head)
+        while at >= 0:
+            end = said.find("\n", at)
+            line = said[said.rfind("\n", 0, at) + 1 : end]
+            whole = said.startswith((", ", "\n"), at + len(head))  # its last value whole
+            if whole and own in line:
+                return dataclasses.replace(item, text=f"{label}: {', '.join(parts[k:])}")
+            at = said.find(head, at + 1)
+    return item
 
 
 def _render(
