@@ -8,7 +8,9 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   and filler (:func:`ctxcli.summarizers.text.is_filler`), shortened by dropping its
   sentences of least content (:func:`ctxcli.summarizers.text.by_content`);
 - ``actions``: every tool call as ``name(identifying arguments) → outcome``
-  (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``);
+  (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``),
+  calls alike but for one value as one (``get_reservation_details(LQ940Q | 2FBBAH)
+  ×2 → ok``, :func:`_merged`);
 - ``errors``: the error lines of observations (tool and function results, and user
   messages that carry an environment's output after an assistant's action, as
   SWE-agent logs them), each after its tool's name;
@@ -17,16 +19,19 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   dates of other output;
 - ``notes``: assistant sentences that state a fact (a digit in them).
 
-The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then the
-facts the user typed, the error lines, and the calls that change state or failed
-(what was acted on, and its arguments); then the look-ups; then the records of what
-the state-changing calls returned (the final state of what changed) and of the
-look-ups of what the user named (:func:`_user_named`), and the amounts the
-assistant stated (:data:`_AMOUNT`: totals and prices it told the user); then the rest
-(later requests, other records and facts); then the short later requests that hold
-no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
-the newest come first. An item already
-said (the same text, or a fact inside an item ranked before it) is skipped. The body
+The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
+task; then the facts the user typed with a digit in them (but those a later call of
+this tier shows), the error lines, the calls that change state or failed (what was
+acted on, and its arguments) and the look-ups of what the user named
+(:func:`_user_named`: what they asked about); then the records
+of what the state-changing calls returned (the final state of what changed) and of
+the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
+totals and prices it told the user), and the typed facts without a digit; then the
+other look-ups; then the rest (later requests, other records and facts); then the
+short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
+notes. Within a tier the newest come first. An item already said (the same text, or
+a fact inside an item ranked before it) is skipped, and a record of an object a line
+before gave with its first values is told by the rest (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
 own message). The sections are written in :data:`SECTIONS` order, each item in the
@@ -130,8 +135,10 @@ NOTE_MIN_CHARS = 20
 MIN_CUT_TOKENS = 6
 NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
-#: The tiers of the ranking (see the module docstring), best first.
+#: The tiers of the ranking (see the module docstring), and their order, best first:
+#: the final state of what changed before the look-ups that led to it.
 TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
+ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
@@ -666,10 +673,11 @@ def _stream(
     tier: it is older than every message)."""
     names = _result_names(messages)
     named = _user_named(messages, texts, kinds)
-    first = [*[item for item in earlier if item.tier <= LOOKUP]]
-    yield from sorted(first + _first_items(messages, texts, kinds, names, named), key=Item.rank)
-    for tier in (CHANGED, REST, ASKED, NOTES):
-        yield from _later_items(texts, kinds, names, tier, named)
+    first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
+    for tier in ORDER:
+        yield from (item for item in first if item.tier == tier)
+        if tier >= CHANGED:
+            yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 
