@@ -26,8 +26,8 @@ acted on, and its arguments) and the look-ups of what the user named
 (:func:`_user_named`: what they asked about); then the records
 of what the state-changing calls returned (the final state of what changed) and of
 the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
-totals and prices it told the user), and the typed facts without a digit; then the
-other look-ups; then the rest (later requests, other records and facts); then the
+totals and prices it told the user); then the other look-ups; then the rest (later
+requests, other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
 notes. Within a tier the newest come first. An item already said (the same text, or
 a fact inside an item ranked before it) is skipped, and a record of an object a line
@@ -604,12 +604,12 @@ def _first_items(
 def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None:
     """The tier of a ``fact`` the user typed in message ``position`` (the first tiers'
     facts are all typed: :func:`_eager_of`): :data:`ACTED`;
-    :data:`CHANGED` for one without a digit (``New York``, ``Gift Card``: a place or a
+    :data:`REST` for one without a digit (``New York``, ``Gift Card``: a place or a
     word the requests say in context, no id), ``None`` when a later call that changes
     state or failed shows it (``book_reservation(mia_li_3668, …)``: of the same
     tier, newer, so it ranks before it)."""
     if not _DIGIT.search(fact):
-        return CHANGED
+        return REST
     shown = any(a.tier == ACTED and a.position > position and fact in a.text for a in actions)
     return None if shown else ACTED
 
