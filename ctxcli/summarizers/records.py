@@ -293,15 +293,7 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str 
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, list):
-        for start, end, keys in _runs(value):
-            run = value[start:end]
-            told = [leaf for item in run for leaf in _leaves(_without(item, keys))]
-            if keys and told:
-                shared = ", ".join(
-                    f"{key} {_SPACE.sub(' ', str(run[0][key])).strip()}" for key in keys
-                )
-                told[-1] += f" (each {shared})"
-            yield from told
+        yield from _list_leaves(value)
     elif isinstance(value, Mapping):
         route = _route(value)
         for key, item in value.items():
@@ -316,6 +308,18 @@ def _leaves(value: Any) -> Iterator[str]:
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+def _list_leaves(value: list[Any]) -> Iterator[str]:
+    """The leaves of a list, what each run of objects shares said once after it
+    (:func:`_runs`): ``HAT080, HAT076 (each date 2024-05-28)``."""
+    for start, end, keys in _runs(value):
+        run = value[start:end]
+        told = [leaf for item in run for leaf in _leaves(_without(item, keys))]
+        if keys and told:
+            shared = ", ".join(f"{key} {_SPACE.sub(' ', str(run[0][key])).strip()}" for key in keys)
+            told[-1] += f" (each {shared})"
+        yield from told
 
 
 def _runs(items: Sequence[Any]) -> list[tuple[int, int, list[str]]]:
