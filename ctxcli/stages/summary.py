@@ -71,8 +71,8 @@ class Summary:
     summaries share their room in proportion to the tokens each side folds at most,
     but at least a quarter each (:func:`ctxcli.stages.plan.split`), and each gets at
     least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when that
-    is less). A summary whose body comes out empty is not written and its messages
-    stay.
+    is less), taken from the other's share where it can spare it (:func:`_floored`). A
+    summary whose body comes out empty is not written and its messages stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
     the first. With ``user``, a chat's summary comes with a kept tail that does not
