@@ -291,11 +291,13 @@ def test_long_input_is_summarized_in_bounded_chunks(endpoint: Any) -> None:
     bound = 700
     summ = summarizer(server.url, input_max_tokens=bound)
     messages = [m for m in conversation(30)["messages"] if m["role"] != "system"]
-    text = summ.summarize(messages, previous=None, max_tokens=80, counter=COUNTER)
+    # (room for the model's sentence beside the extraction's facts it leaves out: the
+    # extraction fills its bound, so it has more of them than the sentence says)
+    text = summ.summarize(messages, previous=None, max_tokens=160, counter=COUNTER)
     assert len(server.requests) >= 3
     model, _, facts = text.partition("\nFacts: ")
     assert model == "All parts: orders #W100, #W500 and #W700."
-    assert facts and COUNTER.text(text) <= 80  # what it left out, from the extraction
+    assert facts and COUNTER.text(text) <= 160  # what it left out, from the extraction
     for request in server.requests:
         prompt = sum(COUNTER.message(m) for m in request["messages"])
         assert prompt <= bound

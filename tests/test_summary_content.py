@@ -321,6 +321,86 @@ def test_an_action_leaves_out_small_unlabelled_values_and_the_prose_of_a_thought
     )
 
 
+def _calls(calls: list[tuple[str, dict[str, Any], Any]]) -> Messages:
+    """An agent run of ``(name, arguments, result)`` calls, each result JSON or text."""
+    messages: Messages = []
+    for n, (name, arguments, result) in enumerate(calls):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": f"c{n}", "type": "function", "function": function}
+        content = result if isinstance(result, str) else json.dumps(result)
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": content},
+        ]
+    return messages
+
+
+def test_calls_alike_but_for_one_value_are_one_action_with_a_count() -> None:
+    lookups = [("get_reservation_details", {"reservation_id": r}, {}) for r in ("LQ940Q", "2FBBAH")]
+    booking = {"reservation_id": "JG7FMM", "cabin": "economy", "a": 1, "b": 2}
+    tries = [
+        ("update", {**booking, "payment_id": card}, "Error: gift card balance is not enough")
+        for card in ("gift_card_1", "gift_card_2")
+    ]
+    body = _summary(
+        _calls([*lookups, *tries, ("update", {**booking, "payment_id": "c_3"}, {})]), 400
+    )
+    assert "get_reservation_details(LQ940Q | 2FBBAH) ×2 → ok" in body
+    assert (
+        "update(as the next, but payment_id gift_card_1 | gift_card_2) ×2"
+        " → Error: gift card balance is not enough" in body
+    )
+
+
+def test_a_value_a_run_of_objects_shares_is_said_once() -> None:
+    flights = [("HAT080", "2024-05-28"), ("HAT076", "2024-05-28"), ("HAT255", "2024-05-30")]
+    arguments = {"flights": [{"flight_number": f, "date": d} for f, d in flights], "id": "X1"}
+    body = _summary(_calls([("update_reservation_flights", arguments, {})]), 400)
+    assert body == (
+        "Actions: update_reservation_flights(HAT080, HAT076 (each date 2024-05-28), HAT255, "
+        "2024-05-30, X1) → ok"
+    )
+
+
+def test_a_record_writes_times_to_the_minute() -> None:
+    made = {"reservation_id": "JG7FMM", "created_at": "2024-05-11T08:28:51", "at": "07:00:00"}
+    assert records(made, "result") == ["reservation JG7FMM: 2024-05-11T08:28, 07:00"]
+
+
+def test_a_call_that_differs_in_one_arguments_shape_says_that_argument() -> None:
+    one = {
+        "user_id": "ivan_7015",
+        "flight": "HAT097",
+        "payment": [{"id": "certificate_1", "a": 299}],
+    }
+    two = {**one, "payment": [{"id": "gift_card_8", "a": 128}, {"id": "credit_card_3", "a": 247}]}
+    assert difference(json.dumps(one), json.dumps(two)) == "payment certificate_1, 299"
+    assert difference(json.dumps(one), json.dumps({**two, "flight": "HAT251"})) is None
+
+
+def test_a_cut_item_keeps_whole_values_and_a_record_said_before_tells_the_rest() -> None:
+    found = [{"flight_number": f"HAT{n:03}", "date": "2024-05-20"} for n in range(1, 9)]
+    messages = _calls([("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, found)])
+    bodies = [_summary(messages, bound) for bound in range(8, 40)]
+    assert all(len(id_) == 6 for body in bodies for id_ in re.findall(r"HAT\d*", body))
+    assert "Actions: search_direct_flight(JFK→SEA) → HAT001, HAT002 …" in bodies
+    reservation = {"reservation_id": "GV1N64", "user_id": "james_9828", "cabin": "business"}
+    messages = [{"role": "user", "content": "Cancel GV1N64 please."}]
+    messages += _calls(
+        [
+            ("get_reservation_details", {"reservation_id": "GV1N64"}, reservation),
+            (
+                "cancel_reservation",
+                {"reservation_id": "GV1N64"},
+                {**reservation, "status": "cancelled"},
+            ),
+        ]
+    )
+    body = _summary(messages, 400)
+    assert "get_reservation_details(GV1N64) → james_9828, business" in body
+    assert "reservation GV1N64: cancelled" in body
+
+
 def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:
     path = "/Users/user/repo/src/providers/plugins/sso/ARCHITECTURE-REFACTORING-PLAN.md"
     text = f"## Technical Concepts\n**Design Proposal**: see #1.\nI edited {path} today."

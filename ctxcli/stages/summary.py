@@ -69,8 +69,8 @@ class Summary:
     summaries share their room in proportion to the tokens each side folds at most,
     but at least a quarter each (:func:`ctxcli.stages.plan.split`), and each gets at
     least :data:`MIN_SUMMARY_TOKENS` (or ``max_tokens`` split between them, when that
-    is less). A summary whose body comes out empty is not written and its messages
-    stay.
+    is less), taken from the other's share where it can spare it (:func:`_floored`). A
+    summary whose body comes out empty is not written and its messages stay.
 
     ``role`` is ``user`` by default: several providers reject a system message after
     the first. With ``user``, a chat's summary comes with a kept tail that does not
@@ -157,13 +157,11 @@ class Summary:
         if cap is not None:
             floor = min(floor, cap // sum(map(bool, parts)) or 1)
         written: dict[int, Message] = {}
-        for part, share in zip(parts, shares):
+        for part, share in zip(parts, _floored(shares, parts, floor)):
             if not part:
                 continue
             folded = [messages[i] for i in part]
-            summary, fell_back = self._summarize(
-                conversation, folded, (role, max(floor, share)), context
-            )
+            summary, fell_back = self._summarize(conversation, folded, (role, share), context)
             _add(events, "fallbacks", int(fell_back))
             if summary is None:
                 # Nothing worth keeping fits: a summary would only hide what was dropped.
@@ -608,6 +606,18 @@ def _folded_count(message: Message) -> int:
     if not match:
         return 1
     return int(match.group(1) or match.group(2))
+
+
+def _floored(shares: Sequence[int], parts: Sequence[Sequence[int]], floor: int) -> list[int]:
+    """Each written summary's share (tokens), at least ``floor``; what raising one to it
+    adds is taken from the other's share above ``floor``, so the two still fit the room
+    where it holds both floors. The deduction only falls as the shares grow, so
+    neither share shrinks as the budget grows."""
+    out = [max(floor, share) if part else share for share, part in zip(shares, parts)]
+    for k, other in ((0, 1), (1, 0)):
+        if parts[k] and parts[other] and shares[k] < floor:
+            out[other] = max(floor, out[other] - (floor - shares[k]))
+    return out
 
 
 def _header(count: int, lang: str) -> str:

@@ -8,7 +8,9 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   and filler (:func:`ctxcli.summarizers.text.is_filler`), shortened by dropping its
   sentences of least content (:func:`ctxcli.summarizers.text.by_content`);
 - ``actions``: every tool call as ``name(identifying arguments) → outcome``
-  (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``);
+  (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``),
+  calls alike but for one value as one (``get_reservation_details(LQ940Q | 2FBBAH)
+  ×2 → ok``, :func:`_merged`);
 - ``errors``: the error lines of observations (tool and function results, and user
   messages that carry an environment's output after an assistant's action, as
   SWE-agent logs them), each after its tool's name;
@@ -17,16 +19,19 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   dates of other output;
 - ``notes``: assistant sentences that state a fact (a digit in them).
 
-The **ranking** (:func:`_rank`) is fixed by the messages alone: the task; then the
-facts the user typed, the error lines, and the calls that change state or failed
-(what was acted on, and its arguments); then the look-ups; then the records of what
-the state-changing calls returned (the final state of what changed) and of the
-look-ups of what the user named (:func:`_user_named`), and the amounts the
-assistant stated (:data:`_AMOUNT`: totals and prices it told the user); then the rest
-(later requests, other records and facts); then the short later requests that hold
-no fact (:data:`ASKED_CHARS`); then the assistant's notes. Within a tier
-the newest come first. An item already
-said (the same text, or a fact inside an item ranked before it) is skipped. The body
+The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
+task; then the facts the user typed with a digit in them (but those a later call of
+this tier shows), the error lines, the calls that change state or failed (what was
+acted on, and its arguments) and the look-ups of what the user named
+(:func:`_user_named`: what they asked about); then the records
+of what the state-changing calls returned (the final state of what changed) and of
+the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
+totals and prices it told the user); then the other look-ups; then the rest (later
+requests, other records and facts, the typed facts without a digit); then the
+short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
+notes. Within a tier the newest come first. An item already said (the same text, or
+a fact inside an item ranked before it) is skipped, and a record of an object a line
+before gave with its first values is told by the rest (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
 own message). The sections are written in :data:`SECTIONS` order, each item in the
@@ -61,6 +66,7 @@ from ctxcli.summarizers.text import (
     REQUEST_CHARS,
     by_content,
     content,
+    is_filler,
     joined,
     language,
     message_text,
@@ -130,8 +136,10 @@ NOTE_MIN_CHARS = 20
 MIN_CUT_TOKENS = 6
 NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
-#: The tiers of the ranking (see the module docstring), best first.
+#: The tiers of the ranking (see the module docstring), and their order, best first:
+#: the final state of what changed before the look-ups that led to it.
 TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
+ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
@@ -444,7 +452,8 @@ def _actions(
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
     state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
-    (:func:`_as_next`)."""
+    (:func:`_as_next`); calls that differ in one value alone are one item
+    (:func:`_merged`)."""
     made = _made(messages, texts, kinds, named)
     where = {text: (i, tier) for text, i, _, tier in made}
     out = []
@@ -454,7 +463,40 @@ def _actions(
             head, arrow, tail = text.partition(") → ")
             text = f"{head}) ×{count}{arrow[1:]}{tail}"
         out.append(Item("actions", text, tier, position, order, order))
-    return out
+    return _merged(out)
+
+
+#: An action whose arguments are one value, or differ from the next call's in one:
+#: ``name(value) → outcome``, ``name(as the next, but key value) → outcome``.
+_ONE_VALUE = re.compile(
+    r"(?P<head>[^(]+\((?:as the next, but [^ ,()]+ )?)(?P<value>[^,()]+)\)(?P<tail> → .*)"
+)
+
+
+def _merged(actions: Sequence[Item]) -> list[Item]:
+    """``actions`` with those of one name, tier and outcome that differ in one value
+    alone (:data:`_ONE_VALUE`: ``get_reservation_details(LQ940Q) → ok``, a payment
+    tried again with another card and failing alike) as one item, ``name(LQ940Q |
+    2FBBAH) ×2 → ok``, at the place of the first of them: so fewer messages (the
+    newer ones kept whole) leave it where it was."""
+    groups: dict[tuple[str, str, int], list[tuple[Item, str]]] = {}
+    alone: list[Item] = []
+    for item in actions:
+        one = _ONE_VALUE.fullmatch(item.text)
+        if one is None:
+            alone.append(item)
+            continue
+        key = (one["head"], one["tail"], item.tier)
+        groups.setdefault(key, []).append((item, one["value"]))
+    for (head, tail, _), members in groups.items():
+        first = members[0][0]
+        if len(members) == 1:
+            alone.append(first)
+            continue
+        values = " | ".join(value for _, value in members)
+        merged = f"{head}{values}) ×{len(members)}{tail}"
+        alone.append(dataclasses.replace(first, text=merged))
+    return sorted(alone, key=lambda item: item.order)
 
 
 def _made(
@@ -466,13 +508,16 @@ def _made(
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
     a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
     or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
-    its record, so it is not written again). A look-up whose arguments all go (prose
+    its record, so it is not written again) and its tier :data:`ACTED`. A look-up
+    whose arguments all go (prose
     without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
     only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
         said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
+        # A look-up of what the user named is what they asked about: it ranks with the acts.
+        acted = acted or (at in named and bool(_arguments(arguments)))
         calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
@@ -557,7 +602,9 @@ def _first_items(
                 continue
             if section == "errors" and name:
                 said = f"{name}: {said}"
-            items.append(Item(section, said, tier, i, order, seq))
+            typed = _typed_tier(said, i, actions) if section == "facts" else tier
+            if typed is not None:
+                items.append(Item(section, said, typed, i, order, seq))
         failed = kind == "result" and messages[i].get("is_error") is True
         if failed and not any(t[0] == "errors" for t in found):
             first = _TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip()
@@ -565,6 +612,19 @@ def _first_items(
             said = f"{name}: {line}" if name else line
             items.append(Item("errors", said, ACTED, i, 99, 99))
     return items + actions
+
+
+def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None:
+    """The tier of a ``fact`` the user typed in message ``position`` (the first tiers'
+    facts are all typed: :func:`_eager_of`): :data:`ACTED`;
+    :data:`REST` for one without a digit (``New York``, ``Gift Card``: a place or a
+    word the requests say in context, no id), ``None`` when a later call that changes
+    state or failed shows it (``book_reservation(mia_li_3668, …)``: of the same
+    tier, newer, so it ranks before it)."""
+    if not _DIGIT.search(fact):
+        return REST
+    shown = any(a.tier == ACTED and a.position > position and fact in a.text for a in actions)
+    return None if shown else ACTED
 
 
 def _later_items(
@@ -626,10 +686,11 @@ def _stream(
     tier: it is older than every message)."""
     names = _result_names(messages)
     named = _user_named(messages, texts, kinds)
-    first = [*[item for item in earlier if item.tier <= LOOKUP]]
-    yield from sorted(first + _first_items(messages, texts, kinds, names, named), key=Item.rank)
-    for tier in (CHANGED, REST, ASKED, NOTES):
-        yield from _later_items(texts, kinds, names, tier, named)
+    first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
+    for tier in ORDER:
+        yield from (item for item in first if item.tier == tier)
+        if tier >= CHANGED:
+            yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 
@@ -723,8 +784,8 @@ class Extractive:
         counter: TokenCounter,
     ) -> int:
         """Tokens the body of :meth:`summarize` takes with no bound: every ranked item
-        with its separator and its section's label (as :func:`_render` costs them; the
-        joined text may count a token or two more or fewer). The ranking is kept for a
+        with what leads it (:func:`_lead`), as :func:`_render` costs them (the joined
+        text may count a token or two more or fewer). The ranking is kept for a
         :meth:`summarize` of the same messages."""
         earlier, texts, kinds, lang = self._read(messages, previous)
         ranked = list(_rank(_stream(messages, texts, kinds, earlier)))
@@ -734,7 +795,7 @@ class Extractive:
         sections: set[str] = set()
         used = 0
         for item in ranked:
-            used += _frame(item, picked, sections, labels, counter) + counter.text(item.text)
+            used += counter.text(_lead(item, picked, sections, labels) + item.text)
             picked.append(item)
             sections.add(item.section)
         return used
@@ -758,30 +819,59 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         values = item.text.partition(": ")[2] if item.section == "facts" else ""
         if values and values in said:
             continue  # a record a look-up's action already shows (its gist)
+        shown = _unsaid(item, values, said) if values else item
         seen.add(item.text)
         said += item.text + "\n"
-        yield item
+        yield shown
+
+
+def _unsaid(item: Item, values: str, said: str) -> Item:
+    """A record of an object with an id (``reservation GV1N64``) whose first values (two
+    or more) a line said before gave with that id (a look-up's gist, then the record of
+    that object changed) told by the rest alone: ``reservation GV1N64: cancelled``."""
+    label = item.text[: -len(values) - 2]
+    own = label.rpartition(" ")[2]
+    if " " not in label or not _DIGIT.search(own) or own not in said:
+        return item
+    parts = values.split(", ")
+    for k in range(len(parts) - 1, 1, -1):
+        head = ", ".join(parts[:k])
+        at = said.find(head)
+        while at >= 0:
+            end = said.find("\n", at)
+            line = said[said.rfind("\n", 0, at) + 1 : end]
+            whole = said.startswith((", ", "\n"), at + len(head))  # its last value whole
+            if whole and own in line:
+                return dataclasses.replace(item, text=f"{label}: {', '.join(parts[k:])}")
+            at = said.find(head, at + 1)
+    return item
 
 
 def _render(
     ranked: Iterable[Item], labels: Mapping[str, str], max_tokens: int, counter: TokenCounter
 ) -> str:
     """The longest prefix of ``ranked`` whose body fits ``max_tokens`` tokens, written
-    out (:func:`_text`): items are costed one by one with their separator (and their
-    section's label with the first); the first that does not fit is cut to the room
-    left (when :data:`MIN_CUT_TOKENS` or more), so a larger bound shows more of it.
-    The joined text is measured at the end."""
+    out (:func:`_text`): items are costed one by one with what leads them (their
+    separator, and their section's label with the first: :func:`_lead`), the two
+    counted together as the joined body has them; the first that does not fit is cut
+    to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or more), so a
+    larger bound shows more of it. The joined text is measured at the end."""
     picked: list[Item] = []
     sections: set[str] = set()
     used = 0
     for item in ranked:
-        frame = _frame(item, picked, sections, labels, counter)
-        cost = frame + counter.text(item.text)
+        lead = _lead(item, picked, sections, labels)
+        cost = counter.text(lead + item.text)
         if used + cost > max_tokens:
-            room = max_tokens - used - frame
-            text = _cut_to(item.text, room, counter) if room >= MIN_CUT_TOKENS else ""
-            if text:
-                picked.append(dataclasses.replace(item, text=text))
+            room = max_tokens - used
+            inline = item.section in _INLINE
+            cut = (
+                _cut_to(item.text, room, counter, lead, values=inline)
+                if room >= MIN_CUT_TOKENS
+                else ""
+            )
+            if cut and not is_filler(cut):  # a cut that keeps only "Yes, please" says nothing
+                picked.append(dataclasses.replace(item, text=cut))
             break
         picked.append(item)
         sections.add(item.section)
@@ -793,34 +883,41 @@ def _render(
     return text
 
 
-def _frame(
-    item: Item,
-    picked: Sequence[Item],
-    sections: set[str],
-    labels: Mapping[str, str],
-    counter: TokenCounter,
-) -> int:
-    """Tokens ``item`` adds to the body beside its text: its separator, and with the
-    first of its section the label (and the line break before it)."""
+def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:
+    """What leads ``item`` in the body: its separator, and with the first of its
+    section the label (and the line break before it)."""
     inline = item.section in _INLINE
     if item.section not in sections:
-        return counter.text(labels[item.section] + (" " if inline else "\n- ")) + bool(picked)
+        return ("\n" if picked else "") + labels[item.section] + (" " if inline else "\n- ")
     if item.tier == TASK and any(p.tier == TASK for p in picked):
-        return counter.text(" ")
-    return counter.text("; " if inline else "\n- ")
+        return " "
+    return "; " if inline else "\n- "
 
 
-def _cut_to(text: str, tokens: int, counter: TokenCounter) -> str:
-    """The longest :func:`shorten` of ``text`` within ``tokens`` tokens (``""`` if
-    none), found by bisection on characters."""
-    low, high = 0, len(text)
+#: Where an item may be cut, its separator dropped: prose before a word, an action
+#: or a record only between its values (whole ids and values are kept).
+_CUT_AT = re.compile(r"[,;:]? ")
+_CUT_BETWEEN_VALUES = re.compile(r", | → ")
+
+
+def _cut_to(
+    text: str, tokens: int, counter: TokenCounter, lead: str = "", *, values: bool = False
+) -> str:
+    """The longest head of ``text`` ending at a cut point (:data:`_CUT_AT`; with
+    ``values``, an action's or record's, :data:`_CUT_BETWEEN_VALUES`), then `` …``,
+    that fits ``tokens`` tokens after ``lead`` (``""`` if none), found by bisection on
+    its cut points."""
+    points = _CUT_BETWEEN_VALUES if values else _CUT_AT
+    ends = [m.start() for m in points.finditer(text)]
+    ends = [end for end in ends if end > 0]
+    low, high = 0, len(ends)
     while low < high:
         middle = (low + high + 1) // 2
-        if counter.text(shorten(text, middle)) <= tokens:
+        if counter.text(lead + text[: ends[middle - 1]] + " …") <= tokens:
             low = middle
         else:
             high = middle - 1
-    return shorten(text, low) if low > 1 else ""
+    return text[: ends[low - 1]] + " …" if low else ""
 
 
 def _text(picked: Sequence[Item], labels: Mapping[str, str]) -> str:

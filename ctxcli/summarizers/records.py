@@ -42,8 +42,9 @@ _SPACE = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
 #: Keys whose value is a state (``available``): said only where siblings differ in it.
 _STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
-#: The seconds of a time of day, ``:00`` (``07:00:00`` is written ``07:00``).
-_ZERO_SECONDS = re.compile(r"\b(\d{1,2}:\d\d):00\b")
+#: The seconds of a time of day (``07:00:00`` and ``08:28:51`` are written ``07:00`` and
+#: ``08:28``: a minute is as precise as a later turn needs, two tokens less).
+_SECONDS = re.compile(r"(?<!\d)(\d{1,2}:\d\d):\d\d(?![\d.,:])")
 #: A nested object of whole numbers all below this is a set of counts (seats left):
 #: no fact a later turn needs, so a record leaves it out.
 SMALL_COUNT = 100
@@ -187,7 +188,7 @@ def _shown(key: str, value: Any) -> str:
     anything else alone."""
     if isinstance(value, (int, float)):
         return f"{key} {value}"
-    return _ZERO_SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
+    return _SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
 
 
 def _route(value: Mapping[str, Any]) -> str:
@@ -259,14 +260,16 @@ DIFF_MIN_ARGUMENTS = 4
 def difference(arguments: str, later: str) -> str | None:
     """What a call's ``arguments`` change of a later call's (``later``, both JSON) as
     ``key value`` parts (``amount 5``), when they differ in a few arguments only
-    (:data:`DIFF_MAX_ARGUMENTS`); ``None`` when they are the same, differ in shape or in
-    more, or are not JSON."""
+    (:data:`DIFF_MAX_ARGUMENTS`), or in the shape of one (:func:`_changed_key`);
+    ``None`` when they are the same, differ in more, or are not JSON."""
     mine, theirs = parse_json(arguments), parse_json(later)
     if mine is None or theirs is None:
         return None
     own, other = dict(_paths(mine, ())), dict(_paths(theirs, ()))
-    if own.keys() != other.keys() or len(own) < DIFF_MIN_ARGUMENTS:
+    if len(own) < DIFF_MIN_ARGUMENTS:
         return None
+    if own.keys() != other.keys():
+        return _changed_key(mine, theirs)
     changed = _changed(own, other)
     if not changed or len(changed) > DIFF_MAX_ARGUMENTS:
         return None
@@ -295,6 +298,21 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) or (isinstance(value, str) and value.isdigit())
 
 
+def _changed_key(mine: Any, theirs: Any) -> str | None:
+    """``payment_methods certificate_8998287, 299``: the one argument of ``mine`` (a
+    JSON object) that differs from ``theirs`` (one of the same keys) in shape, all its
+    values, when every other argument is the same; else ``None``."""
+    if not isinstance(mine, Mapping) or not isinstance(theirs, Mapping):
+        return None
+    if mine.keys() != theirs.keys():
+        return None
+    changed = [key for key in mine if mine[key] != theirs[key]]
+    if len(changed) != 1:
+        return None
+    told = ", ".join(_leaves(mine[changed[0]]))
+    return f"{changed[0]} {shorten(told, ACTION_ARGUMENT_CHARS)}".strip()
+
+
 def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     """``(path, scalar)`` of every leaf of a JSON value, keys and list indexes."""
     if isinstance(value, Mapping):
@@ -310,8 +328,7 @@ def _paths(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str 
 def _leaves(value: Any, key: str = "") -> Iterator[str]:
     """How each scalar of an arguments value shows (:func:`_told`, under its key)."""
     if isinstance(value, list):
-        for item in value:
-            yield from _leaves(item, key)
+        yield from _list_leaves(value, key)
     elif isinstance(value, Mapping):
         route = _route(value)
         for name, item in value.items():
@@ -326,6 +343,57 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
+    """The leaves of a list (under ``key``), what each run of objects shares said once
+    after it (:func:`_runs`): ``HAT080, HAT076 (each date 2024-05-28)``."""
+    for start, end, keys in _runs(value):
+        run = value[start:end]
+        told = [leaf for item in run for leaf in _leaves(_without(item, keys), key)]
+        if keys and told:
+            shared = ", ".join(f"{key} {_SPACE.sub(' ', str(run[0][key])).strip()}" for key in keys)
+            told[-1] += f" (each {shared})"
+        yield from told
+
+
+def _runs(items: Sequence[Any]) -> list[tuple[int, int, list[str]]]:
+    """``(start, end, keys)`` splitting ``items`` into runs: two or more objects in a
+    row that hold the same scalar values under ``keys`` (the flights of a booking on
+    one date) and something else each, so an action says those values once; any other
+    item alone, with no keys."""
+    out: list[tuple[int, int, list[str]]] = []
+    start = 0
+    while start < len(items):
+        end, keys = start + 1, _shared_keys(items[start : start + 2])
+        while keys and end < len(items) and _shared_keys(items[start : end + 1]) == keys:
+            end += 1
+        out.append((start, max(end, start + 1), keys if end > start + 1 else []))
+        start = max(end, start + 1)
+    return out
+
+
+def _shared_keys(items: Sequence[Any]) -> list[str]:
+    """The keys under which every one of two or more ``items``, all objects, holds one
+    scalar value told in an action, when each holds something else too; else ``[]``."""
+    if len(items) < 2 or not all(isinstance(item, Mapping) for item in items):
+        return []
+    first = items[0]
+    keys = [
+        str(key)
+        for key, item in first.items()
+        if _scalar(item) and _told(str(item)) and all(o.get(key) == item for o in items[1:])
+    ]
+    if any(set(map(str, item)) <= set(keys) for item in items):
+        return []
+    return keys
+
+
+def _without(item: Any, keys: Sequence[str]) -> Any:
+    """``item`` without ``keys`` (said once for a run: :func:`_runs`)."""
+    if not isinstance(item, Mapping) or not keys:
+        return item
+    return {key: value for key, value in item.items() if str(key) not in keys}
 
 
 def outcome(
