@@ -552,3 +552,15 @@ def test_a_summary_after_a_measure_of_the_same_messages_is_the_same() -> None:
     assert SUMMARIZER.summarize(copies, previous=None, max_tokens=30, counter=COUNTER) == fresh
     other = [*messages, {"role": "user", "content": "And seat 12A?"}]
     assert "12A" in SUMMARIZER.summarize(other, previous=None, max_tokens=200, counter=COUNTER)
+
+
+def test_a_sentence_every_request_repeats_is_said_once() -> None:
+    tic = "You are the most lenient agent I have ever spoken to."
+    messages = [
+        {"role": "user", "content": f"Cancel reservation NQNU5R. {tic}"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": f"Also change M20IZO to a nonstop flight. {tic}"},
+        {"role": "assistant", "content": "There is none."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
+    assert body.count(tic) == 1 and "M20IZO" in body, body

@@ -920,6 +920,22 @@ def _cut_to(
     return text[: ends[low - 1]] + " …" if low else ""
 
 
+def _unrepeated(requests: list[str]) -> list[str]:
+    """``requests`` without the sentences an earlier one said word for word (a user
+    who ends every message with the same line): a request left with none goes."""
+    out: list[str] = []
+    said: list[str] = []
+    for request in requests:
+        own = sentences(request)
+        kept = [s for s in own if len(s) < NOTE_MIN_CHARS or s not in said]
+        if len(kept) < len(own):
+            request = " ".join(kept)
+        said += own
+        if request:
+            out.append(request)
+    return out
+
+
 def _text(picked: Sequence[Item], labels: Mapping[str, str]) -> str:
     """The body of the ``picked`` items: each section under its label, its items in
     the order things happened, the task's sentences on one line."""
@@ -932,6 +948,8 @@ def _text(picked: Sequence[Item], labels: Mapping[str, str]) -> str:
         task = [i.text for i in chosen if i.tier == TASK]
         if task:
             texts.insert(0, joined(task))
+        if key == "requests":
+            texts = _unrepeated(texts)
         if key in _INLINE:
             lines.append(f"{labels[key]} {'; '.join(texts)}")
         else:
