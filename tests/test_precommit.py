@@ -99,8 +99,9 @@ def test_the_hook_shrinks_a_fixture_then_passes(tmp_path: Path, env: dict[str, s
     assert "ctxcli compress --in-place" in out and "Failed" in out
     assert "files were modified by this hook" in out
     assert "rewrote fixtures/agent_run.jsonl: 1 of 1 conversation changed" in out
-    # Only what must go: one placeholder brings its 8,396 tokens within the 8,000 budget.
-    assert fixture.stat().st_size < size * 0.9
+    # Only what must go: one placeholder brings its 8,396 tokens within the 8,000 budget,
+    # the tokens it frees past the budget widening its preview (7,843 tokens).
+    assert size * 0.8 < fixture.stat().st_size < size * 0.95
     assert (repo / "fixtures" / "agent_run.store.jsonl").is_file()
     assert (repo / "fixtures" / "chat.jsonl").read_bytes() == (
         SAMPLES / "customer_service_zh.jsonl"
