@@ -50,16 +50,6 @@ def messages_of(record: Any, key: str, path: str, line: int) -> list[Any]:
     return messages
 
 
-def text_of(content: Any) -> str:
-    """The text of neutral ``content``: a string, or the text of its text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") or p.get("value") for p in content if isinstance(p, Mapping)]
-        return "\n".join(t for t in texts if isinstance(t, str))
-    return "" if content is None else str(content)
-
-
 #: The rules of :func:`ctxcli.invariants.pairing_problems` for calls with no result.
 UNANSWERED = frozenset({"call-without-result", "function-call-without-result"})
 

@@ -47,10 +47,10 @@ from ctxcli.formats._common import (
     messages_of,
     patch_blocks,
     rebuild_entries,
-    text_of,
 )
 from ctxcli.formats.base import rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 

@@ -31,10 +31,11 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats import anthropic
-from ctxcli.formats._common import kind, patch_blocks, pending, text_of
+from ctxcli.formats._common import kind, patch_blocks, pending
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 

@@ -51,9 +51,10 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries, text_of
+from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 

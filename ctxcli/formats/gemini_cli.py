@@ -41,9 +41,10 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats import gemini
-from ctxcli.formats._common import kind, messages_of, text_of
+from ctxcli.formats._common import kind, messages_of
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 

@@ -46,10 +46,11 @@ from typing import Any
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import kind, messages_of, pending, text_of
+from ctxcli.formats._common import kind, messages_of, pending
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
