@@ -181,7 +181,7 @@ class Compressor:
                 bar.update(bar.total - bar.n)  # line ends and blank lines it missed
             self.warned += shown.count
             self._close(stats, input_path, shown.count, model_use, started)
-            _commit(stats, stats_file, store, writer)
+            commit_outputs(stats, stats_file, store, writer)
         return stats
 
     def _stats_for(self, input_path: str, output_path: str, store_path: str | None) -> FileStats:
@@ -335,7 +335,7 @@ def _refuse_overwrites(input_path: str, output_path: str, store_path: str | None
         raise ConfigError(f"{store_path}: the store would overwrite the output")
 
 
-def _commit(
+def commit_outputs(
     stats: FileStats,
     stats_file: jsonio.AtomicWriter | None,
     store: StoreWriter | None,

@@ -41,7 +41,7 @@ from typing import Any
 
 from ctxcli import drivers, formats, jsonio, parquet
 from ctxcli import inputs as inputs_module
-from ctxcli.compress import Compressor, FileStats, Piece, Plan, compress_record
+from ctxcli.compress import Compressor, FileStats, Piece, Plan, commit_outputs, compress_record
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError
 from ctxcli.store import StoreWriter
@@ -436,17 +436,8 @@ def _write(compressor: Compressor, item: Plan, pieces: Iterator[Piece], staging:
                 raise piece.error
             sink.write(piece.output)
         sink.close()
-        if store is not None:
-            stats.store_entries, stats.store_bytes = store.entries, store.bytes
-            if not store.entries:
-                stats.store = None
         compressor._finish(stats, item.input, warned, None, started)
-        if stats_file is not None:
-            stats_file.write(jsonio.dumps_indented(stats.to_json()))
-            stats_file.commit()
-        if store is not None:
-            store.commit()
-        writer.commit()
+        commit_outputs(stats, stats_file, store, writer)
     local.upload()
     return stats
 
