@@ -8,9 +8,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from ctxcli.memo import TextMemo
 from ctxcli.summarizers.text import shorten
 
 NOTE_CHARS = 200
@@ -326,40 +323,6 @@ def json_facts(value: Any, limit: int = 12) -> list[str]:
 
     walk(value, False)
     return out[:limit]
-
-
-def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping):
-            calls.append((str(function.get("name", "?")), str(function.get("arguments") or "")))
-    function_call = message.get("function_call")
-    if function_call is not None and isinstance(function_call, Mapping):
-        calls.append(
-            (str(function_call.get("name", "?")), str(function_call.get("arguments") or ""))
-        )
-    return calls
-
-
-def _structured_facts(text: str) -> list[str]:
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return json_facts(orjson.loads(stripped))
-        except orjson.JSONDecodeError:
-            pass
-    return facts(text, strict=True)
-
-
-def _argument_facts_of(arguments: str) -> list[str]:
-    return _structured_facts(arguments)[:FACTS_PER_MESSAGE]
-
-
-#: Facts of tool-call arguments, memoised like :data:`_extract`.
-_argument_facts = TextMemo(
-    _argument_facts_of, size=1 << 15, share_as="argument facts", share_from=0
-)
 
 
 def error_lines(text: str, limit: int = 3) -> list[str]:
