@@ -303,9 +303,9 @@ def _cap(
         folded = [messages[i] for i in part]
         fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
-        lang = _EXTRACTIVE.language_of(fresh, previous=previous)
-        header = counter.text(_header(len(folded), lang) + _SEAL_LIKE) + 8
-        need += header + _EXTRACTIVE.measure(fresh, previous=previous, counter=counter)
+        body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter)
+        lang = _EXTRACTIVE.language_of(fresh, previous=previous)  # from measure's reading
+        need += counter.text(_header(len(folded), lang) + _SEAL_LIKE) + 8 + body
     need = max(need, MIN_SUMMARY_TOKENS)
     return need if max_tokens is None else min(need, max_tokens)
 
