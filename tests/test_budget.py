@@ -223,6 +223,28 @@ def test_the_reserve_leaves_the_tail_more_as_the_budget_grows() -> None:
         assert frees == sorted(frees) and rooms == sorted(rooms)
 
 
+@st.composite
+def chains(draw: st.DrawFn) -> list[plan.Cut]:
+    """Cuts as :func:`ctxcli.stages.plan.chain` makes them: each keeps fewer tokens."""
+    kept = sorted(draw(st.lists(st.integers(0, 6000), min_size=1, max_size=8)), reverse=True)
+    sides = st.tuples(st.booleans(), st.booleans())
+    return [plan.Cut(k, k, k, tokens, draw(sides)) for k, tokens in enumerate(kept)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(cuts=chains(), budget=st.integers(1, 8000), over=st.integers(0, 5000))
+def test_a_cap_past_the_telling_one_plans_as_no_cap(
+    cuts: list[plan.Cut], budget: int, over: int
+) -> None:
+    cap = plan.telling(cuts, budget) + over
+    weights = [3, 5]
+    taken = plan.first_fit(cuts, budget, None)
+    assert plan.first_fit(cuts, budget, cap) == taken
+    assert plan.rooms(cuts, taken, budget, cap, weights) == plan.rooms(
+        cuts, taken, budget, None, weights
+    )
+
+
 def _tau(count: int = 25) -> list[Conversation]:
     """The first ``count`` of tau-bench's 200 airline runs (skips without them)."""
     path = DATA / "tau-bench" / "gpt-4o-airline.json"

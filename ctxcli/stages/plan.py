@@ -53,6 +53,21 @@ def reserve(budget: int, cap: int | None) -> int:
     return share if cap is None else min(cap, share)
 
 
+def telling(cuts: Sequence[Cut], budget: int) -> int:
+    """The largest cap on the summaries' room (tokens) that can change what
+    :func:`first_fit` and :func:`rooms` give at ``budget`` with ``cuts``: any cap of at
+    least this gives the same cut and rooms as any other such cap, or none.
+
+    Why: a cap ``c`` enters only as ``min(c, x)``. In :func:`first_fit`, ``x`` is the
+    uncapped reserve at ``budget``. In :func:`rooms`, ``x`` is what the cut taken
+    leaves, at most ``budget`` less the fewest tokens a cut keeps, or a larger
+    budget's share, which only bounds a share no larger than that; and a larger
+    budget ``b`` (an earlier cut's :func:`entry`) is looked at only while its reserve
+    is under what the cut taken leaves, where every such cap gives the same reserve,
+    so the same ``b``."""
+    return max(reserve(budget, None), budget - min(cut.kept for cut in cuts))
+
+
 def compactable(messages: Sequence[Message], last_unit: int) -> list[int]:
     """Positions of the tool results worth a placeholder in the kept tail: over
     :data:`COMPACT_OVER` tokens, not already one, not reporting an error and not in the

@@ -112,7 +112,9 @@ class Summary:
         cuts = plan.chain(
             layout.compacts, layout.befores, layout.steps, layout.coster(compacted, frame)
         )
-        cap = _cap(conversation, layout.parts(cuts[-1]), context, self.max_tokens)
+        assert context.max_tokens is not None  # over budget
+        limit = plan.telling(cuts, context.max_tokens)
+        cap = _cap(conversation, layout.parts(cuts[-1]), context, (self.max_tokens, limit))
         out, events = self._fold(conversation, (layout, cuts, compacted, role), cap, context)
         return _finish(conversation, out, context, events), events
 
@@ -285,28 +287,36 @@ class Summary:
 
 
 def _cap(
-    conversation: Conversation, widest: list[list[int]], context: Context, max_tokens: int | None
+    conversation: Conversation,
+    widest: list[list[int]],
+    context: Context,
+    caps: tuple[int | None, int],
 ) -> int | None:
-    """The cap on the summaries' room (tokens): ``max_tokens`` (the stage's), or, with the
-    extractive summarizer, what its summaries of the most folded cut's ``widest``
-    parts take with no bound if that is less
+    """The cap on the summaries' room (tokens): the stage's ``max_tokens`` (first of
+    ``caps``), or, with the extractive summarizer, what its summaries of the most
+    folded cut's ``widest`` parts take with no bound if that is less
     (:meth:`ctxcli.summarizers.extractive.Extractive.measure`, headers included): a
     function of the conversation alone, so the plan's rules hold, and summaries with
-    little to say leave the rest of the budget to the verbatim tail. Another
-    summarizer (a model) is not asked twice."""
+    little to say leave the rest of the budget to the verbatim tail. Measuring stops
+    past ``limit`` (second of ``caps``, :func:`ctxcli.stages.plan.telling`), as a cap
+    of that or more gives the plan the same cut and rooms. Another summarizer (a
+    model) is not asked twice."""
+    max_tokens, limit = caps
     if context.summarizer not in (None, _EXTRACTIVE):
         return max_tokens
     messages = conversation.messages
     counter = context.counter
     need = 0
     for part in filter(None, widest):
+        if need > limit:
+            break
         folded = [messages[i] for i in part]
         fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
-        body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter)
+        body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter, bound=limit - need)
         lang = _EXTRACTIVE.language_of(fresh, previous=previous)  # from measure's reading
         need += counter.text(_header(len(folded), lang) + _SEAL_LIKE) + 8 + body
-    need = max(need, MIN_SUMMARY_TOKENS)
+    need = max(min(need, limit), MIN_SUMMARY_TOKENS)
     return need if max_tokens is None else min(need, max_tokens)
 
 

@@ -145,6 +145,8 @@ ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, NOTES)
 ASKED_CHARS = 60
 #: An amount the assistant states (``$255``): a total or a price it told the user.
 _AMOUNT = re.compile(r"[$€£¥]\d")
+#: Whether a text may hold an :data:`_AMOUNT` fact (facts are taken from the text).
+_PRICED = re.compile(r"[$€£¥]").search
 #: How an environment's output logged as a user message looks (SWE-agent).
 _ENV_OUTPUT = re.compile(
     r"\(Current directory: |\(Open file: |bash-\$|^OBSERVATION:|Traceback \(most recent|"
@@ -641,7 +643,7 @@ def _later_items(
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
         changed = bool(name) and (rec.changes_state(name) or i in named)
-        if tier == CHANGED and not changed and kinds[i] != "assistant":
+        if tier == CHANGED and not changed and not _priced_answer(texts[i], kinds[i]):
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and own == REST and changed:
@@ -651,6 +653,12 @@ def _later_items(
             if section == "facts" and name and said.startswith("result"):
                 said = name + said[len("result") :]
             yield Item(section, said, own, i, order, seq)
+
+
+def _priced_answer(text: str, kind: str) -> bool:
+    """Whether ``text``, a message of ``kind``, is an answer that may name an amount
+    (the only items of :data:`CHANGED` an answer gives: :func:`_later_answer`)."""
+    return kind == "assistant" and _PRICED(text) is not None
 
 
 def _user_named(
@@ -717,9 +725,29 @@ def _previous_items(previous: str | None) -> list[Item]:
 _MEASURED = threading.local()
 
 
+class _Ranking:
+    """A ranking (an iterator of items, best first) read no further than asked, and
+    read once: each pass over it gives the items read so far, then reads on."""
+
+    def __init__(self, items: Iterator[Item]) -> None:
+        self._items = items
+        self._read: list[Item] = []
+
+    def __iter__(self) -> Iterator[Item]:
+        k = 0
+        while True:
+            if k == len(self._read):
+                item = next(self._items, None)
+                if item is None:
+                    return
+                self._read.append(item)
+            yield self._read[k]
+            k += 1
+
+
 def _measured(
     messages: Sequence[Mapping[str, Any]], previous: str | None
-) -> tuple[list[Item], str] | None:
+) -> tuple[_Ranking, str] | None:
     """The ranking and language :meth:`Extractive.measure` found for these very
     ``messages`` (equal ones) and ``previous``, if they were the last measured."""
     slot = getattr(_MEASURED, "slot", None)
@@ -782,13 +810,17 @@ class Extractive:
         *,
         previous: str | None,
         counter: TokenCounter,
+        bound: int | None = None,
     ) -> int:
         """Tokens the body of :meth:`summarize` takes with no bound: every ranked item
         with what leads it (:func:`_lead`), as :func:`_render` costs them (the joined
-        text may count a token or two more or fewer). The ranking is kept for a
-        :meth:`summarize` of the same messages."""
+        text may count a token or two more or fewer). With ``bound`` (tokens), reading
+        stops at the first item that takes the count past it: the count returned is
+        then more than ``bound``, and the messages' later tiers are read only as far
+        as that item (see the module docstring). The ranking is kept, read that far,
+        for a :meth:`summarize` of the same messages."""
         earlier, texts, kinds, lang = self._read(messages, previous)
-        ranked = list(_rank(_stream(messages, texts, kinds, earlier)))
+        ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier)))
         _MEASURED.slot = (list(messages), previous, ranked, lang)
         labels = LABELS[lang]
         picked: list[Item] = []
@@ -796,6 +828,8 @@ class Extractive:
         used = 0
         for item in ranked:
             used += counter.text(_lead(item, picked, sections, labels) + item.text)
+            if bound is not None and used > bound:
+                break
             picked.append(item)
             sections.add(item.section)
         return used
