@@ -316,7 +316,7 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
     notes = [
         s
-        for s in sentences(prose)
+        for s in (sentences(prose) if _DIGIT.search(prose) else ())
         if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s) and not _NOT_PROSE.search(s)
     ]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
