@@ -554,6 +554,25 @@ def test_a_summary_after_a_measure_of_the_same_messages_is_the_same() -> None:
     assert "12A" in SUMMARIZER.summarize(other, previous=None, max_tokens=200, counter=COUNTER)
 
 
+def test_a_bounded_measure_stops_past_its_bound_and_a_summary_reads_on() -> None:
+    """With a bound, :meth:`Extractive.measure` stops at the first item past it (the
+    count returned is more than the bound, no more than the whole); a summary of the
+    same messages with more room than that reads the rest of the ranking."""
+    messages = [
+        {"role": "user", "content": "Book flight HAT136 on 2024-05-20 for user mia_li_3668."},
+        {"role": "assistant", "content": "Booked: reservation JG7FMM, total $480."},
+        {"role": "user", "content": "Also add 2 bags and seat 12A; my card is card_7447."},
+        {"role": "assistant", "content": "Added bags to JG7FMM for $50 on card_7447, seat 12A."},
+    ]
+    # before any measure of them: the ranking a measure keeps is the thread's
+    fresh = SUMMARIZER.summarize(messages, previous=None, max_tokens=1000, counter=COUNTER)
+    whole = SUMMARIZER.measure(messages, previous=None, counter=COUNTER)
+    bounded = SUMMARIZER.measure(messages, previous=None, counter=COUNTER, bound=10)
+    assert 10 < bounded < whole < 1000
+    read_on = SUMMARIZER.summarize(messages, previous=None, max_tokens=1000, counter=COUNTER)
+    assert read_on == fresh and "12A" in fresh and "JG7FMM" in fresh
+
+
 def test_a_sentence_every_request_repeats_is_said_once() -> None:
     tic = "You are the most lenient agent I have ever spoken to."
     messages = [
