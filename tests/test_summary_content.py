@@ -367,6 +367,13 @@ def test_a_record_writes_times_to_the_minute() -> None:
     assert records(made, "result") == ["reservation JG7FMM: 2024-05-11T08:28, 07:00"]
 
 
+def test_a_record_leaves_out_a_count_of_none_but_not_a_zero_amount() -> None:
+    made = {"reservation_id": "JG7FMM", "total_baggages": 2, "nonfree_baggages": 0}
+    assert records(made, "result") == ["reservation JG7FMM: total_baggages 2"]
+    card = {"id": "gift_card_8", "balance": 0, "passengers": 0}
+    assert records(card, "result") == ["result gift_card_8: balance 0"]
+
+
 def test_a_call_that_differs_in_one_arguments_shape_says_that_argument() -> None:
     one = {
         "user_id": "ivan_7015",
