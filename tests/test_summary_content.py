@@ -408,6 +408,22 @@ def test_a_cut_item_keeps_whole_values_and_a_record_said_before_tells_the_rest()
     assert "reservation GV1N64: cancelled" in body
 
 
+def test_a_record_leaves_out_the_values_a_line_naming_its_object_gave() -> None:
+    arguments = {
+        "reservation_id": "JG7FMM",
+        "flights": [{"flight_number": "HAT028", "date": "2024-05-21"}],
+    }
+    flight = {"flight_number": "HAT028", "date": "2024-05-21", "price": 105}
+    messages = [{"role": "user", "content": "Move JG7FMM please."}]
+    messages += _calls([("update_reservation_flights", arguments, {"flights": [flight]})])
+    body = _summary(messages, 400)
+    assert "update_reservation_flights(JG7FMM, HAT028, 2024-05-21) → ok" in body
+    assert "flight HAT028: price 105" in body  # its date the action gave with it
+    said = {**flight, "price": "2024-05-21"}  # every value given: no record at all
+    messages[-1]["content"] = json.dumps({"flights": [said]})
+    assert "flight HAT028" not in _summary(messages, 400).partition("Facts:")[2]
+
+
 def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:
     path = "/Users/user/repo/src/providers/plugins/sso/ARCHITECTURE-REFACTORING-PLAN.md"
     text = f"## Technical Concepts\n**Design Proposal**: see #1.\nI edited {path} today."
