@@ -367,6 +367,13 @@ def test_a_record_writes_times_to_the_minute() -> None:
     assert records(made, "result") == ["reservation JG7FMM: 2024-05-11T08:28, 07:00"]
 
 
+def test_a_record_leaves_out_a_count_of_none_but_not_a_zero_amount() -> None:
+    made = {"reservation_id": "JG7FMM", "total_baggages": 2, "nonfree_baggages": 0}
+    assert records(made, "result") == ["reservation JG7FMM: total_baggages 2"]
+    card = {"id": "gift_card_8", "balance": 0, "passengers": 0}
+    assert records(card, "result") == ["result gift_card_8: balance 0"]
+
+
 def test_a_call_that_differs_in_one_arguments_shape_says_that_argument() -> None:
     one = {
         "user_id": "ivan_7015",
@@ -399,6 +406,22 @@ def test_a_cut_item_keeps_whole_values_and_a_record_said_before_tells_the_rest()
     body = _summary(messages, 400)
     assert "get_reservation_details(GV1N64) → james_9828, business" in body
     assert "reservation GV1N64: cancelled" in body
+
+
+def test_a_record_leaves_out_the_values_a_line_naming_its_object_gave() -> None:
+    arguments = {
+        "reservation_id": "JG7FMM",
+        "flights": [{"flight_number": "HAT028", "date": "2024-05-21"}],
+    }
+    flight = {"flight_number": "HAT028", "date": "2024-05-21", "price": 105}
+    messages = [{"role": "user", "content": "Move JG7FMM please."}]
+    messages += _calls([("update_reservation_flights", arguments, {"flights": [flight]})])
+    body = _summary(messages, 400)
+    assert "update_reservation_flights(JG7FMM, HAT028, 2024-05-21) → ok" in body
+    assert "flight HAT028: price 105" in body  # its date the action gave with it
+    said = {**flight, "price": "2024-05-21"}  # every value given: no record at all
+    messages[-1]["content"] = json.dumps({"flights": [said]})
+    assert "flight HAT028" not in _summary(messages, 400).partition("Facts:")[2]
 
 
 def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:

@@ -30,8 +30,8 @@ totals and prices it told the user); then the other look-ups; then the rest (lat
 requests, other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
 notes. Within a tier the newest come first. An item already said (the same text, or
-a fact inside an item ranked before it) is skipped, and a record of an object a line
-before gave with its first values is told by the rest (:func:`_unsaid`). The body
+a fact inside an item ranked before it) is skipped, and a record of an object is told
+by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
 own message). The sections are written in :data:`SECTIONS` order, each item in the
@@ -856,29 +856,35 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         shown = _unsaid(item, values, said) if values else item
         seen.add(item.text)
         said += item.text + "\n"
-        yield shown
+        if shown is not None:
+            yield shown
 
 
-def _unsaid(item: Item, values: str, said: str) -> Item:
-    """A record of an object with an id (``reservation GV1N64``) whose first values (two
-    or more) a line said before gave with that id (a look-up's gist, then the record of
-    that object changed) told by the rest alone: ``reservation GV1N64: cancelled``."""
+def _unsaid(item: Item, values: str, said: str) -> Item | None:
+    """A record of an object with an id (``reservation GV1N64``) told by the values no
+    line said before with that id gave (:data:`_VALUE_SEP`: a look-up's gist, the call
+    that changed it): ``flight HAT028: 2024-05-21, price 105`` after
+    ``update_reservation_flights(…, HAT028 (each date 2024-05-21), …)`` is ``flight
+    HAT028: price 105``; ``None`` when it has none left."""
     label = item.text[: -len(values) - 2]
     own = label.rpartition(" ")[2]
     if " " not in label or not _DIGIT.search(own) or own not in said:
         return item
+    given: set[str] = set()
+    for line in said.splitlines():
+        pieces = _VALUE_SEP.split(line)
+        if own in pieces or label in pieces:
+            given.update(pieces)
     parts = values.split(", ")
-    for k in range(len(parts) - 1, 1, -1):
-        head = ", ".join(parts[:k])
-        at = said.find(head)
-        while at >= 0:
-            end = said.find("\n", at)
-            line = said[said.rfind("\n", 0, at) + 1 : end]
-            whole = said.startswith((", ", "\n"), at + len(head))  # its last value whole
-            if whole and own in line:
-                return dataclasses.replace(item, text=f"{label}: {', '.join(parts[k:])}")
-            at = said.find(head, at + 1)
-    return item
+    kept = [part for part in parts if part not in given]
+    if len(kept) == len(parts):
+        return item
+    return dataclasses.replace(item, text=f"{label}: {', '.join(kept)}") if kept else None
+
+
+#: What parts a line into its values: an action's arguments and outcome, a record's
+#: label and values, merged values, a run's shared value (``HAT077 (each date …)``).
+_VALUE_SEP = re.compile(r",? \(each [^ ()]+ |[,;] | → | \| |: |[()]")
 
 
 def _render(

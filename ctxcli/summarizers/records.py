@@ -136,6 +136,11 @@ def _shared_states(items: Sequence[Any]) -> set[str]:
     }
 
 
+#: The key of a count (a plural noun: ``total_baggages``, ``passengers``), whose ``0``
+#: a record leaves out: "none" is what a later turn assumes of what it is not told.
+_NONE_COUNTED = re.compile(r"[a-z]s$")
+
+
 def _counts(value: Any) -> bool:
     """Whether ``value`` is an object of small counts only (:data:`SMALL_COUNT`)."""
     return (
@@ -151,8 +156,11 @@ def _counts(value: Any) -> bool:
 def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bool:
     """Whether an object's ``key`` says nothing its record does not: its id (in the
     label), a destination (in the route), a value the label holds (``credit_card`` of
-    ``credit_card_4421486``), or small counts (:func:`_counts`)."""
+    ``credit_card_4421486``), small counts (:func:`_counts`), or a count of none
+    (:data:`_NONE_COUNTED`: ``total_baggages 0``, eight tokens for no bags)."""
     if key == id_key or (key == "destination" and route) or _counts(item):
+        return True
+    if item == 0 and isinstance(item, int) and _NONE_COUNTED.search(key):
         return True
     return isinstance(item, str) and bool(item) and item in label
 
