@@ -497,6 +497,23 @@ def test_assistant_notes_are_statements_not_code_json_or_headings() -> None:
     assert "Phase 4.1" not in notes and "sessionId" not in notes and "retries" not in notes, body
 
 
+def test_assistant_notes_keep_what_cannot_be_done() -> None:
+    """A limit the agent stated is what the next turn must keep to, digits or not."""
+    messages = [
+        {"role": "user", "content": "Please change my flight to a nonstop one."},
+        {
+            "role": "assistant",
+            "content": "Unfortunately, basic economy flights cannot be modified. Anything else?",
+        },
+        {"role": "user", "content": "Then cancel it."},
+        {"role": "assistant", "content": "我们无法退还经济舱机票的费用。"},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
+    notes = body.partition("Assistant notes:")[2]
+    assert "basic economy flights cannot be modified" in notes, body
+    assert "我们无法退还经济舱机票的费用" in notes and "Anything else" not in notes, body
+
+
 def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
     call = {
         "id": "b1",

@@ -17,7 +17,8 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 - ``facts``: what the user typed (:func:`ctxcli.summarizers.facts.facts`), the
   records of JSON results, each under its own object's label, and the paths, ids and
   dates of other output;
-- ``notes``: assistant sentences that state a fact (a digit in them).
+- ``notes``: assistant sentences that state a fact (a digit in them) or a limit (what
+  cannot be done: :data:`_REFUSAL`).
 
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
 task; then the facts the user typed with a digit in them (but those a later call of
@@ -131,6 +132,8 @@ TASK_TOKENS = 150
 REQUEST_CONTENT_CHARS = 300
 TASK_SENTENCE_CHARS = 240
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+#: The shortest note (characters, a CJK character counting two): a shorter sentence
+#: is a fragment ("Total: $5").
 NOTE_MIN_CHARS = 20
 #: The least room (tokens) the first item that does not fit is cut to.
 MIN_CUT_TOKENS = 6
@@ -312,12 +315,24 @@ _FENCED = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
 _NOT_PROSE = re.compile(r"^(?:[\"{}\[\]<#|`]|//)|[{}\[;,(]$")
 
 
+#: A sentence that says what cannot be done and often why ("basic economy flights
+#: cannot be modified", "我们无法退款"): the limit the next turn must keep to.
+_REFUSAL = re.compile(
+    r"\b(?:cannot|can't|can not|unable to|not (?:allowed|possible|eligible|permitted|able to)"
+    r"|against (?:the |our )?policy)\b|无法|不能|不允许|不支持",
+    re.IGNORECASE,
+)
+
+
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
+    stated = _DIGIT.search(prose) or _REFUSAL.search(prose)
     notes = [
         s
-        for s in (sentences(prose) if _DIGIT.search(prose) else ())
-        if len(s) >= NOTE_MIN_CHARS and _DIGIT.search(s) and not _NOT_PROSE.search(s)
+        for s in (sentences(prose) if stated else ())
+        if len(s) + len(_CJK_CHAR.findall(s)) >= NOTE_MIN_CHARS  # a CJK character as two
+        and (_DIGIT.search(s) or _REFUSAL.search(s))
+        and not _NOT_PROSE.search(s)
     ]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
     return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in _facts(text)]
