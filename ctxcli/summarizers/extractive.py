@@ -887,6 +887,8 @@ def _unsaid(item: Item, values: str, said: str) -> Item | None:
         return item
     given: set[str] = set()
     for line in said.splitlines():
+        if own not in line:
+            continue  # nor its label, which ends in it
         pieces = _VALUE_SEP.split(line)
         if own in pieces or label in pieces:
             given.update(pieces)
