@@ -20,7 +20,7 @@ from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
 from ctxcli.summarizers.extractive import EXTRACTIVE, parse_summary
-from ctxcli.summarizers.records import difference, found, records
+from ctxcli.summarizers.records import difference, found, made, records
 from ctxcli.summarizers.text import is_filler
 from ctxcli.tokens import TokenCounter
 
@@ -264,7 +264,35 @@ def test_a_call_repeated_with_one_argument_changed_says_only_that() -> None:
 
 def test_a_look_up_says_the_ids_it_found() -> None:
     assert found(json.dumps(FLIGHTS)) == "HAT069, HAT083"
-    assert found(json.dumps(FLIGHTS[:1])) == "" and found("{}") == "" and found("ok") == ""
+    assert found(json.dumps(FLIGHTS[:1])) == "HAT069"  # a search's one find
+    assert found("[]") == "none"  # a search that found nothing
+    assert found("{}") == "" and found("ok") == "" and found('[{"a": 1}, {"b": 2}]') == ""
+
+
+def test_a_call_that_changed_state_names_what_it_made() -> None:
+    booked = json.dumps({"reservation_id": "HATHAT", "user_id": "mia_li_3668", "status": "ok"})
+    assert made(booked) == "reservation HATHAT"
+    assert made(json.dumps({"status": "cancelled"})) == "" and made("[]") == "" and made("ok") == ""
+    cancelled = json.dumps({"reservation_id": "NQNU5R", "status": "cancelled"})
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Book it, then cancel NQNU5R."}]
+    for k, (name, arguments, result) in enumerate(
+        [
+            ("book_reservation", '{"user_id": "mia_li_3668"}', booked),
+            ("cancel_reservation", '{"reservation_id": "NQNU5R"}', cancelled),
+        ]
+    ):
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": result},
+        ]
+    body = EXTRACTIVE.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
+    assert "book_reservation(mia_li_3668) → ok, reservation HATHAT" in body, body
+    assert "cancel_reservation(NQNU5R) → ok" in body and "ok, reservation NQNU5R" not in body
     many = [dict(FLIGHTS[0], flight_number=f"HAT{n:03}") for n in range(10)]
     assert found(json.dumps(many)).endswith("HAT007 +2")
 

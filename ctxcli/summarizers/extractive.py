@@ -530,7 +530,9 @@ def _made(
     without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
     only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
+    at_of: list[int | None] = []  # where each call's result is
     for i, name, arguments, at in _results(messages):
+        at_of.append(at)
         said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         # A look-up of what the user named is what they asked about: it ranks with the acts.
@@ -541,6 +543,10 @@ def _made(
         shown = _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
+        if said == "ok" and rec.changes_state(name) and at_of[j] is not None:
+            own = rec.made(texts[at_of[j]])  # what it made: the id the next turns reuse
+            if own and own.rpartition(" ")[2] not in arguments:
+                said = f"ok, {own}"
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
 

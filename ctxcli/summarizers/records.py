@@ -435,15 +435,29 @@ def found(result: str) -> str:
     value = parse_json(result)
     if not isinstance(value, list):
         return ""
+    if not value:
+        return "none"  # a search that found nothing says so
     ids: list[str] = []
     for label, _ in _walk(value, ""):
         own = label.rpartition(" ")[2]
         if own and _DIGIT.search(own) and own not in ids:
             ids.append(own)
-    if len(ids) < 2:
+    if not ids or (len(ids) == 1 and len(value) > 1):
         return ""
     more = f" +{len(ids) - FOUND_IDS}" if len(ids) > FOUND_IDS else ""
     return ", ".join(ids[:FOUND_IDS]) + more
+
+
+def made(result: str) -> str:
+    """The label of the object a JSON object ``result`` is, when it has an id
+    (``reservation HATHAT`` of a booking): what a call that changed state made or
+    changed, to name in its outcome; ``""`` for anything else."""
+    value = parse_json(result)
+    if not isinstance(value, Mapping):
+        return ""
+    first = next(_walk(value, ""), None)
+    label = first[0] if first else ""
+    return label if " " in label else ""  # a kind and its id, not a bare kind
 
 
 def gist(result: str) -> str:
