@@ -543,12 +543,19 @@ def _made(
         shown = _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
-        if said == "ok" and rec.changes_state(name) and at_of[j] is not None:
-            own = rec.made(texts[at_of[j]])  # what it made: the id the next turns reuse
-            if own and own.rpartition(" ")[2] not in arguments:
-                said = f"ok, {own}"
+        at = at_of[j]
+        if said == "ok" and at is not None:
+            said = _with_made(name, arguments, texts[at])
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
+
+
+def _with_made(name: str, arguments: str, result: str) -> str:
+    """The outcome ``ok`` of a call named ``name``, with what it made when it changed
+    state and its ``arguments`` do not name that already (``ok, reservation HATHAT``:
+    the id the next turns reuse)."""
+    own = rec.made(result) if rec.changes_state(name) else ""
+    return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else "ok"
 
 
 def _outcome(
