@@ -19,7 +19,7 @@ from ctxcli.config import resolve
 from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
-from ctxcli.summarizers.extractive import EXTRACTIVE, parse_summary
+from ctxcli.summarizers.extractive import EXTRACTIVE, REST, Item, _cut_says, parse_summary
 from ctxcli.summarizers.records import difference, found, made, records
 from ctxcli.summarizers.text import is_filler
 from ctxcli.tokens import TokenCounter
@@ -602,3 +602,14 @@ def test_claude_code_sessions_at_a_quarter_keep_the_task_and_every_path(
         assert first in flat or json.dumps(first)[1:-1] in flat, (path.name, first)
         missing = [p for p in paths if p not in text and json.dumps(p)[1:-1] not in text]
         assert missing == [], path.name
+
+
+def test_a_request_cut_before_its_value_is_left_out() -> None:
+    """The first item that does not fit is cut to the room left, but a request (or
+    note) cut before every id or number it gave says nothing a model can use."""
+    request = Item("requests", "Yes, please use the credit card ending 7447.", REST, 3, 0, 0)
+    assert not _cut_says("Yes, please use the credit card ending …", request)
+    assert _cut_says("Yes, please use the credit card ending 7447 …", request)
+    assert not _cut_says("Yes, please …", request)  # filler
+    error = Item("errors", "Error: total price is 305, but paid 255", REST, 3, 0, 0)
+    assert _cut_says("Error: total price is …", error)  # an error's kind says something

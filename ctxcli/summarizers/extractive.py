@@ -940,7 +940,7 @@ def _render(
                 if room >= MIN_CUT_TOKENS
                 else ""
             )
-            if cut and not is_filler(cut):  # a cut that keeps only "Yes, please" says nothing
+            if _cut_says(cut, item):
                 picked.append(dataclasses.replace(item, text=cut))
             break
         picked.append(item)
@@ -951,6 +951,16 @@ def _render(
         picked.pop()  # counts of parts can undercount their join by a token or two
         text = _text(picked, labels)
     return text
+
+
+def _cut_says(cut: str, item: Item) -> bool:
+    """Whether ``cut``, the head of ``item`` that fits, says something: not filler
+    alone ("Yes, please …"), and, of a request or note, not a head that stops before
+    every id or number it gave ("Yes, please use the card ending …")."""
+    if not cut or is_filler(cut):
+        return False
+    prose = item.section in ("requests", "notes")
+    return not (prose and _DIGIT.search(item.text) and not _DIGIT.search(cut))
 
 
 def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:
