@@ -67,6 +67,15 @@ def test_facts_find_ids_dates_amounts_and_quantities() -> None:
     assert "4999 元" in facts("活动截止到 12 月 6 日 24 点，售价 4999 元")
 
 
+def test_an_english_range_or_count_keeps_its_ends_and_its_noun() -> None:
+    """A range is one fact ("5 to 7 business days"; it was "7 business", a seat
+    count?), and a count keeps its noun ("3 free checked bags", not "3 free")."""
+    assert facts("Refunds take 5 to 7 business days.") == ["5 to 7 business days"]
+    assert facts("It takes 5-7 business days.") == ["5-7 business days"]
+    assert facts("You have 3 free checked bags.") == ["3 free checked bags"]
+    assert facts("The trip is 2 to 3 hours long, 10-20 kg.") == ["2 to 3 hours", "10-20 kg"]
+
+
 def test_long_requests_are_shortened_to_their_first_sentence_and_question() -> None:
     text = "I bought a phone last week. " + "It was fine at first. " * 10 + "Can I return it?"
     assert short_request(text) == "I bought a phone last week. Can I return it?"

@@ -49,6 +49,14 @@ _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
 #: looked for first, so a pattern is not run over text it cannot match.
 _CJK_CURRENCY = r"(?:元|块|美元|欧元)"
 _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
+#: Words that say what kind of a thing is counted, before its noun (``7 business
+#: days``, ``3 free checked bags``): a quantity takes them with the noun.
+_QUALIFIER = r"(?:business|working|calendar|free|checked|extra|additional|non-?free|consecutive)"
+#: Nouns of a count or a span of time, after their qualifiers.
+_COUNTED = (
+    rf"(?:{_QUALIFIER} ){{0,2}}(?:days?|hours?|minutes?|weeks?|months?|years?|nights?|bags?"
+    r"|people|persons?|passengers?|seats?|items?|times?|tickets?|flights?)(?![A-Za-z])"
+)
 #: A range, whole: ``$20-$30``, ``50-100元``, ``1小时-2小时``, ``3 到 5 天``, ``10-20 kg``.
 _RANGE = re.compile(
     r"[$€£¥￥]\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:-|–|~|～|到|至)\s?)[$€£¥￥]?\d(?:[\d,]*\d)?(?:\.\d+)?"
@@ -58,6 +66,8 @@ _RANGE = re.compile(
     rf"(?:个工作日|个月|{_CJK_CURRENCY[3:-1]}|{_CJK_UNITS[3:-1]})"
     # (?<!A)\d+ as a digit first, then the boundary: a branch quick to fail elsewhere.
     rf"|\d(?<![A-Za-z0-9_]\d)\d*(?:\.\d+)?{_RANGE_SEP}\d+(?:\.\d+)? ?{_UNITS}(?![A-Za-z])"
+    # of a count or a span of time: 5 to 7 business days, 2-3 checked bags
+    rf"|\d(?<![A-Za-z0-9_]\d)\d*(?:\.\d+)?(?: to |{_RANGE_SEP})\d+(?:\.\d+)? {_COUNTED}"
 )
 #: A street address: Chinese with its district and street (``北京市朝阳区建国路277号``),
 #: or English (``975 Sunset Drive``).
@@ -103,7 +113,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
     (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
-    (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d")),
+    (_RANGE, re.compile(r"\d\s?\S{0,4}?\s?(?:-|–|~|～|到|至)\s?[$€£¥￥]?\d|\d to \d")),
     (
         # The month first and its boundary after it: a pattern that opens with a
         # literal is searched for quickly.
@@ -152,7 +162,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         re.compile(
             rf"\d(?<!\d\d)(?<!\d[,.]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
             rf"(?:(?i: ?{_UNITS}(?: (?!{_GLUE}\b)[a-z]{{3,12}})?(?![A-Za-z]))"
-            rf"| ?{_CJK_UNITS}| [a-z]{{3,12}}(?![A-Za-z-]))"
+            rf"| ?{_CJK_UNITS}| (?:{_QUALIFIER} ){{0,2}}[a-z]{{3,12}}(?![A-Za-z-]))"
         ),
         None,
     ),
