@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -29,8 +29,6 @@ SHARED_MIN_CHARS = 256
 #: The memos whose results worker processes share, by name (held weakly: a memo no
 #: one else uses is not kept for sharing).
 _SHARED: weakref.WeakValueDictionary[str, TextMemo[Any]] = weakref.WeakValueDictionary()
-#: What a memo's lookup gives for a text it has no result for (a result may be None).
-_MISSING: Any = object()
 
 
 class TextMemo(Generic[T]):
@@ -65,11 +63,8 @@ class TextMemo(Generic[T]):
 
     def __call__(self, text: str, *extra: Hashable) -> T:
         key = (hash(text), len(text), *extra)
-        # One lookup (a tuple's hash is not cached), and no try/except: a miss raises
-        # nothing.
-        found = self._results.get(key, _MISSING)
-        if found is not _MISSING:
-            return cast(T, found)
+        if key in self._results:  # not try/except: a miss, the common case, raises nothing
+            return self._results[key]
         value = self.func(text, *extra)
         if len(self._results) >= self.size:
             self._results.clear()
