@@ -43,7 +43,6 @@ from ctxcli.pool import Piece as Piece
 from ctxcli.pool import usable_cpus as usable_cpus
 from ctxcli.record import Note, Outcome, Recipe
 from ctxcli.record import contain as contain
-from ctxcli.score import FileScore
 from ctxcli.stages.placeholder import settle_store
 from ctxcli.stats import LISTED_MAX as LISTED_MAX
 from ctxcli.stats import Fallback as Fallback
@@ -195,6 +194,8 @@ class Compressor:
             store=store_path,
         )
         if self.score:
+            from ctxcli.score import FileScore  # only for a run that scores
+
             stats.score = FileScore(input_path, output_path, self.settings.max_tokens)
         return stats
 

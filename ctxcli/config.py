@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxcli import yamlio
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
@@ -88,6 +87,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
 
     Raises :class:`ConfigError` naming the file and, where known, the line.
     """
+    from ctxcli import yamlio  # PyYAML only for a run with a config file
+
     try:
         with open(path, "rb") as f:
             raw = f.read(yamlio.MAX_BYTES + 1)  # a bound, not the whole of /dev/zero

@@ -39,11 +39,11 @@ def pairing_problems(messages: Sequence[Message]) -> list[Problem]:
     """
     found: list[Problem] = []
     open_ids: set[str] = set()
-    open_at: Problem = Problem("", "")
+    open_at = (-1, False)  # where the open calls stand: (position, new)
     function_open = False
     for here, message in enumerate(messages):
-        at = Problem("", "", message.index if message.index is not None else here)
-        at = at.at(new=True) if message.index is None else at
+        # Positions, not Problems: most messages break no rule (one made only then).
+        at = (here, True) if message.index is None else (message.index, False)
         role = message.role
         if role == "tool":
             for call_id in message.result_ids or (None,):
@@ -52,15 +52,16 @@ def pairing_problems(messages: Sequence[Message]) -> list[Problem]:
                         "result-without-call" if call_id is not None else "result-without-call-id"
                     )
                     detail = f"tool result {str(call_id)!r} without its call"
-                    found.append(at.at(rule=rule, detail=detail))
+                    found.append(Problem(rule, detail, at[0], new=at[1]))
                 open_ids.discard(str(call_id))
             continue
         if role == "function":
             if not function_open:
-                found.append(at.at(rule="function-result-without-call", detail=_NO_CALL))
+                found.append(Problem("function-result-without-call", _NO_CALL, at[0], new=at[1]))
             function_open = False
             continue
-        found += _unanswered(open_at, open_ids, function_open)
+        if open_ids or function_open:
+            found += _unanswered(open_at, open_ids, function_open)
         open_ids = set(message.call_ids)
         function_open = message.calls_function
         open_at = at
@@ -70,15 +71,16 @@ def pairing_problems(messages: Sequence[Message]) -> list[Problem]:
 _NO_CALL = "function result without a function_call"
 
 
-def _unanswered(at: Problem, open_ids: set[str], function_open: bool) -> list[Problem]:
-    """The calls still open at the message ``at`` names, as problems there."""
+def _unanswered(at: tuple[int, bool], open_ids: set[str], function_open: bool) -> list[Problem]:
+    """The calls still open at the message ``at`` (its position, and whether it is
+    new) names, as problems there."""
     found = []
     if open_ids:
         detail = f"tool calls {sorted(open_ids)} have no result"
-        found.append(at.at(rule="call-without-result", detail=detail))
+        found.append(Problem("call-without-result", detail, at[0], new=at[1]))
     if function_open:
         detail = "function_call has no result"
-        found.append(at.at(rule="function-call-without-result", detail=detail))
+        found.append(Problem("function-call-without-result", detail, at[0], new=at[1]))
     return found
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxcli import formats, jsonio
 from ctxcli.config import Settings
@@ -22,10 +22,12 @@ from ctxcli.formats.base import Format, WholeFile
 from ctxcli.model import Conversation, Message
 from ctxcli.pipeline import STAGES, Context, Result, Stage, run
 from ctxcli.problems import Problem
-from ctxcli.score import ConversationScore, score
 from ctxcli.stages.placeholder import settle_store
 from ctxcli.stats import Fallback, FileStats, Tally
 from ctxcli.tokens import NullCounter, TokenCounter
+
+if TYPE_CHECKING:
+    from ctxcli.score import ConversationScore
 
 _NO_COUNT = NullCounter()
 #: One input record after the pipeline, from any thread or process: its tally with its
@@ -58,6 +60,8 @@ class Recipe:
         """``result``'s fact retention, when asked for."""
         if not self.score:
             return None
+        from ctxcli.score import score  # only for a run that asks for it
+
         return score(result.before, result.after, budget=self.settings.max_tokens)
 
     def as_read(self, conversation: Conversation) -> Result:

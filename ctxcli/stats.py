@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxcli.pipeline import Result
 from ctxcli.problems import Problem
-from ctxcli.score import ConversationScore, FileScore
+
+if TYPE_CHECKING:
+    from ctxcli.score import ConversationScore, FileScore
 
 #: Entries each stats list (over budget, errors, input problems, fallbacks) holds; the
 #: rest are counted under ``not_listed``.
@@ -166,7 +168,7 @@ class FileStats:
         if tally.messages_key is not None:
             self.messages_keys[tally.messages_key] += 1
         if tally.score is not None:
-            self.score = self.score or FileScore(self.input, self.output)
+            self.score = self.score or _file_score(self.input, self.output)
             self.score.add(tally.score)
 
     def add_entry(self, name: str, entry: dict[str, Any]) -> None:
@@ -209,7 +211,7 @@ class FileStats:
         self.not_listed.update(other.not_listed)
         self.messages_keys.update(other.messages_keys)
         if other.score is not None:
-            self.score = self.score or FileScore(self.input, self.output)
+            self.score = self.score or _file_score(self.input, self.output)
             self.score.merge(other.score)
 
     @property
@@ -245,3 +247,10 @@ class FileStats:
             **({"llm": self.llm} if self.llm else {}),
             **({"score": self.score.to_json()} if self.score is not None else {}),
         }
+
+
+def _file_score(path: str, compressed: str) -> FileScore:
+    """An empty :class:`ctxcli.score.FileScore` (imported only by a run that scores)."""
+    from ctxcli.score import FileScore
+
+    return FileScore(path, compressed)

@@ -44,6 +44,12 @@ def test_latin_sentences_keep_decimals_and_drop_list_markers() -> None:
     ]
 
 
+def test_sentences_collapse_every_unicode_space_within_them() -> None:
+    # No-break, em and ideographic spaces and a tab are whitespace as \s is.
+    text = "Seat\u00a0 12A\t is\u2003free.\u3000 Thanks  a lot!"
+    assert sentences(text) == ["Seat 12A is free.", "Thanks a lot!"]
+
+
 def test_language_follows_the_share_of_cjk_letters() -> None:
     assert language(["你好，我想退货。"]) == "zh"
     assert language(["Hello, order 12345 please"]) == "en"

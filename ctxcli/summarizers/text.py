@@ -115,7 +115,8 @@ def sentences(text: str) -> list[str]:
     for line in text.splitlines():
         prose, items = _line_items(line)
         for part in (prose, *items):
-            out += [s.strip() for s in _split(_SPACE.sub(" ", part)) if s.strip()]
+            if part:  # its whitespace collapsed: str.split splits where \s matches
+                out += [s.strip() for s in _split(" ".join(part.split())) if s.strip()]
     return out
 
 
