@@ -531,6 +531,17 @@ def test_assistant_notes_keep_what_cannot_be_done() -> None:
     assert "我们无法退还经济舱机票的费用" in notes and "Anything else" not in notes, body
 
 
+def test_an_error_named_as_a_topic_is_no_error_line() -> None:
+    """A report's "Error handling" or "error messages" names a topic; "Error handling
+    failed: TypeError" still reports one."""
+    assert error_lines("5. **errors.ts** - Error handling (merged error-context.ts)") == []
+    assert error_lines("Error messages are shown in the status bar.") == []
+    assert error_lines("- Custom error classes (`CodeMieError`, `NpmError`)") == []
+    failed = "Error handling failed: TypeError: x is undefined"
+    assert error_lines(failed) == [failed]
+    assert error_lines("error: cannot open file") == ["error: cannot open file"]
+
+
 def test_a_summary_names_the_tool_whose_result_reported_an_error() -> None:
     call = {
         "id": "b1",

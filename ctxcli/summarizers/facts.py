@@ -335,6 +335,28 @@ def json_facts(value: Any, limit: int = 12) -> list[str]:
     return out[:limit]
 
 
+#: An error named as a topic, not reported: ``Error handling``, ``custom error
+#: classes``, ``exception types`` (a report reads ``Error: …``, ``ValueError``).
+_ERROR_TOPIC = re.compile(
+    r"\b(?:[Ee]rror|[Ee]xception)s? (?:handling|handlers?|class(?:es)?|messages?|types?"
+    r"|codes?|cases?|context|boundar(?:y|ies)|recovery|reporting|paths?|states?|pages?"
+    r"|logging|tracking)\b"
+)
+
+
+def _only_a_topic(line: str) -> bool:
+    """Whether ``line`` names errors only as a topic (:data:`_ERROR_TOPIC`): without
+    those words, and the names it lists in code spans or brackets (``Custom error
+    classes (`AppError`)``), it reports none."""
+    if not _ERROR_TOPIC.search(line):
+        return False
+    rest = _LISTED.sub("", _ERROR_TOPIC.sub("", line))
+    return _ERROR_LINE.fullmatch(rest) is None
+
+
+_LISTED = re.compile(r"`[^`\n]*`|\([^()\n]*\)")
+
+
 def error_lines(text: str, limit: int = 3) -> list[str]:
     """Up to ``limit`` lines of ``text`` that report an error (an ``...Error`` or
     ``...Exception`` name, ``Traceback``, ``FAILED``, ``error:``, ``fatal:``, Claude
@@ -346,7 +368,7 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
         return []
     found: list[str] = []
     for match in _ERROR_LINE.finditer(text):
-        if _CODE_LINE.match(match.group()):
+        if _CODE_LINE.match(match.group()) or _only_a_topic(match.group()):
             continue  # code that names an error, not an error that happened
         line = match.group().strip()
         if line.endswith(":") and not line.startswith("Traceback"):
