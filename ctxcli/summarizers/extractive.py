@@ -850,16 +850,11 @@ class Extractive:
         earlier, texts, kinds, lang = self._read(messages, previous)
         ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier)))
         _MEASURED.slot = (list(messages), previous, ranked, lang)
-        labels = LABELS[lang]
-        picked: list[Item] = []
-        sections: set[str] = set()
         used = 0
-        for item in ranked:
-            used += counter.text(_lead(item, picked, sections, labels) + item.text)
+        for _, _, cost in _costed(ranked, LABELS[lang], counter):
+            used += cost
             if bound is not None and used > bound:
                 break
-            picked.append(item)
-            sections.add(item.section)
         return used
 
 
@@ -927,11 +922,8 @@ def _render(
     to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or more), so a
     larger bound shows more of it. The joined text is measured at the end."""
     picked: list[Item] = []
-    sections: set[str] = set()
     used = 0
-    for item in ranked:
-        lead = _lead(item, picked, sections, labels)
-        cost = counter.text(lead + item.text)
+    for item, lead, cost in _costed(ranked, labels, counter):
         if used + cost > max_tokens:
             room = max_tokens - used
             inline = item.section in _INLINE
@@ -944,13 +936,27 @@ def _render(
                 picked.append(dataclasses.replace(item, text=cut))
             break
         picked.append(item)
-        sections.add(item.section)
         used += cost
     text = _text(picked, labels)
     while picked and counter.text(text) > max_tokens:
         picked.pop()  # counts of parts can undercount their join by a token or two
         text = _text(picked, labels)
     return text
+
+
+def _costed(
+    ranked: Iterable[Item], labels: Mapping[str, str], counter: TokenCounter
+) -> Iterator[tuple[Item, str, int]]:
+    """``(item, lead, tokens)`` of each of ``ranked`` in turn, costed as the body joins
+    it after the ones before (:func:`_lead`, counted with its text), each taken as
+    written once the next is asked for."""
+    picked: list[Item] = []
+    sections: set[str] = set()
+    for item in ranked:
+        lead = _lead(item, picked, sections, labels)
+        yield item, lead, counter.text(lead + item.text)
+        picked.append(item)
+        sections.add(item.section)
 
 
 def _cut_says(cut: str, item: Item) -> bool:
