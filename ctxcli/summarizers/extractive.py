@@ -530,10 +530,9 @@ def _made(
     without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
     only ``ok`` is left out."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
-    at_of: list[int | None] = []  # where each call's result is
     for i, name, arguments, at in _results(messages):
-        at_of.append(at)
-        said = "?" if at is None else _outcome(messages, texts, kinds, name, at, at in named)
+        call = (name, arguments)
+        said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
         # A look-up of what the user named is what they asked about: it ranks with the acts.
         acted = acted or (at in named and bool(_arguments(arguments)))
@@ -543,38 +542,32 @@ def _made(
         shown = _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
-        at = at_of[j]
-        if said == "ok" and at is not None:
-            said = _with_made(name, arguments, texts[at])
         made.append((f"{name}({shown}) → {said}", i, name, tier))
     return made
-
-
-def _with_made(name: str, arguments: str, result: str) -> str:
-    """The outcome ``ok`` of a call named ``name``, with what it made when it changed
-    state and its ``arguments`` do not name that already (``ok, reservation HATHAT``:
-    the id the next turns reuse)."""
-    own = rec.made(result) if rec.changes_state(name) else ""
-    return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else "ok"
 
 
 def _outcome(
     messages: Sequence[Mapping[str, Any]],
     texts: Sequence[str],
     kinds: Sequence[str],
-    name: str,
+    call: tuple[str, str],
     at: int,
     named: bool,
 ) -> str:
-    """The outcome of a call named ``name`` whose result is message ``at`` (see
-    :func:`_made`)."""
+    """The outcome of a ``call`` (name, arguments) whose result is message ``at`` (see
+    :func:`_made`); of one that changed state, ``ok`` names what it made when its
+    arguments do not (``ok, reservation HATHAT``: the id the next turns reuse)."""
+    name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
     said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
-    if said == "ok" and not rec.changes_state(name):
-        found = _gist if named else _found  # a named look-up's record is said once
-        said = found(texts[at]) or said
-    return said
+    if said != "ok":
+        return said
+    if rec.changes_state(name):
+        own = rec.made(texts[at])
+        return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
+    found = _gist if named else _found  # a named look-up's record is said once
+    return found(texts[at]) or said
 
 
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:

@@ -455,9 +455,8 @@ def made(result: str) -> str:
     value = parse_json(result)
     if not isinstance(value, Mapping):
         return ""
-    first = next(_walk(value, ""), None)
-    label = first[0] if first else ""
-    return label if " " in label else ""  # a kind and its id, not a bare kind
+    label, key = _label(value, "")
+    return label if key is not None and " " in label else ""  # a kind and its id
 
 
 def gist(result: str) -> str:
