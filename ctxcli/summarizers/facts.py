@@ -343,6 +343,9 @@ _ERROR_TOPIC = re.compile(
     r"|logging|tracking)\b"
 )
 
+#: Names a line lists in code spans or brackets (``(`AppError`, `NpmError`)``).
+_LISTED = re.compile(r"`[^`\n]*`|\([^()\n]*\)")
+
 
 def _only_a_topic(line: str) -> bool:
     """Whether ``line`` names errors only as a topic (:data:`_ERROR_TOPIC`): without
@@ -352,9 +355,6 @@ def _only_a_topic(line: str) -> bool:
         return False
     rest = _LISTED.sub("", _ERROR_TOPIC.sub("", line))
     return _ERROR_LINE.fullmatch(rest) is None
-
-
-_LISTED = re.compile(r"`[^`\n]*`|\([^()\n]*\)")
 
 
 def error_lines(text: str, limit: int = 3) -> list[str]:
@@ -369,7 +369,7 @@ def error_lines(text: str, limit: int = 3) -> list[str]:
     found: list[str] = []
     for match in _ERROR_LINE.finditer(text):
         if _CODE_LINE.match(match.group()) or _only_a_topic(match.group()):
-            continue  # code that names an error, not an error that happened
+            continue  # code or a topic that names an error, not an error that happened
         line = match.group().strip()
         if line.endswith(":") and not line.startswith("Traceback"):
             after = text[match.end() + 1 :].partition("\n")[0].strip()
