@@ -508,7 +508,7 @@ def test_claude_code_the_summary_event_follows_the_task(tmp_path: Path) -> None:
     assert new["type"] == "user" and new["message"]["content"].startswith(SUMMARY_MARKER)
     assert new["parentUuid"] == "e0" and nxt["parentUuid"] == new["uuid"]
     assert nxt["type"] == "assistant" and written[-1] == events[-1]
-    assert "Bash(ls 0 | ls 1 | ls 2 |" in new["message"]["content"]  # each call, its arguments
+    assert "Bash(ls 0) → ok; Bash(ls 1) → ok; Bash(ls 2)" in new["message"]["content"]  # each call
 
 
 # --- every invariant, on generated agent runs -------------------------------------------

@@ -484,9 +484,11 @@ def _actions(
 
 
 #: An action whose arguments are one value, or differ from the next call's in one:
-#: ``name(value) → outcome``, ``name(as the next, but key value) → outcome``.
+#: ``name(value) → outcome``, ``name(as the next, but key value) → outcome``. The value
+#: is a word (an id, an amount, a date): a command or a phrase (``pip install -e .``)
+#: joined to another by `` | `` would read as a shell pipe.
 _ONE_VALUE = re.compile(
-    r"(?P<head>[^(]+\((?:as the next, but [^ ,()]+ )?)(?P<value>[^,()]+)\)(?P<tail> → .*)"
+    r"(?P<head>[^(]+\((?:as the next, but [^ ,()]+ )?)(?P<value>[^ ,()]+)\)(?P<tail> → .*)"
 )
 
 
