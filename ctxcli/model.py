@@ -208,6 +208,10 @@ class Conversation:
     ``meta`` is the format adapter's own record of where each message came from.
     ``alternating`` is true for formats whose turns must alternate between the user
     side and the assistant side (:func:`side`), as trainers read ShareGPT data.
+    ``joins_user`` is true for such formats whose writer puts a message a stage wrote
+    right after a user message into that message, as one more part (Gemini, whose
+    Contents hold parts: "Please ensure that multiturn requests alternate between
+    user and model"), so a summary may follow the latest user turn there too.
     ``summary_role`` is the role a summary takes whatever the summary stage's option
     (``None``: the option's): ``user`` in formats whose system prompt stands apart
     from the dialogue (Anthropic's top-level ``system``, ShareGPT's leading system
@@ -222,6 +226,7 @@ class Conversation:
     meta: Mapping[str, Any] = field(default_factory=dict)
     user_first: bool = False
     alternating: bool = False
+    joins_user: bool = False
     summary_role: str | None = None
 
     @property

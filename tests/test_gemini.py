@@ -120,12 +120,23 @@ def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> lis
                 f"Additional data, function call `default_api:{first['functionCall']['name']}`"
                 f" , position {i + 1}."
             )
+    if not _same_sides(before):
+        errors += [
+            "Please ensure that multiturn requests alternate between user and model."
+            for a, b in zip(after, after[1:])
+            if a["role"] == b["role"]
+        ]
     signed_parts = [p for c in before for p in c["parts"] if "thoughtSignature" in p]
     for content in after:
         for part in content["parts"]:
             if "thoughtSignature" in part:
                 assert part in signed_parts  # byte-exact, on the part it came with
     return errors
+
+
+def _same_sides(contents: list[dict[str, Any]]) -> bool:
+    """Whether two Contents of one role meet in ``contents``."""
+    return any(a["role"] == b["role"] for a, b in zip(contents, contents[1:]))
 
 
 def test_contents_are_detected_and_read_into_units() -> None:
@@ -191,6 +202,20 @@ def test_compressed_contents_never_meet_an_api_error(
         assert out == record
     elif budget < 100_000:
         assert len(out["contents"]) < len(record["contents"])
+
+
+def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> None:
+    # The API takes no two user turns in a row: the summary of the chat before the
+    # task, and that of the steps after it, are text parts of the task's own Content.
+    record = agent_run(ongoing=True)
+    (out,) = compress(tmp_path, [record], "--max-tokens", "4000")
+    assert api_errors(record["contents"], out["contents"]) == []
+    before, task, steps = (p["text"] for p in out["contents"][0]["parts"])
+    assert task == "Fix the failing test in src/."
+    assert before.startswith("[ctxcli summary] 2 earlier messages folded.")
+    assert steps.startswith("[ctxcli summary] 22 earlier messages folded.")
+    assert "tool_0(src/file_0_0.py" in steps
+    assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
 def test_calls_with_ids_keep_them_paired(tmp_path: Path) -> None:
@@ -367,4 +392,6 @@ def test_the_oracle_knows_each_api_error() -> None:
         "Function call is missing a thought_signature in functionCall parts. Additional "
         "data, function call `default_api:f` , position 5.",
         "Please ensure that function response turn comes immediately after a function call turn.",
+        # step 0's calls meet step 1's calls
+        "Please ensure that multiturn requests alternate between user and model.",
     ]

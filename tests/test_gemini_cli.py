@@ -102,8 +102,9 @@ def replay(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The contents Gemini CLI sends on resume (``convertSessionToClientHistory``)."""
     contents = []
     for m in messages:
-        if m["type"] == "user" and not m["content"].startswith(("/", "?")):
-            contents.append({"role": "user", "parts": [{"text": m["content"]}]})
+        parts = m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}]
+        if m["type"] == "user" and not parts[0]["text"].startswith(("/", "?")):
+            contents.append({"role": "user", "parts": parts})  # ensurePartArray
         elif m["type"] == "gemini":
             calls = m.get("toolCalls", [])
             parts = [{"text": m["content"]}] if m["content"] else []
@@ -175,6 +176,19 @@ def test_compressed_recordings_keep_their_shape_and_meet_no_api_error(
         assert len(messages) < len(record["messages"])
     checked = CliRunner().invoke(cli, ["validate", str(tmp_path / "session-1.compressed.json")])
     assert checked.exit_code == 0, checked.output
+
+
+def test_a_summary_of_the_steps_joins_the_latest_user_message(tmp_path: Path) -> None:
+    record = recording(steps=12)
+    record["messages"] = record["messages"][:-2]  # the task is the latest user message
+    out = compress(tmp_path, record, "--max-tokens", "3000")
+    assert api_errors(replay(record["messages"]), replay(out["messages"])) == []
+    (task,) = [m for m in out["messages"] if m["id"] == "u4"]
+    own, summary = task["content"]
+    assert own == {"text": "Explain the code in src/ and fix the failing test."}
+    assert summary["text"].startswith("[ctxcli summary]")
+    assert "read_file(src/file_5_0.py" in summary["text"]
+    assert out["messages"][-1] == record["messages"][-1]
 
 
 def test_no_change_gives_back_the_file_byte_for_byte(tmp_path: Path) -> None:

@@ -28,7 +28,11 @@ Writing back (:func:`ctxcli.formats._common.rebuild_entries`): a Content whose
 messages all survive unchanged is the very Content read, ``thoughtSignature`` and all;
 a partly kept one keeps the parts of its survivors; a changed tool message rewrites
 only its part's ``response`` (:func:`response_of`), a changed call only its ``args``.
-A message a stage wrote (a summary) is a user Content with one text part.
+A message a stage wrote (a summary) is a user Content with one text part, or, next
+to a user Content, one more text part of it, in order: the API takes no two user
+turns in a row ("Please ensure that multiturn requests alternate between user and
+model"), so a summary of the steps after the user's latest turn joins that turn, as
+does a summary before it that meets it.
 
 Rules (the API's error texts): a function call turn comes right after a user turn
 ("Please ensure that function call turn comes immediately after a user turn or after
@@ -201,6 +205,7 @@ def conversation_of(
         meta={"entries": entries, "sources": sources},
         user_first=True,
         alternating=True,
+        joins_user=True,
     )
 
 
@@ -333,7 +338,27 @@ def write(
 
 def written(conversation: Conversation) -> list[Any]:
     """The Contents ``conversation`` writes (see the module docstring)."""
-    return rebuild_entries(conversation, key="parts", new_entry=new_content, patch=patch_parts)
+    made: set[int] = set()  # the Contents a stage's messages became, by identity
+
+    def new(message: Message) -> dict[str, Any]:
+        content = new_content(message)
+        made.add(id(content))
+        return content
+
+    contents = rebuild_entries(conversation, key="parts", new_entry=new, patch=patch_parts)
+    out: list[Any] = []
+    for content in contents:
+        before: Any = out[-1] if out else None
+        if _is_user(before) and _is_user(content) and (id(content) in made or id(before) in made):
+            out[-1] = {**before, **content, "parts": [*before["parts"], *content["parts"]]}
+        else:
+            out.append(content)
+    return out
+
+
+def _is_user(content: Any) -> bool:
+    """Whether a Content is of the user side (a missing role is ``user``)."""
+    return isinstance(content, Mapping) and content.get("role", "user") in ("user", "function")
 
 
 def new_content(message: Message) -> dict[str, Any]:

@@ -27,7 +27,9 @@ a changed tool result rewrites only its ``functionResponse``'s ``response``
 (``resultDisplay``, what the terminal showed, stays). A summary is a new ``user``
 message in the recording's style (``id``: UUID5 of the next message's id and the
 text, so a run is reproducible; that message's ``timestamp``) before the message it
-precedes.
+precedes; one that meets a ``user`` message (the CLI replays each as a user
+Content, and the API takes no two in a row) is one more text part of that
+message's ``content`` instead, in order.
 
 Rules: those of the API (:func:`ctxcli.formats.gemini.content_problems`) for the
 Contents the CLI replays, each named by the message it comes from.
@@ -118,6 +120,7 @@ def read(
         meta={"entries": entries, "sources": sources},
         user_first=True,
         alternating=True,
+        joins_user=True,
     )
 
 
@@ -207,14 +210,19 @@ def write(
             kept[e] = _patched(entry, k, message.data)
     read_from = {e for e, _ in sources}
     out: list[Any] = []
+    made: set[int] = set()  # the messages summaries became, by identity
     for e, entry in enumerate(entries):
-        out += [_summary(entry, m) for m in inserts.get(e, ())]
+        for message in inserts.get(e, ()):
+            out.append(_summary(entry, message))
+            made.add(id(out[-1]))
         if e in kept or e not in read_from:
             out.append(kept.get(e, entry))
     last = entries[-1] if entries else {}
-    out += [_summary(last, m) for m in waiting]
+    for message in waiting:
+        out.append(_summary(last, message))
+        made.add(id(out[-1]))
     written = dict(record)
-    written[messages_key or DEFAULT_KEY] = out
+    written[messages_key or DEFAULT_KEY] = _joined(out, made)
     return written
 
 
@@ -248,6 +256,33 @@ def _new_result(call: Mapping[str, Any], content: Any) -> list[Any]:
         "response": gemini.response_of(None, content),
     }
     return [{"functionResponse": answer}]
+
+
+def _joined(out: Sequence[Any], made: set[int]) -> list[Any]:
+    """``out`` with each summary (of ``made``, by identity) that meets a user message,
+    as the CLI replays them (messages it skips aside), joined to it: the two
+    ``content`` as one part list, in order, under the user's message's own ``id``."""
+    joined: list[Any] = []
+    last = -1  # where in ``joined`` the last message replayed is (-1: none yet)
+    for message in out:
+        before: Any = joined[last] if last >= 0 else None
+        if _is_user(before) and _is_user(message) and (id(message) in made or id(before) in made):
+            own = message if id(before) in made else before
+            joined[last] = {**own, "content": _part_list(before) + _part_list(message)}
+            continue
+        joined.append(message)
+        if isinstance(message, Mapping) and _replay(message):
+            last = len(joined) - 1
+    return joined
+
+
+def _is_user(message: Any) -> bool:
+    return isinstance(message, Mapping) and message.get("type") == "user" and bool(_replay(message))
+
+
+def _part_list(message: Mapping[str, Any]) -> list[Any]:
+    content = _parts(message.get("content"))
+    return content if isinstance(content, list) else [{"text": content}]
 
 
 def _summary(style: Mapping[str, Any], message: Message) -> dict[str, Any]:

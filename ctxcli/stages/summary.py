@@ -54,7 +54,8 @@ class Summary:
     before the task) one after the task, and a run after a chat both. A system message
     is never folded (one among the older messages stays where it is), nor is the
     latest user turn. Steps are not folded for formats whose turns alternate
-    (ShareGPT), where the summary would be a second user turn in a row, nor when the
+    (ShareGPT), where the summary would be a second user turn in a row, unless their
+    writer joins it to that turn (Gemini: ``Conversation.joins_user``), nor when the
     latest turn opens with an assistant call (Anthropic tool results read beside the
     user's text). An earlier ctxcli summary among the messages folded on one side is
     merged into that side's new summary, never stacked; a side with nothing new to
@@ -245,7 +246,8 @@ class Summary:
         last ``keep_last`` of them, moved back to the start of a unit that does not open
         with a tool result or a summary, and always holds the last unit. Not for formats
         whose turns must alternate (``conversation.alternating``: the summary would be a
-        second user turn in a row), nor when the latest turn opens with other messages
+        second user turn in a row) unless their writer joins it to the user's
+        (``conversation.joins_user``), nor when the latest turn opens with other messages
         than the user's own (an Anthropic tool result read beside the user's text),
         which would then open the output.
         """
@@ -555,11 +557,13 @@ def _assemble(
 
 def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
     """Whether steps after the latest user turn may be folded: not for formats whose
-    turns must alternate (the summary would be a second user turn in a row), nor when
+    turns must alternate (the summary would be a second user turn in a row) unless
+    their writer joins it to that turn (``conversation.joins_user``: Gemini), nor when
     that turn opens with other messages than the user's own (an Anthropic tool result
     read beside the user's text), which would then open the output."""
     messages = conversation.messages
-    return not conversation.alternating and bool(turn) and messages[turn[0]].role == "user"
+    apart = not conversation.alternating or conversation.joins_user
+    return apart and bool(turn) and messages[turn[0]].role == "user"
 
 
 def _compacted(
