@@ -124,11 +124,14 @@ def is_tool_result(data: Mapping[str, Any]) -> bool:
 
 def _leading_text(content: Any) -> str:
     """The text of a summary ctxcli may have written: a string content, or the text of
-    a content that is one text part (how Anthropic records hold one); else ``""``."""
+    a content that is one text part (an Anthropic ``{"type": "text", ...}`` block, a
+    Gemini ``{"text": ...}`` part that is no thought); else ``""``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
-        text = content[0].get("text") if content[0].get("type") == "text" else None
+        part = content[0]
+        plain = part.get("type", "text") == "text" and not part.get("thought")
+        text = part.get("text") if plain else None
         return text if isinstance(text, str) else ""
     return ""
 
@@ -387,7 +390,8 @@ def pinned(messages: Sequence[Message], groups: list[list[int]] | None = None) -
 def latest_turn(messages: Sequence[Message], groups: list[list[int]]) -> list[int]:
     """Positions of the latest user turn: the latest user message, and when it was read
     from an entry that also held other messages (tool results beside text in one
-    Anthropic user message), those too, each with its whole unit. Empty when there is
+    Anthropic user message), those too, each with its whole unit, but for a ctxcli
+    summary joined to it (Gemini), which is folded as any other. Empty when there is
     no user message."""
     last_user = latest_user_index(messages)
     if last_user is None:
@@ -395,7 +399,7 @@ def latest_turn(messages: Sequence[Message], groups: list[list[int]]) -> list[in
     entry = messages[last_user].entry
     if entry is None:
         return [last_user]
-    same = {i for i, m in enumerate(messages) if m.entry == entry}
+    same = {i for i, m in enumerate(messages) if m.entry == entry and not m.is_summary}
     turn = {last_user}
     for group in groups:
         if same.intersection(group):

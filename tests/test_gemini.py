@@ -218,6 +218,24 @@ def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> Non
     assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
+def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> None:
+    record = agent_run(steps=20, ongoing=True)
+    runs = [tmp_path / str(n) for n in range(3)]  # each run its own store
+    for run in runs:
+        run.mkdir()
+    (first,) = compress(runs[0], [record], "--max-tokens", "6000")
+    (again,) = compress(runs[1], [first], "--max-tokens", "4000")
+    assert api_errors(record["contents"], again["contents"]) == []
+    texts = [p["text"] for p in again["contents"][0]["parts"]]
+    assert texts[1] == "Fix the failing test in src/."
+    assert [t.partition(" #")[0] for t in texts if t.startswith("[ctxcli summary]")] == [
+        "[ctxcli summary] 2 earlier messages folded.",
+        "[ctxcli summary] 38 earlier messages folded.",  # 36 then, and 2 more: one summary
+    ]
+    (same,) = compress(runs[2], [again], "--max-tokens", "4000")
+    assert same == again
+
+
 def test_calls_with_ids_keep_them_paired(tmp_path: Path) -> None:
     record = agent_run(ids=True)
     (out,) = compress(tmp_path, [record], "--max-tokens", "1500")

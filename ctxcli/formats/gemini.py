@@ -57,7 +57,7 @@ from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries
 from ctxcli.formats.base import no_kept_problems, rewrites
-from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import Conversation, Message, read_messages, sealed
 from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
@@ -231,11 +231,29 @@ def neutral_messages(
             neutral.append(tool_message(response, call_id))
             sources.append((i, (j,)))
         others = tuple(j for j in range(len(parts)) if j not in answers)
-        if others or not answers:
-            neutral.append({"role": "user", "content": [parts[j] for j in others]})
-            sources.append((i, others))
+        for run in _user_runs(parts, others) if others or not answers else ():
+            neutral.append({"role": "user", "content": [parts[j] for j in run]})
+            sources.append((i, run))
         open_calls = []
     return neutral, sources
+
+
+def _user_runs(
+    parts: Sequence[Mapping[str, Any]], others: tuple[int, ...]
+) -> list[tuple[int, ...]]:
+    """The user messages the ``others`` parts of a user Content are read as: one, but
+    for each ctxcli summary a summary joined to the turn (a sealed text part: see
+    :func:`written`), which is a message of its own, as it was written."""
+    runs: list[tuple[int, ...]] = []
+    run: tuple[int, ...] = ()
+    for j in others:
+        text = parts[j].get("text")
+        if isinstance(text, str) and not parts[j].get("thought") and sealed(text):
+            runs += [run, (j,)] if run else [(j,)]
+            run = ()
+        else:
+            run += (j,)
+    return runs + [run] if run or not runs else runs
 
 
 def _model(parts: Sequence[Mapping[str, Any]], i: int) -> dict[str, Any]:
