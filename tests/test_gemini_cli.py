@@ -191,6 +191,20 @@ def test_a_summary_of_the_steps_joins_the_latest_user_message(tmp_path: Path) ->
     assert out["messages"][-1] == record["messages"][-1]
 
 
+def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> None:
+    record = recording(steps=16)
+    record["messages"] = record["messages"][:-2]
+    first = compress(tmp_path, record, "--max-tokens", "4000")
+    again = compress(tmp_path, first, "--max-tokens", "3000")
+    assert api_errors(replay(record["messages"]), replay(again["messages"])) == []
+    (task,) = [m for m in again["messages"] if m["id"] == "u4"]
+    own, summary = task["content"]  # the old summary folded into the new one
+    assert own == {"text": "Explain the code in src/ and fix the failing test."}
+    (before,) = [m for m in first["messages"] if m["id"] == "u4"]
+    old = int(before["content"][1]["text"].split()[2])
+    assert summary["text"].startswith(f"[ctxcli summary] {old + 1} earlier messages folded.")
+
+
 def test_no_change_gives_back_the_file_byte_for_byte(tmp_path: Path) -> None:
     source = tmp_path / "session-1.json"
     source.write_text(json.dumps(recording(), indent=2))

@@ -231,24 +231,24 @@ def neutral_messages(
             neutral.append(tool_message(response, call_id))
             sources.append((i, (j,)))
         others = tuple(j for j in range(len(parts)) if j not in answers)
-        for run in _user_runs(parts, others) if others or not answers else ():
+        for run in user_runs(parts, others) if others or not answers else ():
             neutral.append({"role": "user", "content": [parts[j] for j in run]})
             sources.append((i, run))
         open_calls = []
     return neutral, sources
 
 
-def _user_runs(
-    parts: Sequence[Mapping[str, Any]], others: tuple[int, ...]
-) -> list[tuple[int, ...]]:
-    """The user messages the ``others`` parts of a user Content are read as: one, but
-    for each ctxcli summary a summary joined to the turn (a sealed text part: see
-    :func:`written`), which is a message of its own, as it was written."""
+def user_runs(parts: Sequence[Mapping[str, Any]], others: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The user messages the ``others`` parts of a user Content (positions in
+    ``parts``) are read as, each the positions of its parts: one, but for each ctxcli
+    summary joined to the turn (a sealed text part: see :func:`written`), which is a
+    message of its own, as it was written."""
     runs: list[tuple[int, ...]] = []
     run: tuple[int, ...] = ()
     for j in others:
-        text = parts[j].get("text")
-        if isinstance(text, str) and not parts[j].get("thought") and sealed(text):
+        part = parts[j]
+        text = part.get("text") if isinstance(part, Mapping) else None
+        if isinstance(text, str) and not part.get("thought") and sealed(text):
             runs += [run, (j,)] if run else [(j,)]
             run = ()
         else:

@@ -95,6 +95,7 @@ def read(
     entries = messages_of(record, messages_key or DEFAULT_KEY, path, line)
     neutral: list[dict[str, Any]] = []
     sources: list[Source] = []
+    runs: dict[int, tuple[int, ...]] = {}  # the parts of each message split from its own
     for e, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             raise InputError(path, line, f"message {e} is {kind(entry)}, not an object")
@@ -102,8 +103,17 @@ def read(
         if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
             raise InputError(path, line, f"message {e}: toolCalls is not a list of objects")
         if entry.get("type") == "user" and not _is_command(entry):
-            neutral.append({"role": "user", "content": _parts(entry.get("content"))})
-            sources.append((e, None))
+            content = _parts(entry.get("content"))
+            whole = isinstance(content, list)
+            found = gemini.user_runs(content, tuple(range(len(content)))) if whole else []
+            if len(found) <= 1:
+                neutral.append({"role": "user", "content": content})
+                sources.append((e, None))
+                continue
+            for run in found:  # a summary joined to the message stands apart
+                runs[len(neutral)] = run
+                neutral.append({"role": "user", "content": [content[j] for j in run]})
+                sources.append((e, None))
         elif entry.get("type") == "gemini":
             data = _assistant(entry, e)
             neutral.append(data)
@@ -117,7 +127,7 @@ def read(
         messages=read_messages(neutral, counter, entries=[s[0] for s in sources]),
         id=None if session is None else str(session),
         line=line,
-        meta={"entries": entries, "sources": sources},
+        meta={"entries": entries, "sources": sources, "runs": runs},
         user_first=True,
         alternating=True,
         joins_user=True,
@@ -194,9 +204,11 @@ def write(
     """``record`` with its messages rebuilt from ``conversation`` (module docstring)."""
     entries: Sequence[Any] = conversation.meta["entries"]
     sources: Sequence[Source] = conversation.meta["sources"]
+    runs: Mapping[int, tuple[int, ...]] = conversation.meta.get("runs", {})
     kept: dict[int, Any] = {}
     inserts: dict[int, list[Message]] = {}
     waiting: list[Message] = []
+    alive: dict[int, list[int]] = {}  # the parts kept of a message read as several
     for message in conversation.messages:
         if message.index is None:
             waiting.append(message)
@@ -208,6 +220,12 @@ def write(
         entry = kept.setdefault(e, entries[e])
         if message.changed:
             kept[e] = _patched(entry, k, message.data)
+        if message.index in runs:
+            alive.setdefault(e, []).extend(runs[message.index])
+    for e, parts in alive.items():
+        content = _parts(entries[e].get("content"))
+        if len(parts) < len(content):  # a summary joined to it was folded anew
+            kept[e] = {**kept[e], "content": [content[j] for j in sorted(parts)]}
     read_from = {e for e, _ in sources}
     out: list[Any] = []
     made: set[int] = set()  # the messages summaries became, by identity
