@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -367,6 +368,39 @@ def test_the_actions_line_lists_every_call_with_its_outcome_identical_ones_count
             f"{name}() → 已查询，订单号HAT{i:03d}，价格{100 + i}元。"
             for i, name in enumerate(TOOL_NAMES)
         ]
+
+
+def test_an_observation_is_told_by_its_output_and_an_edit_by_the_file_it_changed() -> None:
+    # SWE-agent: every observation ends with its shell's state; an edit's arguments are
+    # the text replaced, and only its result says which file it changed.
+    state = "\n(Open file: /testbed/reproduce.py)\n(Current directory: /testbed)\nbash-$"
+    steps = [
+        ("bash", {"command": "python reproduce.py"}, "344" + state),
+        (
+            "edit",
+            {
+                "search": "return int(value.total_seconds() / base_unit.total_seconds())",
+                "replace": "return int(round(value.total_seconds() / base_unit.total_seconds()))",
+            },
+            "Text replaced. Please review the changes.\r\n"
+            "[File: /testbed/src/marshmallow/fields.py (1998 lines total)]\r\n1458: x" + state,
+        ),
+        ("bash", {"command": "python reproduce.py"}, "345" + state),
+        ("bash", {"command": "ls -F"}, "AUTHORS.rst\tsetup.py\r\nsrc/\ttests/" + state),
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the rounding of TimeDelta."}]
+    for i, (name, arguments, result) in enumerate(steps):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": f"c{i}", "type": "function", "function": function}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    assert _actions_line(body, "Actions:") == [
+        "bash(python reproduce.py) → 344",
+        "edit() → ok, /testbed/src/marshmallow/fields.py",
+        "bash(python reproduce.py) → 345",
+        "bash(ls -F) → ok",  # a command's output names no file it changed
+    ]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

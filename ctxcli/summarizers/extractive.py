@@ -558,7 +558,9 @@ def _outcome(
 ) -> str:
     """The outcome of a ``call`` (name, arguments) whose result is message ``at`` (see
     :func:`_made`); of one that changed state, ``ok`` names what it made when its
-    arguments do not (``ok, reservation HATHAT``: the id the next turns reuse)."""
+    arguments do not (``ok, reservation HATHAT``: the id the next turns reuse), or
+    the file it changed when its arguments name nothing (``edit() → ok,
+    /testbed/src/fields.py``: SWE-agent's edits give only the text replaced)."""
     name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
@@ -566,7 +568,7 @@ def _outcome(
     if said != "ok":
         return said
     if rec.changes_state(name):
-        own = rec.made(texts[at])
+        own = rec.made(texts[at]) or ("" if _arguments(arguments) else rec.touched(texts[at]))
         return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
     found = _gist if named else _found  # a named look-up's record is said once
     return found(texts[at]) or said

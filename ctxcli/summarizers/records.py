@@ -404,14 +404,20 @@ def _without(item: Any, keys: Sequence[str]) -> Any:
     return {key: value for key, value in item.items() if str(key) not in keys}
 
 
+#: The state SWE-agent's shell appends to every observation, no output of the command.
+_PROMPT_AFTER = re.compile(r"(?:\n\((?:Open file|Current directory): [^\n]*\))+\n?(?:bash-\$\s*)?$")
+
+
 def outcome(
     result: str | None, *, failed: bool = False, errors: Sequence[str] | None = None
 ) -> str:
     """``ok``, the first error line of a call's ``result`` (``errors``, when the caller
     has them already; ``failed``: it says it failed, so its first line when no line
-    names an error), or a short result itself; ``?`` with no result."""
+    names an error), or a short result itself (``344`` of ``python reproduce.py``,
+    SWE-agent's ``(Open file: …)`` lines after it aside); ``?`` with no result."""
     if result is None:
         return "?"
+    result = _PROMPT_AFTER.sub("", result)
     found = error_lines(result, limit=1) if errors is None else errors
     if found:
         return found[0]
@@ -446,6 +452,24 @@ def found(result: str) -> str:
         return ""
     more = f" +{len(ids) - FOUND_IDS}" if len(ids) > FOUND_IDS else ""
     return ", ".join(ids[:FOUND_IDS]) + more
+
+
+#: A file's path with a directory and an extension (``/testbed/src/fields.py``).
+_FILE_PATH = re.compile(
+    r"(?<![\w.@/-])(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w@+-][\w.@+-]*\.[A-Za-z]\w{0,7}\b"
+)
+#: The lines of a result :func:`touched` reads.
+TOUCHED_LINES = 5
+
+
+def touched(result: str) -> str:
+    """The first file path in the first :data:`TOUCHED_LINES` lines of a ``result``
+    (``/testbed/reproduce.py`` of SWE-agent's ``[File: /testbed/reproduce.py (10
+    lines total)]``): the file a call that names none in its arguments changed;
+    ``""`` when there is none."""
+    head = "\n".join(result.split("\n", TOUCHED_LINES)[:TOUCHED_LINES])
+    match = _FILE_PATH.search(head)
+    return match.group() if match else ""
 
 
 def made(result: str) -> str:
