@@ -370,6 +370,28 @@ def test_the_actions_line_lists_every_call_with_its_outcome_identical_ones_count
         ]
 
 
+def test_a_compact_summary_gives_the_task_its_request_section() -> None:
+    compact = (
+        "This session is being continued from a previous conversation that ran out of "
+        "context. The conversation is summarized below:\nAnalysis:\nLet me analyze the "
+        "conversation chronologically: 1. **Initial Request**: the user asked for a review."
+        "\n\nSummary:\n## 1. Primary Request and Intent:\n- Review the sync of session "
+        "metrics in src/sync.ts so that it tracks changes incrementally\n- Keep it "
+        "minimal\n\n## 2. Key Technical Concepts:\n- **Delta tracking**: syncStatus per "
+        "delta\n\n## 3. Files and Code Sections:\n- src/sync.ts: the sync loop"
+    )
+    messages = [
+        {"role": "user", "content": compact},
+        {"role": "assistant", "content": "I'll continue with the review of src/sync.ts."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    task = parse_summary(body)["requests"][0]
+    assert task.startswith("Review the sync of session metrics in src/sync.ts")
+    assert "Keep it minimal" in task
+    assert "continued from a previous conversation" not in body
+    assert "Delta tracking" not in task  # the next section is not the request
+
+
 def test_an_observation_is_told_by_its_output_and_an_edit_by_the_file_it_changed() -> None:
     # SWE-agent: every observation ends with its shell's state; an edit's arguments are
     # the text replaced, and only its result says which file it changed.

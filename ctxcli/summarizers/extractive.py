@@ -247,11 +247,22 @@ def _unwrapped(text: str) -> str:
     return _WRAPPER.sub("", text).replace("<command-args>", "").replace("</command-args>", "")
 
 
+#: The section of Claude Code's compact summary (the first user message of a session
+#: continued after ``/compact``) that says what the user asked: ``1. Primary Request
+#: and Intent:`` up to the next numbered section.
+_COMPACT_INTENT = re.compile(
+    r"^[#* ]*1\. *\**Primary Request and Intent\**:?\**\s*(.*?)(?=^[#* ]*2\. |\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
 def _task(text: str) -> list[tuple[str, str, int, int]]:
     """The task's sentences, no filler, of most :func:`content` first, within
     :data:`TASK_TOKENS` (guessed: 4 characters a token, a CJK character one), each
-    with its place in the message."""
-    said = own_sentences(_unwrapped(text))
+    with its place in the message; of a compact summary, those of the user's request
+    it states (:data:`_COMPACT_INTENT`)."""
+    intent = _COMPACT_INTENT.search(text) if "Primary Request" in text else None
+    said = own_sentences(intent.group(1) if intent else _unwrapped(text))
     ranked = sorted(range(len(said)), key=lambda i: (-content(said[i]), i))
     out: list[tuple[str, str, int, int]] = []
     left = TASK_TOKENS
