@@ -218,6 +218,17 @@ def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> Non
     assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
+def test_a_system_summary_is_a_user_part_in_contents(tmp_path: Path) -> None:
+    # Contents have no system role: with --summary-role system a summary is still
+    # written, and counted, as the user side, whatever the latest turn holds.
+    record = agent_run(steps=3, ongoing=True)
+    record["contents"][-1]["parts"].append({"text": "Also look at src/util.py."})
+    (out,) = compress(tmp_path, [record], "--max-tokens", "1000", "--summary-role", "system")
+    assert api_errors(record["contents"], out["contents"]) == []
+    assert out["contents"][0]["parts"][0]["text"].startswith("[ctxcli summary]")
+    assert out["contents"][-1] == record["contents"][-1]
+
+
 def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> None:
     record = agent_run(steps=20, ongoing=True)
     runs = [tmp_path / str(n) for n in range(3)]  # each run its own store

@@ -102,9 +102,10 @@ def replay(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The contents Gemini CLI sends on resume (``convertSessionToClientHistory``)."""
     contents = []
     for m in messages:
-        parts = m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}]
+        content = m["content"] if isinstance(m["content"], list) else [m["content"]]
+        parts = [{"text": p} if isinstance(p, str) else p for p in content]  # ensurePartArray
         if m["type"] == "user" and not parts[0]["text"].startswith(("/", "?")):
-            contents.append({"role": "user", "parts": parts})  # ensurePartArray
+            contents.append({"role": "user", "parts": parts})
         elif m["type"] == "gemini":
             calls = m.get("toolCalls", [])
             parts = [{"text": m["content"]}] if m["content"] else []
@@ -184,11 +185,39 @@ def test_a_summary_of_the_steps_joins_the_latest_user_message(tmp_path: Path) ->
     out = compress(tmp_path, record, "--max-tokens", "3000")
     assert api_errors(replay(record["messages"]), replay(out["messages"])) == []
     (task,) = [m for m in out["messages"] if m["id"] == "u4"]
-    own, summary = task["content"]
-    assert own == {"text": "Explain the code in src/ and fix the failing test."}
-    assert summary["text"].startswith("[ctxcli summary]")
-    assert "read_file(src/file_5_0.py" in summary["text"]
+    own, summary = task["content"]  # the user's string as it was, then the summary
+    assert own == "Explain the code in src/ and fix the failing test."
+    assert summary.startswith("[ctxcli summary]")
+    assert "read_file(src/file_5_0.py" in summary
     assert out["messages"][-1] == record["messages"][-1]
+
+
+def test_a_joined_summary_keeps_the_users_parts_as_written(tmp_path: Path) -> None:
+    record = recording(steps=12)
+    record["messages"] = record["messages"][:-2]
+    image = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo" * 40}}
+    task = record["messages"][4]
+    task["content"] = ["Explain the code in src/ and fix the failing test.", image]
+    out = compress(tmp_path, record, "--max-tokens", "3000")
+    (written,) = [m for m in out["messages"] if m["id"] == "u4"]
+    assert written["content"][:2] == task["content"]  # a bare string stays one
+    assert written["content"][2].startswith("[ctxcli summary]")
+
+
+def test_what_the_cli_does_not_replay_passes_through() -> None:
+    # isIgnoredUserContent: empty, a command, or context the session or a hook injected
+    record = recording(steps=2)
+    skipped = [
+        user(30, "<session_context>cwd: /repo</session_context>"),
+        user(31, "   "),
+        {**user(32, ""), "content": [{"text": "?help"}]},
+    ]
+    record["messages"][4:4] = skipped
+    conversation = gemini_cli.read(record, COUNTER, path="s.json", line=1)
+    texts = [str(m.data.get("content")) for m in conversation.messages]
+    assert not any("session_context" in t or "?help" in t for t in texts)
+    _, origin = gemini_cli.replayed(record["messages"])
+    assert not {4, 5, 6} & set(origin)
 
 
 def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> None:
@@ -199,10 +228,10 @@ def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> Non
     assert api_errors(replay(record["messages"]), replay(again["messages"])) == []
     (task,) = [m for m in again["messages"] if m["id"] == "u4"]
     own, summary = task["content"]  # the old summary folded into the new one
-    assert own == {"text": "Explain the code in src/ and fix the failing test."}
+    assert own == "Explain the code in src/ and fix the failing test."
     (before,) = [m for m in first["messages"] if m["id"] == "u4"]
-    old = int(before["content"][1]["text"].split()[2])
-    assert summary["text"].startswith(f"[ctxcli summary] {old + 1} earlier messages folded.")
+    old = int(before["content"][1].split()[2])
+    assert summary.startswith(f"[ctxcli summary] {old + 1} earlier messages folded.")
 
 
 def test_no_change_gives_back_the_file_byte_for_byte(tmp_path: Path) -> None:

@@ -206,6 +206,7 @@ def conversation_of(
         user_first=True,
         alternating=True,
         joins_user=True,
+        summary_role="user",  # Contents have no system role
     )
 
 

@@ -102,7 +102,7 @@ def read(
         calls = entry.get("toolCalls", [])
         if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
             raise InputError(path, line, f"message {e}: toolCalls is not a list of objects")
-        if entry.get("type") == "user" and not _is_command(entry):
+        if entry.get("type") == "user" and not _is_ignored(entry):
             content = _parts(entry.get("content"))
             whole = isinstance(content, list)
             found = gemini.user_runs(content, tuple(range(len(content)))) if whole else []
@@ -131,12 +131,34 @@ def read(
         user_first=True,
         alternating=True,
         joins_user=True,
+        summary_role="user",  # Contents have no system role
     )
 
 
-def _is_command(entry: Mapping[str, Any]) -> bool:
-    text = text_of(_parts(entry.get("content"))).strip()
-    return text.startswith(("/", "?"))
+#: How a user message the CLI does not replay starts (``isIgnoredUserContent``): a
+#: command, or context a hook or the session injected.
+_IGNORED = ("/", "?", "<session_context>", "<hook_context>")
+
+
+def _is_ignored(entry: Mapping[str, Any]) -> bool:
+    """Whether the CLI leaves a user message out when it resumes the session
+    (gemini-cli's ``isIgnoredUserContent``): its content as the CLI writes it out
+    (text parts as their text, any other part as a mark), trimmed, is empty or starts
+    with one of :data:`_IGNORED`."""
+    content = _parts(entry.get("content"))
+    parts = [] if content is None else content if isinstance(content, list) else [content]
+    said = "".join(
+        p if isinstance(p, str) else _plain(p) if isinstance(p, Mapping) else "[part]"
+        for p in parts
+    ).strip()
+    return not said or said.startswith(_IGNORED)
+
+
+def _plain(part: Mapping[str, Any]) -> str:
+    """A part as the CLI's ``partToString`` writes it: a text part's text, any other
+    (a thought, a file, a call) a bracketed mark."""
+    text = part.get("text")
+    return text if isinstance(text, str) and "thought" not in part else "[part]"
 
 
 def _parts(content: Any) -> Any:
@@ -223,7 +245,7 @@ def write(
         if message.index in runs:
             alive.setdefault(e, []).extend(runs[message.index])
     for e, parts in alive.items():
-        content = _parts(entries[e].get("content"))
+        content = entries[e]["content"]  # a list: only a part list is read as several
         if len(parts) < len(content):  # a summary joined to it was folded anew
             kept[e] = {**kept[e], "content": [content[j] for j in sorted(parts)]}
     read_from = {e for e, _ in sources}
@@ -299,8 +321,10 @@ def _is_user(message: Any) -> bool:
 
 
 def _part_list(message: Mapping[str, Any]) -> list[Any]:
-    content = _parts(message.get("content"))
-    return content if isinstance(content, list) else [{"text": content}]
+    """A message's ``content`` as a part list, its parts as written (a bare string
+    stays one: the CLI reads ``string | Part`` alike)."""
+    content = message.get("content")
+    return list(content) if isinstance(content, list) else [content]
 
 
 def _summary(style: Mapping[str, Any], message: Message) -> dict[str, Any]:
@@ -338,7 +362,7 @@ def replayed(entries: Sequence[Any]) -> tuple[list[dict[str, Any]], list[int]]:
 
 def _replay(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The Contents one message of the session replays (see :func:`replayed`)."""
-    if entry.get("type") == "user" and not _is_command(entry):
+    if entry.get("type") == "user" and not _is_ignored(entry):
         content = _parts(entry.get("content"))
         parts = content if isinstance(content, list) else [{"text": content}]
         return [{"role": "user", "parts": parts}]
