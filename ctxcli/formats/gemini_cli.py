@@ -103,25 +103,15 @@ def read(
         if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
             raise InputError(path, line, f"message {e}: toolCalls is not a list of objects")
         if entry.get("type") == "user" and not _is_ignored(entry):
-            content = _parts(entry.get("content"))
-            whole = isinstance(content, list)
-            found = gemini.user_runs(content, tuple(range(len(content)))) if whole else []
-            if len(found) <= 1:
-                neutral.append({"role": "user", "content": content})
-                sources.append((e, None))
-                continue
-            for run in found:  # a summary joined to the message stands apart
-                runs[len(neutral)] = run
-                neutral.append({"role": "user", "content": [content[j] for j in run]})
+            for data, run in _user_messages(entry):
+                if run is not None:
+                    runs[len(neutral)] = run
+                neutral.append(data)
                 sources.append((e, None))
         elif entry.get("type") == "gemini":
-            data = _assistant(entry, e)
-            neutral.append(data)
-            sources.append((e, None))
-            for k, (call, neutral_call) in enumerate(zip(calls, data.get("tool_calls", ()))):
-                if call.get("result"):
-                    neutral.append(_result(call, neutral_call["id"]))
-                    sources.append((e, k))
+            for data, source in _gemini_messages(entry, e, calls):
+                neutral.append(data)
+                sources.append(source)
     session = record.get("sessionId")
     return Conversation(
         messages=read_messages(neutral, counter, entries=[s[0] for s in sources]),
@@ -138,6 +128,34 @@ def read(
 #: How a user message the CLI does not replay starts (``isIgnoredUserContent``): a
 #: command, or context a hook or the session injected.
 _IGNORED = ("/", "?", "<session_context>", "<hook_context>")
+
+
+def _gemini_messages(
+    entry: Mapping[str, Any], e: int, calls: Sequence[Mapping[str, Any]]
+) -> list[tuple[dict[str, Any], Source]]:
+    """The neutral messages of the ``gemini`` message ``e`` (its ``calls``), each with
+    its :data:`Source`: the answer, then a tool message per call with a result."""
+    data = _assistant(entry, e)
+    out: list[tuple[dict[str, Any], Source]] = [(data, (e, None))]
+    for k, (call, neutral_call) in enumerate(zip(calls, data.get("tool_calls", ()))):
+        if call.get("result"):
+            out.append((_result(call, neutral_call["id"]), (e, k)))
+    return out
+
+
+def _user_messages(
+    entry: Mapping[str, Any],
+) -> list[tuple[dict[str, Any], tuple[int, ...] | None]]:
+    """The neutral messages of a ``user`` message, each with the positions of its
+    parts when there are several (``None``: the whole content): one, but for each
+    summary joined to it (:func:`gemini.user_runs`), which stands apart."""
+    content = _parts(entry.get("content"))
+    if not isinstance(content, list):
+        return [({"role": "user", "content": content}, None)]
+    found = gemini.user_runs(content, tuple(range(len(content))))
+    if len(found) <= 1:
+        return [({"role": "user", "content": content}, None)]
+    return [({"role": "user", "content": [content[j] for j in run]}, run) for run in found]
 
 
 def _is_ignored(entry: Mapping[str, Any]) -> bool:
@@ -248,22 +266,32 @@ def write(
         content = entries[e]["content"]  # a list: only a part list is read as several
         if len(parts) < len(content):  # a summary joined to it was folded anew
             kept[e] = {**kept[e], "content": [content[j] for j in sorted(parts)]}
-    read_from = {e for e, _ in sources}
+    inserts[len(entries)] = waiting
+    written = dict(record)
+    written[messages_key or DEFAULT_KEY] = _placed(entries, {e for e, _ in sources}, kept, inserts)
+    return written
+
+
+def _placed(
+    entries: Sequence[Any],
+    read_from: set[int],
+    kept: Mapping[int, Any],
+    inserts: Mapping[int, Sequence[Message]],
+) -> list[Any]:
+    """The messages written: the ``kept`` ones (by position, as rewritten) and those
+    never read (of ``read_from``), each summary of ``inserts`` before the message of
+    its position (``len(entries)``: at the end), joined to a user message it meets
+    (:func:`_joined`)."""
     out: list[Any] = []
     made: set[int] = set()  # the messages summaries became, by identity
-    for e, entry in enumerate(entries):
+    for e in range(len(entries) + 1):
+        style = entries[min(e, len(entries) - 1)] if entries else {}
         for message in inserts.get(e, ()):
-            out.append(_summary(entry, message))
+            out.append(_summary(style, message))
             made.add(id(out[-1]))
-        if e in kept or e not in read_from:
-            out.append(kept.get(e, entry))
-    last = entries[-1] if entries else {}
-    for message in waiting:
-        out.append(_summary(last, message))
-        made.add(id(out[-1]))
-    written = dict(record)
-    written[messages_key or DEFAULT_KEY] = _joined(out, made)
-    return written
+        if e < len(entries) and (e in kept or e not in read_from):
+            out.append(kept.get(e, entries[e]))
+    return _joined(out, made)
 
 
 def _patched(entry: Mapping[str, Any], k: int | None, data: Mapping[str, Any]) -> Any:
