@@ -100,16 +100,15 @@ _NAME_AFTER = re.compile(
 #: match contains, or a pattern that opens with a digit (so it is quick to search
 #: for) and that every text with a match holds; ``None``: nothing.
 Needs = tuple[str, ...] | re.Pattern[str] | None
+#: A path: absolute, relative, or a file with an extension.
+PATH = re.compile(
+    rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
+    rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
+)
 FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (_EMAIL, ("@",)),
     (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
-    (
-        re.compile(  # paths: absolute, relative, or a file with an extension
-            rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
-            rf"|{_PATH_START}[\w.-]+/[\w.@/-]*\.\w{{1,5}}\b"
-        ),
-        ("/",),
-    ),
+    (PATH, ("/",)),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
     (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),

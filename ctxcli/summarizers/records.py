@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ctxcli.summarizers.facts import error_lines
+from ctxcli.summarizers.facts import PATH, error_lines
 from ctxcli.summarizers.text import shorten
 
 #: The longest record and action (characters): past that a record is a dump.
@@ -454,21 +454,17 @@ def found(result: str) -> str:
     return ", ".join(ids[:FOUND_IDS]) + more
 
 
-#: A file's path with a directory and an extension (``/testbed/src/fields.py``).
-_FILE_PATH = re.compile(
-    r"(?<![\w.@/-])(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w@+-][\w.@+-]*\.[A-Za-z]\w{0,7}\b"
-)
 #: The lines of a result :func:`touched` reads.
 TOUCHED_LINES = 5
 
 
 def touched(result: str) -> str:
-    """The first file path in the first :data:`TOUCHED_LINES` lines of a ``result``
-    (``/testbed/reproduce.py`` of SWE-agent's ``[File: /testbed/reproduce.py (10
-    lines total)]``): the file a call that names none in its arguments changed;
-    ``""`` when there is none."""
+    """The first path (:data:`ctxcli.summarizers.facts.PATH`) in the first
+    :data:`TOUCHED_LINES` lines of a ``result`` (``/testbed/reproduce.py`` of
+    SWE-agent's ``[File: /testbed/reproduce.py (10 lines total)]``): the file a call
+    that names none in its arguments changed; ``""`` when there is none."""
     head = "\n".join(result.split("\n", TOUCHED_LINES)[:TOUCHED_LINES])
-    match = _FILE_PATH.search(head)
+    match = PATH.search(head)
     return match.group() if match else ""
 
 
