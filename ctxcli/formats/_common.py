@@ -178,3 +178,32 @@ def _rebuilt(
     if not isinstance(content, list) or (len(kept) == len(content) and not patched):
         return original
     return {**original, key: [patched.get(j, content[j]) for j in sorted(kept)]}
+
+
+def joined(
+    entries: Sequence[Any],
+    new: set[int],
+    *,
+    joins: Callable[[Any], bool],
+    join: Callable[[Any, Any, Any], Any],
+    seen: Callable[[Any], bool] = lambda entry: True,
+) -> list[Any]:
+    """``entries`` with each entry a stage wrote (of ``new``, by identity) that meets
+    another where both are ones ``joins`` takes made one: ``join(own, before, after)``,
+    ``own`` the entry read (whose keys the joined one keeps). "Meets" skips the
+    entries ``seen`` says the provider never sees. For formats that take no two turns
+    of a side in a row (Gemini: "Please ensure that multiturn requests alternate
+    between user and model"), so a summary joins the user turn it meets."""
+    out: list[Any] = []
+    last = -1  # where in ``out`` the last entry seen is (-1: none yet)
+    for entry in entries:
+        before = out[last] if last >= 0 else None
+        fresh = id(entry) in new or id(before) in new
+        if before is not None and fresh and joins(before) and joins(entry):
+            own = entry if id(before) in new else before
+            out[last] = join(own, before, entry)
+            continue
+        out.append(entry)
+        if seen(entry):
+            last = len(out) - 1
+    return out

@@ -55,7 +55,7 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import Source, kind, messages_of, rebuild_entries
+from ctxcli.formats._common import Source, joined, kind, messages_of, rebuild_entries
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages, sealed
 from ctxcli.model import content_text as text_of
@@ -365,14 +365,12 @@ def written(conversation: Conversation) -> list[Any]:
         return content
 
     contents = rebuild_entries(conversation, key="parts", new_entry=new, patch=patch_parts)
-    out: list[Any] = []
-    for content in contents:
-        before: Any = out[-1] if out else None
-        if _is_user(before) and _is_user(content) and (id(content) in made or id(before) in made):
-            out[-1] = {**before, **content, "parts": [*before["parts"], *content["parts"]]}
-        else:
-            out.append(content)
-    return out
+    return joined(
+        contents,
+        made,
+        joins=_is_user,
+        join=lambda own, a, b: {**own, "parts": [*a["parts"], *b["parts"]]},
+    )
 
 
 def _is_user(content: Any) -> bool:

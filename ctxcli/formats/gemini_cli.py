@@ -43,7 +43,7 @@ from typing import Any
 
 from ctxcli.errors import InputError
 from ctxcli.formats import gemini
-from ctxcli.formats._common import kind, messages_of
+from ctxcli.formats._common import joined, kind, messages_of
 from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.model import content_text as text_of
@@ -281,7 +281,7 @@ def _placed(
     """The messages written: the ``kept`` ones (by position, as rewritten) and those
     never read (of ``read_from``), each summary of ``inserts`` before the message of
     its position (``len(entries)``: at the end), joined to a user message it meets
-    (:func:`_joined`)."""
+    (:func:`ctxcli.formats._common.joined`: under the user's message's own ``id``)."""
     out: list[Any] = []
     made: set[int] = set()  # the messages summaries became, by identity
     for e in range(len(entries) + 1):
@@ -291,7 +291,13 @@ def _placed(
             made.add(id(out[-1]))
         if e < len(entries) and (e in kept or e not in read_from):
             out.append(kept.get(e, entries[e]))
-    return _joined(out, made)
+    return joined(
+        out,
+        made,
+        joins=_is_user,
+        join=lambda own, a, b: {**own, "content": _part_list(a) + _part_list(b)},
+        seen=lambda message: isinstance(message, Mapping) and bool(_replay(message)),
+    )
 
 
 def _patched(entry: Mapping[str, Any], k: int | None, data: Mapping[str, Any]) -> Any:
@@ -324,24 +330,6 @@ def _new_result(call: Mapping[str, Any], content: Any) -> list[Any]:
         "response": gemini.response_of(None, content),
     }
     return [{"functionResponse": answer}]
-
-
-def _joined(out: Sequence[Any], made: set[int]) -> list[Any]:
-    """``out`` with each summary (of ``made``, by identity) that meets a user message,
-    as the CLI replays them (messages it skips aside), joined to it: the two
-    ``content`` as one part list, in order, under the user's message's own ``id``."""
-    joined: list[Any] = []
-    last = -1  # where in ``joined`` the last message replayed is (-1: none yet)
-    for message in out:
-        before: Any = joined[last] if last >= 0 else None
-        if _is_user(before) and _is_user(message) and (id(message) in made or id(before) in made):
-            own = message if id(before) in made else before
-            joined[last] = {**own, "content": _part_list(before) + _part_list(message)}
-            continue
-        joined.append(message)
-        if isinstance(message, Mapping) and _replay(message):
-            last = len(joined) - 1
-    return joined
 
 
 def _is_user(message: Any) -> bool:
