@@ -125,11 +125,6 @@ def read(
     )
 
 
-#: How a user message the CLI does not replay starts (``isIgnoredUserContent``): a
-#: command, or context a hook or the session injected.
-_IGNORED = ("/", "?", "<session_context>", "<hook_context>")
-
-
 def _gemini_messages(
     entry: Mapping[str, Any], e: int, calls: Sequence[Mapping[str, Any]]
 ) -> list[tuple[dict[str, Any], Source]]:
@@ -156,6 +151,11 @@ def _user_messages(
     if len(found) <= 1:
         return [({"role": "user", "content": content}, None)]
     return [({"role": "user", "content": [content[j] for j in run]}, run) for run in found]
+
+
+#: How a user message the CLI does not replay starts (``isIgnoredUserContent``): a
+#: command, or context a hook or the session injected.
+_IGNORED = ("/", "?", "<session_context>", "<hook_context>")
 
 
 def _is_ignored(entry: Mapping[str, Any]) -> bool:
