@@ -370,6 +370,22 @@ def test_the_actions_line_lists_every_call_with_its_outcome_identical_ones_count
         ]
 
 
+def test_a_greeting_alone_is_no_task_the_next_request_is() -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello! What would you like to do?"},
+        {"role": "user", "content": "Explain what this is"},
+        {
+            "role": "assistant",
+            "content": " ".join(
+                f"Version v{n} of lead.txt dates from 2024-06-{n:02d}." for n in range(1, 20)
+            ),
+        },
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=12, counter=COUNTER)
+    assert parse_summary(body)["requests"] == ["Explain what this is"]
+
+
 def test_a_compact_summary_gives_the_task_its_request_section() -> None:
     compact = (
         "This session is being continued from a previous conversation that ran out of "

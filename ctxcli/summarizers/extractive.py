@@ -213,10 +213,11 @@ def parse_summary(body: str) -> dict[str, list[str]]:
 
 
 def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str]:
-    """What each message is: ``task`` (the first user message, unless ``has_task``),
-    ``user``, ``observation`` (a user message carrying an environment's output right
-    after an assistant's action), ``assistant``, ``result`` (a tool or function result),
-    or ``other``."""
+    """What each message is: ``task`` (the first user message that is more than
+    filler such as a greeting alone, :func:`ctxcli.summarizers.text.is_filler`; none
+    when ``has_task``), ``user``, ``observation`` (a user message carrying an
+    environment's output right after an assistant's action), ``assistant``,
+    ``result`` (a tool or function result), or ``other``."""
     kinds: list[str] = []
     previous = ""
     for message in messages:
@@ -230,7 +231,8 @@ def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str
             and _ENV_OUTPUT.search(message_text(message)[:4000])
         ):
             kind = "observation"
-        if kind == "user" and not has_task and _unwrapped(message_text(message)):
+        own = _unwrapped(message_text(message)) if kind == "user" and not has_task else ""
+        if own and not is_filler(own):  # "hi" alone asks nothing: the next says the task
             kind, has_task = "task", True
         kinds.append(kind)
         if role != "system":
