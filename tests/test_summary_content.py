@@ -613,3 +613,63 @@ def test_a_request_cut_before_its_value_is_left_out() -> None:
     assert not _cut_says("Yes, please …", request)  # filler
     error = Item("errors", "Error: total price is 305, but paid 255", REST, 3, 0, 0)
     assert _cut_says("Error: total price is …", error)  # an error's kind says something
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fact"),
+    [
+        ("The total cost for the selected flights is actually $305.", "total cost $305"),
+        (
+            "Remaining balance: $55 (to be charged to your Visa card ending in 7447).",
+            "Remaining balance $55",
+        ),
+        ("Use certificate 7504069: $250 of it.", "certificate 7504069 $250"),
+        ("Refund: $6,594 has been processed.", "Refund $6,594"),
+        ("I can apply a $500 certificate.", "$500 certificate"),
+        ("退款金额为¥299，请查收。", "退款金额 ¥299"),
+        ("I can offer $100.", "$100"),
+    ],
+)
+def test_an_amount_the_assistant_stated_keeps_what_it_is(sentence: str, fact: str) -> None:
+    messages: Messages = [
+        {"role": "user", "content": "Please change my booking."},
+        {"role": "assistant", "content": sentence},
+    ]
+    facts_line = next(
+        line
+        for line in _summary(messages, 200).splitlines()
+        if line.startswith(("Facts:", "关键信息："))
+    )
+    assert fact in facts_line.split(": ", 1)[1].split("; ") or facts_line.endswith(fact)
+
+
+def test_the_final_state_keeps_its_densest_facts_first_at_a_tight_bound() -> None:
+    # A long record of the reservation the call changed, then an answer stating two
+    # amounts: at a bound that holds only a little of the final state, the amounts
+    # (the most facts per character) come before the record's prose-like values.
+    record = {
+        "reservation_id": "JG7FMM",
+        "origin": "MCO",
+        "destination": "CLT",
+        "flight_type": "one_way",
+        "cabin": "economy",
+        "created_at": "2024-05-11T08:28:00",
+        "insurance": "no",
+    }
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {
+        "name": "update_reservation_flights",
+        "arguments": '{"reservation_id": "JG7FMM"}',
+    }
+    messages: Messages = [
+        {"role": "user", "content": "Downgrade reservation JG7FMM to economy."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(record)},
+        {"role": "assistant", "content": "Done. Refund: $6,594 to your card; new total $241."},
+    ]
+    whole = _summary(messages, 400)
+    assert "reservation JG7FMM:" in whole and "Refund $6,594" in whole
+    head = whole.partition("\nFacts:")[0]
+    # (items are costed one by one, so the joined text may need a token more)
+    body = _summary(messages, COUNTER.text(head + "\nFacts: Refund $6,594; new total $241") + 2)
+    assert body.endswith("Facts: Refund $6,594; new total $241")

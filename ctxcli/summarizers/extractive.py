@@ -27,10 +27,13 @@ acted on, and its arguments) and the look-ups of what the user named
 (:func:`_user_named`: what they asked about); then the records
 of what the state-changing calls returned (the final state of what changed) and of
 the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
-totals and prices it told the user); then the other look-ups; then the rest (later
+totals and prices it told the user, each after the words that say what it is:
+:func:`_what_amount`); then the other look-ups; then the rest (later
 requests, other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
-notes. Within a tier the newest come first. An item already said (the same text, or
+notes. Within a tier the newest come first, but for the final state of what changed,
+where the items with the most words holding a digit per character come first
+(:func:`_denser`: the most facts a bound can hold). An item already said (the same text, or
 a fact inside an item ranked before it) is skipped, and a record of an object is told
 by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
@@ -348,7 +351,57 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
         and not _NOT_PROSE.search(s)
     ]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
-    return out + [("facts", f, CHANGED if _AMOUNT.match(f) else REST) for f in _facts(text)]
+    for fact in _facts(text):
+        if _AMOUNT.match(fact):
+            out.append(("facts", _what_amount(prose, fact), CHANGED))
+        else:
+            out.append(("facts", fact, REST))
+    return out
+
+
+#: Words that say what an amount is (``total cost $305``, ``Refund: $6,594``).
+_MONEY_WORDS = frozenset(
+    "total subtotal price cost fare fee balance refund charge amount payment difference "
+    "savings credit compensation insurance deposit tax discount voucher certificate budget "
+    "value prices costs fares fees refunds charges".split()
+)
+#: Words that may say which one it is, before one of :data:`_MONEY_WORDS`
+#: (``Remaining balance``, ``travel insurance``).
+_MONEY_MODIFIERS = _MONEY_WORDS | frozenset(
+    "new old remaining original previous final additional extra travel cancellation change "
+    "baggage ticket flight gift service net grand outstanding estimated current unused full "
+    "partial upgrade booking seat room delivery shipping".split()
+)
+_CLAUSE_BEFORE = re.compile(r".*[.!?;(\n。！？；（，,]", re.DOTALL)
+_LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\w-]*")
+_CJK_LABEL = re.compile(r"[\u4e00-\u9fff]{1,6}$")
+_CJK_GLUE = re.compile(r"(?:为|是|的|共计|共|约|合计|一共)+$")
+_WORD_AFTER = re.compile(r"\s+([A-Za-z]+)")
+
+
+def _what_amount(text: str, amount: str) -> str:
+    """``amount`` (``$305``) with the words that say what it is where ``text`` first
+    states it: the nearest of :data:`_MONEY_WORDS` among the last seven words of its
+    clause, after a word of :data:`_MONEY_MODIFIERS` before it and with the ids after it
+    (``total cost $305``, ``Remaining balance $55``, ``certificate 7504069 $250``); else
+    one right after it (``$500 certificate``); else up to six CJK characters before it
+    (``退款金额 ¥299``); else the amount alone. Rule of the summary's facts: a fact keeps
+    its label (issue 15)."""
+    at = text.find(amount)
+    if at < 0:
+        return amount
+    clause = _CLAUSE_BEFORE.sub("", text[max(0, at - 80) : at]).rstrip(" :：*-=")
+    words = _LABEL_WORD.findall(clause)
+    for j in range(len(words) - 1, max(-1, len(words) - 8), -1):
+        if words[j].lower() in _MONEY_WORDS:
+            lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
+            ids = [w for w in words[j + 1 :] if _DIGIT.search(w)]
+            return " ".join([*lead, words[j], *ids, amount])
+    after = _WORD_AFTER.match(text, at + len(amount))
+    if after and after.group(1).lower() in _MONEY_WORDS:
+        return f"{amount} {after.group(1)}"
+    cjk = _CJK_LABEL.search(_CJK_GLUE.sub("", clause.rstrip()))
+    return f"{cjk.group()} {amount}" if cjk else amount
 
 
 def _facts(text: str, *, strict: bool = False) -> list[str]:
@@ -735,9 +788,22 @@ def _stream(
     first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
-        if tier >= CHANGED:
+        if tier == CHANGED:
+            yield from sorted(_later_items(texts, kinds, names, tier, named), key=_denser)
+        elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
+
+
+#: A word that holds a digit: an id, a number, an amount, a date's part.
+_FACT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*")
+
+
+def _denser(item: Item) -> tuple[float, int, int]:
+    """Sort key within :data:`CHANGED`: the most words with a digit per character
+    first (``Refund $6,594`` before ``reservation JG7FMM: …, total_baggages 3``), so
+    the bound keeps the most facts of the final state; then newest first."""
+    return -len(_FACT_WORD.findall(item.text)) / (len(item.text) + 8), -item.position, item.order
 
 
 def _previous_items(previous: str | None) -> list[Item]:
