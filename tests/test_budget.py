@@ -374,3 +374,27 @@ def test_a_summary_with_little_to_say_leaves_the_budget_to_the_tail(
     budget = int(conversation.tokens * share)
     after = compress(conversation, budget)
     assert use * budget <= after.tokens <= budget, (budget, after.tokens)
+
+
+def test_a_large_call_in_the_kept_tail_has_its_arguments_cleared_not_its_unit_folded() -> None:
+    """The Claude Code session at half its tokens: the next unit of the tail holds a
+    MultiEdit call of 1,431 tokens of arguments, which the tail could not take, so 19
+    more messages were folded and the output ended at 1,745 of 3,094 tokens. Its
+    arguments now become a placeholder (restorable, naming the facts it omits) and
+    the budget is used."""
+    conversation = _session("claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl")
+    budget = conversation.tokens // 2
+    result = run(conversation, resolve(max_tokens=budget).stages, Context(budget, COUNTER))
+    after = result.after
+    assert 0.95 * budget <= after.tokens <= budget, (budget, after.tokens)
+    calls = [c for m in after.messages for c in m.data.get("tool_calls") or []]
+    cleared = [c for c in calls if "ctxcli_placeholder" in c["function"]["arguments"]]
+    assert [c["function"]["name"] for c in cleared] == ["MultiEdit"]
+    originals = [
+        c["function"]["arguments"]
+        for m in conversation.messages
+        for c in m.data.get("tool_calls") or []
+        if c["function"]["name"] == "MultiEdit"
+    ]
+    stored = list(result.stored.values())
+    assert originals and all(a in stored for a in originals)  # what restore puts back

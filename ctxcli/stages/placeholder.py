@@ -63,9 +63,9 @@ from ctxcli.placeholders import placeholder_texts as placeholder_texts
 from ctxcli.placeholders import preview_text as preview_text
 from ctxcli.placeholders import render as render
 from ctxcli.placeholders import verbatim_ids as verbatim_ids
+from ctxcli.stages.base import Context
 
 if TYPE_CHECKING:
-    from ctxcli.stages.base import Context
     from ctxcli.tokens import TokenCounter
 
 #: What :func:`reports_error` looks for, as three patterns (one alternation of them
@@ -365,6 +365,21 @@ class Placeholder:
             return function
         context.stored[content_id(arguments)] = arguments
         return {**function, "arguments": replaced}
+
+
+def cleared_calls(
+    message: Message, threshold: int, counter: TokenCounter
+) -> tuple[Message, dict[str, Any]]:
+    """``message`` (an assistant's) with each tool-call argument string of more than
+    ``threshold`` tokens replaced by a placeholder that lists the facts it omits, as
+    ``clear_inputs`` writes them, and the originals it replaced (``{id: arguments}``);
+    ``message`` itself when none is smaller so."""
+    scratch = Context(None, counter)
+    events: dict[str, int] = {}
+    new = Placeholder(threshold=threshold, facts=True)._clear_calls(
+        message, set(), scratch, events, set()
+    )
+    return new, scratch.stored
 
 
 def _count(

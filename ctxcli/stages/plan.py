@@ -1,8 +1,9 @@
 """How much room the summary stage gives the verbatim tail and the summaries.
 
 For a conversation over budget the summary stage considers a fixed chain of cuts,
-from the least lossy to the most (:func:`chain`): first the large tool results in
-the kept part become placeholders, oldest first (:func:`compactable`); then the
+from the least lossy to the most (:func:`chain`): first the large tool results and
+tool-call arguments in the kept part become placeholders, oldest first
+(:func:`compactable`); then the
 messages before the latest user turn are folded, oldest unit first; then the steps
 after it. The cut taken at budget ``B`` is the first whose kept messages fit beside
 the summary's reserve :func:`reserve` (``2B // 5``, at least
@@ -69,17 +70,27 @@ def telling(cuts: Sequence[Cut], budget: int) -> int:
 
 
 def compactable(messages: Sequence[Message], last_unit: int) -> list[int]:
-    """Positions of the tool results worth a placeholder in the kept tail: over
-    :data:`COMPACT_OVER` tokens, not already one, not reporting an error and not in the
-    last unit (from ``last_unit`` on: the state the model goes on from)."""
+    """Positions of the messages worth a placeholder in the kept tail, not in the last
+    unit (from ``last_unit`` on: the state the model goes on from): the tool results
+    over :data:`COMPACT_OVER` tokens, not already one and not reporting an error; the
+    assistant messages whose tool calls may hold arguments over it (a file an agent
+    wrote, an edit; the summary stage replaces only those arguments)."""
     return [
         i
         for i, m in enumerate(messages[:last_unit])
-        if m.role in TOOL_ROLES
-        and m.tokens > COMPACT_OVER
-        and m.data.get("content") is not None
-        and not looks_like(m.data.get("content"))
-        and not reports_error(m.data)
+        if m.tokens > COMPACT_OVER
+        and (
+            (
+                m.role in TOOL_ROLES
+                and m.data.get("content") is not None
+                and not looks_like(m.data.get("content"))
+                and not reports_error(m.data)
+            )
+            or (
+                m.role == "assistant"
+                and bool(m.data.get("tool_calls") or m.data.get("function_call"))
+            )
+        )
     ]
 
 

@@ -19,7 +19,7 @@ from ctxcli.model import (
     units,
 )
 from ctxcli.stages import plan
-from ctxcli.stages.placeholder import content_id, render, widen
+from ctxcli.stages.placeholder import cleared_calls, content_id, render, widen
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 
@@ -517,10 +517,30 @@ def _with_compacted(
     current = list(messages)
     for i, new in compacted.items():
         if i not in fold:
-            original = messages[i].data.get("content")
-            context.stored[content_id(original)] = original
+            if messages[i].role == "assistant":
+                context.stored.update(_cleared(messages[i], new))
+            else:
+                original = messages[i].data.get("content")
+                context.stored[content_id(original)] = original
             current[i] = new
     return current
+
+
+def _cleared(old: Message, new: Message) -> dict[str, Any]:
+    """The originals of the call arguments ``new`` replaced in ``old`` (``{id:
+    arguments}``)."""
+    functions = [
+        (a.get("function"), b.get("function"))
+        for a, b in zip(old.data.get("tool_calls") or [], new.data.get("tool_calls") or [])
+    ]
+    functions.append((old.data.get("function_call"), new.data.get("function_call")))
+    out: dict[str, Any] = {}
+    for before, after in functions:
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            arguments = before.get("arguments")
+            if arguments != after.get("arguments"):
+                out[content_id(arguments)] = arguments
+    return out
 
 
 def _finish(
@@ -569,13 +589,20 @@ def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
 def _compacted(
     messages: Sequence[Message], positions: Sequence[int], context: Context
 ) -> dict[int, Message]:
-    """The tool results at ``positions`` as placeholders (originals into
-    ``context.stored`` when used: see :meth:`Summary.apply`), where one is smaller."""
+    """The tool results at ``positions`` as placeholders, and the assistant messages
+    there with their long call arguments as placeholders
+    (:func:`ctxcli.stages.placeholder.cleared_calls`), where that is smaller; the
+    originals go into ``context.stored`` when used (:func:`_with_compacted`)."""
     counter = context.counter
     names = tool_names([m.data for m in messages]) if positions else {}
     out: dict[int, Message] = {}
     for i in positions:
         message = messages[i]
+        if message.role == "assistant":
+            cleared = cleared_calls(message, plan.COMPACT_OVER, counter)[0]
+            if cleared.tokens < message.tokens:
+                out[i] = cleared
+            continue
         content = message.data.get("content")
         tokens = counter.content(content)
         text = render(content, tool=names.get(i, ""), tokens=tokens, head=100, tail=50, facts=True)
