@@ -452,6 +452,17 @@ def test_a_record_leaves_out_the_values_a_line_naming_its_object_gave() -> None:
     assert "flight HAT028" not in _summary(messages, 400).partition("Facts:")[2]
 
 
+def test_a_record_value_the_call_passed_for_the_same_object_is_not_said_again() -> None:
+    arguments = {"reservation_id": "JG7FMM", "payment_id": "certificate_7504069", "amount": 250}
+    payment = {"payment_id": "certificate_7504069", "amount": 250}
+    result = {"reservation_id": "JG7FMM", "payment_history": [payment]}
+    messages = [{"role": "user", "content": "Pay JG7FMM with my certificate."}]
+    messages += _calls([("book_reservation", arguments, result)])
+    body = _summary(messages, 400)
+    assert "book_reservation(JG7FMM, certificate_7504069, 250)" in body
+    assert "payment certificate_7504069" not in body  # "amount 250": the call gave it
+
+
 def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:
     path = "/Users/user/repo/src/providers/plugins/sso/ARCHITECTURE-REFACTORING-PLAN.md"
     text = f"## Technical Concepts\n**Design Proposal**: see #1.\nI edited {path} today."

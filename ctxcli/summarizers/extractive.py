@@ -977,10 +977,17 @@ def _unsaid(item: Item, values: str, said: str) -> Item | None:
         if own in pieces or label in pieces:
             given.update(pieces)
     parts = values.split(", ")
-    kept = [part for part in parts if part not in given]
+    kept = [part for part in parts if part not in given and not _value_given(part, given)]
     if len(kept) == len(parts):
         return item
     return dataclasses.replace(item, text=f"{label}: {', '.join(kept)}") if kept else None
+
+
+def _value_given(part: str, given: set[str]) -> bool:
+    """Whether ``part``, a record's ``key value`` (``amount 250``), has a value of two
+    or more characters that a line naming the same object gave (``…, 250, …``)."""
+    value = part.rpartition(" ")[2]
+    return value != part and len(value) >= 2 and value in given
 
 
 #: What parts a line into its values: an action's arguments and outcome, a record's
