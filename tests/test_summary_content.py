@@ -684,3 +684,19 @@ def test_the_final_state_keeps_its_densest_facts_first_at_a_tight_bound() -> Non
     # (items are costed one by one, so the joined text may need a token more)
     body = _summary(messages, COUNTER.text(head + "\nFacts: Refund $6,594; new total $241") + 2)
     assert body.endswith("Facts: Refund $6,594; new total $241")
+
+
+def test_a_working_directory_every_command_shares_is_said_once_on_the_newest() -> None:
+    repo = "/Users/me/repos/app"
+    commands = ["git status --short", "rg -n compact src", "sed -n '1,40p' src/config.ts"]
+    calls = [("exec_command", {"cmd": cmd, "workdir": repo}, "ok") for cmd in commands]
+    calls.append(("exec_command", {"cmd": "ls", "workdir": "/tmp/other"}, "ok"))
+    body = _summary(_calls(calls), 400)
+    assert body.count(repo) == 1
+    assert "exec_command(git status --short) → ok; exec_command(rg -n compact src) → ok; " in body
+    assert f"exec_command(sed -n '1,40p' src/config.ts, {repo}) → ok" in body
+    assert "exec_command(ls, /tmp/other) → ok" in body
+    # At every bound, an older command shown without it comes with the one that says it.
+    for bound in range(8, COUNTER.text(body) + 1):
+        tight = _summary(_calls(calls), bound)
+        assert repo in tight or not any(cmd in tight for cmd in commands[:-1]), bound

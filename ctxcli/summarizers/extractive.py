@@ -610,8 +610,27 @@ def _made(
         shown = _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
-        made.append((f"{name}({shown}) → {said}", i, name, tier))
-    return made
+        made.append((name, shown, said, i, tier))
+    return [(f"{n}({shown}) → {said}", i, n, tier) for n, shown, said, i, tier in _placed(made)]
+
+
+def _placed(
+    made: list[tuple[str, str, str, int, int]],
+) -> list[tuple[str, str, str, int, int]]:
+    """``made`` (``(name, shown arguments, outcome, position, tier)``, in order) with a
+    last argument that is a path (a working directory: Codex's ``exec_command(…,
+    /Users/…/repo)``) left out of every call but the newest of its name and tier that
+    has it, which ranks before them (so a bound that shows one of them shows it too)."""
+    seen: set[tuple[str, int, str]] = set()
+    out = []
+    for name, shown, said, i, tier in reversed(made):
+        head, comma, last = shown.rpartition(", ")
+        if comma and "/" in last and not last.endswith("…"):
+            if (name, tier, last) in seen:
+                shown = head
+            seen.add((name, tier, last))
+        out.append((name, shown, said, i, tier))
+    return out[::-1]
 
 
 def _outcome(
