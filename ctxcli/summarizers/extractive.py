@@ -815,14 +815,14 @@ def _stream(
 
 
 #: A word that holds a digit: an id, a number, an amount, a date's part.
-_FACT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*")
+_DIGIT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*")
 
 
 def _denser(item: Item) -> tuple[float, int, int]:
     """Sort key within :data:`CHANGED`: the most words with a digit per character
     first (``Refund $6,594`` before ``reservation JG7FMM: …, total_baggages 3``), so
     the bound keeps the most facts of the final state; then newest first."""
-    return -len(_FACT_WORD.findall(item.text)) / (len(item.text) + 8), -item.position, item.order
+    return -len(_DIGIT_WORD.findall(item.text)) / (len(item.text) + 8), -item.position, item.order
 
 
 def _previous_items(previous: str | None) -> list[Item]:
