@@ -54,6 +54,10 @@ from ctxcli.model import Message
 ID_HEX = 16
 #: The key of the JSON object that replaces long tool-call arguments.
 ARGUMENTS_KEY = "ctxcli_placeholder"
+#: The name of the calls whose arguments have no place for a placeholder: a Responses
+#: ``local_shell_call`` holds its command as an ``action`` object, which its writer
+#: keeps as it was (:mod:`ctxcli.formats.responses` names such calls so).
+LOCAL_SHELL = "local_shell"
 #: How every placeholder text begins.
 PLACEHOLDER_START = "[ctxcli placeholder "
 

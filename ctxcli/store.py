@@ -249,6 +249,8 @@ class _Restorer:
             out[key] = self.arguments(value.get(key), as_object=False)
         if kind == "tool_use" and "input" in value:
             out["input"] = self.arguments(value["input"], as_object=True)
+        if "args" in value and "name" in value:  # Gemini's functionCall, a CLI toolCall
+            out["args"] = self.arguments(value["args"], as_object=True)
         if value.get("from") == "function_call":
             out["value"] = _sharegpt_call(value.get("value"), self.arguments)
         function = value.get("function_call")

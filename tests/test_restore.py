@@ -500,3 +500,92 @@ def test_a_run_without_the_placeholder_stage_restores_an_input_placeholder_look_
     restored = CliRunner().invoke(cli, ["restore", str(tmp_path / "in.compressed.jsonl")])
     assert restored.exit_code == 0, restored.output  # was: cannot be restored (no such file)
     assert json.loads(restored.stdout)["messages"][-1]["content"] == look_alike
+
+
+def _file_text(lines: int) -> str:
+    """A file an agent writes: ``lines`` distinct lines of code (about 17 tokens each)."""
+    return "".join(
+        f"def f_{k}(x):\n    return x * {k}  # id-{k * 7919 % 10000}\n" for k in range(lines)
+    )
+
+
+def _ask(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"text": text}]}
+
+
+def test_gemini_call_arguments_the_summary_stage_cleared_restore(tmp_path: Path) -> None:
+    """A functionCall's large ``args`` in the kept tail becomes a placeholder object,
+    and restore puts the original back (it used to stay a placeholder, exit 0)."""
+    big = {"path": "big.py", "content": _file_text(160)}
+    contents = [_ask("Write big.py.")]
+    contents += [
+        {"role": "model", "parts": [{"functionCall": {"name": "write_file", "args": big}}]}
+    ]
+    contents += [
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"name": "write_file", "response": {"ok": True}}}],
+        }
+    ]
+    # a later call, the latest, which stays as it was
+    run = {"name": "run", "args": {"cmd": "pytest"}}
+    contents += [{"role": "model", "parts": [{"functionCall": run}]}]
+    contents += [{"role": "user", "parts": [{"functionResponse": {"name": "run", "response": {}}}]}]
+    for k in range(4):
+        contents += [
+            _ask(f"Now step {k}: {_file_text(6)}"),
+            {"role": "model", "parts": [{"text": f"Done {k}."}]},
+        ]
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps({"contents": contents}) + "\n")
+    out = tmp_path / "g.out.jsonl"
+    result = CliRunner().invoke(
+        cli, ["compress", str(path), "--max-tokens", "2500", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert '"ctxcli_placeholder"' in out.read_text()  # the args were cleared, not folded
+    back = tmp_path / "g.back.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(out), "-o", str(back)])
+    assert result.exit_code == 0, result.output
+    restored = read_jsonl(back)[0]["contents"]
+    calls = [p["functionCall"] for c in restored for p in c["parts"] if "functionCall" in p]
+    assert calls[0] == {"name": "write_file", "args": big}
+
+
+def test_a_local_shell_call_keeps_its_action_and_the_stats_count_what_is_written(
+    tmp_path: Path,
+) -> None:
+    """A Responses ``local_shell_call`` has no place for a placeholder: its ``action``
+    stays whole, and the stats' tokens are those of the written output (they counted
+    a placeholder the writer never wrote, so an output over budget passed as within)."""
+    command = ["bash", "-lc", "cat > big.py <<'EOF'\n" + _file_text(160) + "EOF"]
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Write big.py."}]
+    items += [
+        {
+            "type": "local_shell_call",
+            "call_id": "ls1",
+            "status": "completed",
+            "action": {"type": "exec", "command": command},
+        },
+        {"type": "local_shell_call_output", "call_id": "ls1", "output": "done"},
+    ]
+    for k in range(4):
+        items += [
+            {"type": "message", "role": "user", "content": f"Step {k}: {_file_text(6)}"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"Done {k}."}],
+            },
+        ]
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"input": items}) + "\n")
+    out = tmp_path / "r.out.jsonl"
+    result = CliRunner().invoke(
+        cli, ["compress", str(path), "--max-tokens", "2000", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "r.out.stats.json").read_text())
+    counted = CliRunner().invoke(cli, ["count", str(out)])
+    assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1]
+    assert "ctxcli_placeholder" not in out.read_text()

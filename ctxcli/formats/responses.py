@@ -51,6 +51,7 @@ from ctxcli.formats.base import no_kept_problems, rewrites
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.model import content_text as text_of
+from ctxcli.placeholders import LOCAL_SHELL
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
@@ -200,7 +201,7 @@ def _call(item: Mapping[str, Any]) -> dict[str, Any]:
         arguments = jsonio.dumps(item.get("action")).decode()
     else:
         arguments = item.get("arguments")
-    name = item.get("name") or ("local_shell" if item["type"] == "local_shell_call" else "")
+    name = item.get("name") or (LOCAL_SHELL if item["type"] == "local_shell_call" else "")
     return {
         "id": item["call_id"],
         "type": "function",

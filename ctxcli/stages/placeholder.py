@@ -47,6 +47,7 @@ from ctxcli.placeholders import ARGUMENTS_KEY as ARGUMENTS_KEY
 from ctxcli.placeholders import FACT_CHARS as FACT_CHARS
 from ctxcli.placeholders import FACT_LINE_CHARS as FACT_LINE_CHARS
 from ctxcli.placeholders import ID_HEX as ID_HEX
+from ctxcli.placeholders import LOCAL_SHELL
 from ctxcli.placeholders import PLACEHOLDER_RE as PLACEHOLDER_RE
 from ctxcli.placeholders import PLACEHOLDER_START as PLACEHOLDER_START
 from ctxcli.placeholders import TOOL_ROLES as TOOL_ROLES
@@ -350,8 +351,8 @@ class Placeholder:
         counter = context.counter
         tool = str(function.get("name") or "")
         arguments = function.get("arguments")
-        if tool in self.exclude_tools or not isinstance(arguments, str):
-            return function
+        if tool in self.exclude_tools or tool == LOCAL_SHELL or not isinstance(arguments, str):
+            return function  # excluded, or no place for a placeholder (LOCAL_SHELL)
         if looks_like(arguments_text(arguments)) or looks_like(arguments):
             return function
         if content_id(arguments) in held:
@@ -368,16 +369,18 @@ class Placeholder:
 
 
 def cleared_calls(
-    message: Message, threshold: int, counter: TokenCounter
+    message: Message, threshold: int, counter: TokenCounter, held: set[str]
 ) -> tuple[Message, dict[str, Any]]:
     """``message`` (an assistant's) with each tool-call argument string of more than
     ``threshold`` tokens replaced by a placeholder that lists the facts it omits, as
     ``clear_inputs`` writes them, and the originals it replaced (``{id: arguments}``);
-    ``message`` itself when none is smaller so."""
+    ``message`` itself when none is smaller so. Arguments whose id is in ``held`` (the
+    ids of the conversation's own placeholders: :func:`placeholder_ids`) stay whole,
+    so one id never stands for two texts (see the module docstring)."""
     scratch = Context(None, counter)
     events: dict[str, int] = {}
     new = Placeholder(threshold=threshold, facts=True)._clear_calls(
-        message, set(), scratch, events, set()
+        message, set(), scratch, events, held
     )
     return new, scratch.stored
 

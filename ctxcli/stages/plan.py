@@ -74,7 +74,11 @@ def compactable(messages: Sequence[Message], last_unit: int) -> list[int]:
     unit (from ``last_unit`` on: the state the model goes on from): the tool results
     over :data:`COMPACT_OVER` tokens, not already one and not reporting an error; the
     assistant messages whose tool calls may hold arguments over it (a file an agent
-    wrote, an edit; the summary stage replaces only those arguments)."""
+    wrote, an edit; the summary stage replaces only those arguments), but the latest
+    such message: the most recent calls stay as they were, even with an answer after
+    them (in Claude Code they share their turn with its thinking)."""
+    calling = [i for i, m in enumerate(messages) if _calls(m)]
+    latest = calling[-1] if calling else -1
     return [
         i
         for i, m in enumerate(messages[:last_unit])
@@ -86,12 +90,15 @@ def compactable(messages: Sequence[Message], last_unit: int) -> list[int]:
                 and not looks_like(m.data.get("content"))
                 and not reports_error(m.data)
             )
-            or (
-                m.role == "assistant"
-                and bool(m.data.get("tool_calls") or m.data.get("function_call"))
-            )
+            or (i != latest and _calls(m))
         )
     ]
+
+
+def _calls(message: Message) -> bool:
+    """Whether ``message`` is an assistant's that makes tool calls."""
+    data = message.data
+    return message.role == "assistant" and bool(data.get("tool_calls") or data.get("function_call"))
 
 
 def first_fit(cuts: Sequence[Cut], budget: int, cap: int | None) -> int:

@@ -19,7 +19,7 @@ from ctxcli.model import (
     units,
 )
 from ctxcli.stages import plan
-from ctxcli.stages.placeholder import cleared_calls, content_id, render, widen
+from ctxcli.stages.placeholder import cleared_calls, content_id, placeholder_ids, render, widen
 from ctxcli.stages.placeholder import parse as parse_placeholder
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 
@@ -595,11 +595,12 @@ def _compacted(
     originals go into ``context.stored`` when used (:func:`_with_compacted`)."""
     counter = context.counter
     names = tool_names([m.data for m in messages]) if positions else {}
+    held = set().union(*map(placeholder_ids, messages)) if positions else set()
     out: dict[int, Message] = {}
     for i in positions:
         message = messages[i]
         if message.role == "assistant":
-            cleared = cleared_calls(message, plan.COMPACT_OVER, counter)[0]
+            cleared = cleared_calls(message, plan.COMPACT_OVER, counter, held)[0]
             if cleared.tokens < message.tokens:
                 out[i] = cleared
             continue
