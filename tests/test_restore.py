@@ -509,6 +509,18 @@ def _file_text(lines: int) -> str:
     )
 
 
+def _compressed(path: Path, value: dict[str, Any], budget: int) -> Path:
+    """``value`` written to ``path`` as one record and compressed at ``budget`` tokens
+    beside it; the output's path."""
+    path.write_text(json.dumps(value) + "\n")
+    out = path.with_suffix(".out.jsonl")
+    result = CliRunner().invoke(
+        cli, ["compress", str(path), "--max-tokens", str(budget), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
 def _ask(text: str) -> dict[str, Any]:
     return {"role": "user", "parts": [{"text": text}]}
 
@@ -536,13 +548,7 @@ def test_gemini_call_arguments_the_summary_stage_cleared_restore(tmp_path: Path)
             _ask(f"Now step {k}: {_file_text(6)}"),
             {"role": "model", "parts": [{"text": f"Done {k}."}]},
         ]
-    path = tmp_path / "g.jsonl"
-    path.write_text(json.dumps({"contents": contents}) + "\n")
-    out = tmp_path / "g.out.jsonl"
-    result = CliRunner().invoke(
-        cli, ["compress", str(path), "--max-tokens", "2500", "-o", str(out)]
-    )
-    assert result.exit_code == 0, result.output
+    out = _compressed(tmp_path / "g.jsonl", {"contents": contents}, 2500)
     assert '"ctxcli_placeholder"' in out.read_text()  # the args were cleared, not folded
     back = tmp_path / "g.back.jsonl"
     result = CliRunner().invoke(cli, ["restore", str(out), "-o", str(back)])
@@ -578,13 +584,7 @@ def test_a_local_shell_call_keeps_its_action_and_the_stats_count_what_is_written
                 "content": [{"type": "output_text", "text": f"Done {k}."}],
             },
         ]
-    path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps({"input": items}) + "\n")
-    out = tmp_path / "r.out.jsonl"
-    result = CliRunner().invoke(
-        cli, ["compress", str(path), "--max-tokens", "2000", "-o", str(out)]
-    )
-    assert result.exit_code == 0, result.output
+    out = _compressed(tmp_path / "r.jsonl", {"input": items}, 2000)
     stats = json.loads((tmp_path / "r.out.stats.json").read_text())
     counted = CliRunner().invoke(cli, ["count", str(out)])
     assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1]
