@@ -561,7 +561,8 @@ def test_an_action_shows_the_command_run_not_the_numbers_of_what_was_written() -
         ]
     )
     assert "Write(/r/notes.md) → done" in body, body
-    assert "exec_command(rg -n compact src, /r) → done" in body, body
+    # the working directory both share is said once, on the newest
+    assert "exec_command(rg -n compact src) → done" in body, body
     assert "exec_command(git status --short, /r) → done" in body, body
     assert "2000" not in body and "12000" not in body and "as the next" not in body, body
 
