@@ -77,20 +77,20 @@ def compactable(messages: Sequence[Message], last_unit: int) -> list[int]:
     wrote, an edit; the summary stage replaces only those arguments), but the latest
     such message: the most recent calls stay as they were, even with an answer after
     them (in Claude Code they share their turn with its thinking)."""
-    calling = [i for i, m in enumerate(messages) if _calls(m)]
-    latest = calling[-1] if calling else -1
+    calling = {i for i, m in enumerate(messages) if _calls(m)}
+    calling.discard(max(calling, default=-1))
     return [
         i
         for i, m in enumerate(messages[:last_unit])
         if m.tokens > COMPACT_OVER
         and (
-            (
+            i in calling
+            or (
                 m.role in TOOL_ROLES
                 and m.data.get("content") is not None
                 and not looks_like(m.data.get("content"))
                 and not reports_error(m.data)
             )
-            or (i != latest and _calls(m))
         )
     ]
 

@@ -33,6 +33,9 @@ _SEAL_LIKE = " #" + "0" * SEAL_DIGITS
 MIN_SUMMARY_TOKENS = 32
 _FOLDED = re.compile(r"(\d+) earlier messages? folded|已折叠较早的 (\d+) 条消息")
 _EXTRACTIVE = EXTRACTIVE
+#: What the summary stage may turn into placeholders, by position: the message with
+#: them, and the originals they replaced (``{id: original}``).
+Compacted = dict[int, tuple[Message, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,9 @@ class Summary:
     standing where its messages were, so the output reads in the order things happened.
 
     How much is folded is the budget's call (:mod:`ctxcli.stages.plan`): the verbatim
-    tail is as long as fits beside the summaries' reserve, large tool results in it
-    become placeholders (naming the facts they omit) before whole messages are folded,
+    tail is as long as fits beside the summaries' reserve, large tool results and call
+    arguments in it become placeholders (naming the facts they omit) before whole
+    messages are folded,
     and the summaries get the room that is left, so that a larger budget never keeps a
     shorter tail nor gives a summary less room. Before the latest user turn
     (:func:`ctxcli.model.latest_turn`) the oldest messages are folded first into one
@@ -122,7 +126,7 @@ class Summary:
     def _fold(
         self,
         conversation: Conversation,
-        folding: tuple[_Layout, list[plan.Cut], dict[int, Message], str],
+        folding: tuple[_Layout, list[plan.Cut], Compacted, str],
         cap: int | None,
         context: Context,
     ) -> tuple[list[Message], dict[str, int]]:
@@ -325,7 +329,7 @@ def _cap(
 def _taken(
     layout: _Layout,
     cuts: list[plan.Cut],
-    compacted: dict[int, Message],
+    compacted: Compacted,
     cap: int | None,
     context: Context,
 ) -> tuple[list[list[int]], list[int], list[Message]]:
@@ -439,7 +443,7 @@ class _Layout:
         return [p if any(not messages[i].is_summary for i in p) else [] for p in sides]
 
     def coster(
-        self, compacted: Mapping[int, Message], frame: int
+        self, compacted: Compacted, frame: int
     ) -> Callable[[int, int, int], tuple[int, tuple[bool, bool]]]:
         """``cost(compacted, before, steps)``: the tokens a cut keeps, with ``frame``
         tokens per summary it writes (see :class:`ctxcli.stages.plan.Cut`)."""
@@ -449,7 +453,7 @@ class _Layout:
         for message in messages:
             folds.append(folds[-1] + (0 if message.is_system else message.tokens))
             fresh.append(fresh[-1] + int(not message.is_system and not message.is_summary))
-        saving = {i: messages[i].tokens - m.tokens for i, m in compacted.items()}
+        saving = {i: messages[i].tokens - m.tokens for i, (m, _) in compacted.items()}
         whole = self.conversation.tokens
 
         def cost(count: int, before: int, steps: int) -> tuple[int, tuple[bool, bool]]:
@@ -509,38 +513,17 @@ def _compacts(messages: Sequence[Message], groups: list[list[int]], turn: list[i
 
 
 def _with_compacted(
-    messages: Sequence[Message], compacted: Mapping[int, Message], fold: set[int], context: Context
+    messages: Sequence[Message], compacted: Compacted, fold: set[int], context: Context
 ) -> list[Message]:
     """``messages`` with the ``compacted`` placeholders (by position) in place of their
-    results, but where they are folded (the summary reads the original); their
-    originals go to ``context.stored``."""
+    results and call arguments, but where they are folded (the summary reads the
+    original); their originals go to ``context.stored``."""
     current = list(messages)
-    for i, new in compacted.items():
+    for i, (new, originals) in compacted.items():
         if i not in fold:
-            if messages[i].role == "assistant":
-                context.stored.update(_cleared(messages[i], new))
-            else:
-                original = messages[i].data.get("content")
-                context.stored[content_id(original)] = original
+            context.stored.update(originals)
             current[i] = new
     return current
-
-
-def _cleared(old: Message, new: Message) -> dict[str, Any]:
-    """The originals of the call arguments ``new`` replaced in ``old`` (``{id:
-    arguments}``)."""
-    functions = [
-        (a.get("function"), b.get("function"))
-        for a, b in zip(old.data.get("tool_calls") or [], new.data.get("tool_calls") or [])
-    ]
-    functions.append((old.data.get("function_call"), new.data.get("function_call")))
-    out: dict[str, Any] = {}
-    for before, after in functions:
-        if isinstance(before, Mapping) and isinstance(after, Mapping):
-            arguments = before.get("arguments")
-            if arguments != after.get("arguments"):
-                out[content_id(arguments)] = arguments
-    return out
 
 
 def _finish(
@@ -588,28 +571,31 @@ def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
 
 def _compacted(
     messages: Sequence[Message], positions: Sequence[int], context: Context
-) -> dict[int, Message]:
+) -> Compacted:
     """The tool results at ``positions`` as placeholders, and the assistant messages
     there with their long call arguments as placeholders
-    (:func:`ctxcli.stages.placeholder.cleared_calls`), where that is smaller; the
-    originals go into ``context.stored`` when used (:func:`_with_compacted`)."""
+    (:func:`ctxcli.stages.placeholder.cleared_calls`), where that is smaller, each with
+    the originals it replaced (into ``context.stored`` when used:
+    :func:`_with_compacted`)."""
     counter = context.counter
     names = tool_names([m.data for m in messages]) if positions else {}
-    held = set().union(*map(placeholder_ids, messages)) if positions else set()
-    out: dict[int, Message] = {}
+    held: set[str] | None = None  # the conversation's own placeholders, when needed
+    out: Compacted = {}
     for i in positions:
         message = messages[i]
         if message.role == "assistant":
-            cleared = cleared_calls(message, plan.COMPACT_OVER, counter, held)[0]
-            if cleared.tokens < message.tokens:
-                out[i] = cleared
-            continue
-        content = message.data.get("content")
-        tokens = counter.content(content)
-        text = render(content, tool=names.get(i, ""), tokens=tokens, head=100, tail=50, facts=True)
-        new = message.replace({**message.data, "content": text}, counter)
+            if held is None:
+                held = set().union(*map(placeholder_ids, messages))
+            new, originals = cleared_calls(message, plan.COMPACT_OVER, counter, held)
+        else:
+            content = message.data.get("content")
+            tokens = counter.content(content)
+            tool = names.get(i, "")
+            text = render(content, tool=tool, tokens=tokens, head=100, tail=50, facts=True)
+            new = message.replace({**message.data, "content": text}, counter)
+            originals = {content_id(content): content}
         if new.tokens < message.tokens:
-            out[i] = new
+            out[i] = new, originals
     return out
 
 
