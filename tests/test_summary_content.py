@@ -639,6 +639,7 @@ def test_a_request_cut_before_its_value_is_left_out() -> None:
         ("I can apply a $500 certificate.", "$500 certificate"),
         ("退款金额为¥299，请查收。", "退款金额 ¥299"),
         ("I can offer $100.", "$100"),
+        ("The fare is $305 in all; the bag fee is $30.", "bag fee $30"),
     ],
 )
 def test_an_amount_the_assistant_stated_keeps_what_it_is(sentence: str, fact: str) -> None:

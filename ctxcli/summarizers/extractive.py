@@ -369,7 +369,7 @@ _MONEY_WORDS = frozenset(
 #: (``Remaining balance``, ``travel insurance``).
 _MONEY_MODIFIERS = _MONEY_WORDS | frozenset(
     "new old remaining original previous final additional extra travel cancellation change "
-    "baggage ticket flight gift service net grand outstanding estimated current unused full "
+    "bag baggage ticket flight gift service net grand outstanding estimated current unused full "
     "partial upgrade booking seat room delivery shipping".split()
 )
 _CLAUSE_BEFORE = re.compile(r".*[.!?;(\n。！？；（，,]", re.DOTALL)
@@ -387,9 +387,10 @@ def _what_amount(text: str, amount: str) -> str:
     one right after it (``$500 certificate``); else up to six CJK characters before it
     (``退款金额 ¥299``); else the amount alone. Rule of the summary's facts: a fact keeps
     its label (issue 15)."""
-    at = text.find(amount)
-    if at < 0:
+    found = re.search(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # whole: not $30 of $305
+    if found is None:
         return amount
+    at = found.start()
     clause = _CLAUSE_BEFORE.sub("", text[max(0, at - 80) : at]).rstrip(" :：*-=")
     words = _LABEL_WORD.findall(clause)
     for j in range(len(words) - 1, max(-1, len(words) - 8), -1):
