@@ -701,3 +701,18 @@ def test_a_working_directory_every_command_shares_is_said_once_on_the_newest() -
     for bound in range(8, COUNTER.text(body) + 1):
         tight = _summary(_calls(calls), bound)
         assert repo in tight or not any(cmd in tight for cmd in commands[:-1]), bound
+
+
+def test_an_error_an_action_shows_as_its_outcome_is_not_listed_again() -> None:
+    # The outcome and the error line are cut to different lengths; both cut from the
+    # same line, the error is said once, in the action.
+    rejected = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected "
+        "(eg. if it was a file edit, the new_string was NOT written to the file). STOP what "
+        "you are doing and wait for the user to tell you how to proceed, then go on."
+    )
+    messages = _calls([("Write", {"file_path": "/r/tools.md", "content": "x\ny\n"}, rejected)])
+    messages[-1]["is_error"] = True
+    body = _summary(messages, 400)
+    assert "Write(/r/tools.md) → The user doesn't want to proceed" in body, body
+    assert body.count("The user doesn't want to proceed") == 1, body

@@ -704,14 +704,15 @@ def _first_items(
     of every message, each result's error after its call's name (``names``); the
     results of ``named`` (:func:`_user_named`) told in their action."""
     actions = _actions(messages, texts, kinds, named)
-    # An error line an action shows as its outcome is said there.
-    outcomes = {action.text.rpartition(" → ")[2] for action in actions}
+    # An error line an action shows as its outcome is said there, whole or cut (the
+    # outcome and the error line are cut to different lengths: compare their heads).
+    outcomes = [action.text.rpartition(" → ")[2].removesuffix("…") for action in actions]
     items: list[Item] = []
     for i, (text, kind) in enumerate(zip(texts, kinds)):
         name = names.get(i, "")
         found = _eager(text, kind)
         for order, (section, said, tier, seq) in enumerate(found):
-            if section == "errors" and said in outcomes:
+            if section == "errors" and _said_in(said.removesuffix("…"), outcomes):
                 continue
             if section == "errors" and name:
                 said = f"{name}: {said}"
@@ -722,9 +723,17 @@ def _first_items(
         if failed and not any(t[0] == "errors" for t in found):
             first = _TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip()
             line = shorten(first, NOTE_CHARS)
+            if _said_in(line.removesuffix("…"), outcomes):
+                continue
             said = f"{name}: {line}" if name else line
             items.append(Item("errors", said, ACTED, i, 99, 99))
     return items + actions
+
+
+def _said_in(line: str, outcomes: Sequence[str]) -> bool:
+    """Whether one of ``outcomes`` says ``line``: the same text, or one the head of the
+    other (both cut, at different lengths)."""
+    return any(line.startswith(o) or o.startswith(line) for o in outcomes if o and line)
 
 
 def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None:
