@@ -46,9 +46,8 @@ class Summary:
     How much is folded is the budget's call (:mod:`ctxcli.stages.plan`): the verbatim
     tail is as long as fits beside the summaries' reserve, large tool results and call
     arguments in it become placeholders (naming the facts they omit) before whole
-    messages are folded,
-    and the summaries get the room that is left, so that a larger budget never keeps a
-    shorter tail nor gives a summary less room. Before the latest user turn
+    messages are folded, and the summaries get the room that is left, so that a larger
+    budget never keeps a shorter tail nor gives a summary less room. Before the latest user turn
     (:func:`ctxcli.model.latest_turn`) the oldest messages are folded first into one
     summary right after the leading system messages; then, in an agent run (the user
     gave a task, the agent then made tool calls), the steps after that turn, oldest

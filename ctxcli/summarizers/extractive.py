@@ -706,13 +706,13 @@ def _first_items(
     actions = _actions(messages, texts, kinds, named)
     # An error line an action shows as its outcome is said there, whole or cut (the
     # outcome and the error line are cut to different lengths: compare their heads).
-    outcomes = [action.text.rpartition(" → ")[2].removesuffix("…") for action in actions]
+    outcomes = [action.text.rpartition(" → ")[2] for action in actions]
     items: list[Item] = []
     for i, (text, kind) in enumerate(zip(texts, kinds)):
         name = names.get(i, "")
         found = _eager(text, kind)
         for order, (section, said, tier, seq) in enumerate(found):
-            if section == "errors" and _said_in(said.removesuffix("…"), outcomes):
+            if section == "errors" and _said_in(said, outcomes):
                 continue
             if section == "errors" and name:
                 said = f"{name}: {said}"
@@ -721,19 +721,27 @@ def _first_items(
                 items.append(Item(section, said, typed, i, order, seq))
         failed = kind == "result" and messages[i].get("is_error") is True
         if failed and not any(t[0] == "errors" for t in found):
-            first = _TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip()
-            line = shorten(first, NOTE_CHARS)
-            if _said_in(line.removesuffix("…"), outcomes):
-                continue
-            said = f"{name}: {line}" if name else line
-            items.append(Item("errors", said, ACTED, i, 99, 99))
+            line = _failure(text, name, outcomes)
+            if line:
+                items.append(Item("errors", line, ACTED, i, 99, 99))
     return items + actions
 
 
+def _failure(text: str, name: str, outcomes: Sequence[str]) -> str:
+    """The error line of a failed result with no error line of its own: its first
+    line, after its tool's ``name``; ``""`` when an action's outcome says it."""
+    line = shorten(_TOOL_USE_ERROR.sub("", text.strip().partition("\n")[0]).strip(), NOTE_CHARS)
+    if _said_in(line, outcomes):
+        return ""
+    return f"{name}: {line}" if name else line
+
+
 def _said_in(line: str, outcomes: Sequence[str]) -> bool:
-    """Whether one of ``outcomes`` says ``line``: the same text, or one the head of the
-    other (both cut, at different lengths)."""
-    return any(line.startswith(o) or o.startswith(line) for o in outcomes if o and line)
+    """Whether one of ``outcomes`` says ``line``: the same text, or, both cut at
+    different lengths (``…``), one the head of the other."""
+    line = line.removesuffix("…")
+    heads = (o.removesuffix("…") for o in outcomes)
+    return any(line.startswith(o) or o.startswith(line) for o in heads if o and line)
 
 
 def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None:
