@@ -277,7 +277,8 @@ def _written(stats: FileStats) -> list[str]:
         )
     elif stats.store:
         lines.append(
-            f"wrote {stats.store} ({stats.store_entries:,} originals, {stats.store_bytes:,} bytes)"
+            f"wrote {stats.store} ({plural(stats.store_entries, 'original')}, "
+            f"{stats.store_bytes:,} bytes)"
         )
     return lines
 

@@ -61,7 +61,7 @@ def test_compress_writes_a_deduplicated_store_and_restore_gives_back_the_input(
     result = compress(source, "--placeholder-threshold", "100")
     out = tmp_path / "in.compressed.jsonl"
     store = tmp_path / "in.compressed.store.jsonl"
-    assert f"wrote {store} (1 originals," in result.output
+    assert f"wrote {store} (1 original," in result.output
     assert read_jsonl(store) == [{"id": content_id(BIG), "content": BIG}]
     stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
     assert stats["stage_events"]["placeholder"]["placeholders_written"] == 2
@@ -406,7 +406,7 @@ def test_a_run_that_only_keeps_placeholders_writes_a_store_restore_reads(
     out = tmp_path / "in.compressed.jsonl"
     again = tmp_path / "again.jsonl"
     result = compress(out, "--placeholder-threshold", "100", "-o", str(again))
-    assert f"wrote {tmp_path / 'again.store.jsonl'} (1 originals" in result.output
+    assert f"wrote {tmp_path / 'again.store.jsonl'} (1 original," in result.output
     back = CliRunner().invoke(cli, ["restore", str(again), "-o", "-"])
     assert back.exit_code == 0, back.output
     assert back.stdout == again.read_text()
