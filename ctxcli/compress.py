@@ -94,7 +94,8 @@ class Compressor:
         self.counter = TokenCounter(self.encoding, cache_dir=cache_dir)
         self.format = formats.get(settings.format) if settings.format else None
         self.summarizer = summarizer if summarizer is not None else build(settings.summarizer)
-        self.context = Context(settings.max_tokens, self.counter, self.summarizer)
+        whole = frozenset().union(*(getattr(s, "exclude_tools", ()) for s in settings.stages))
+        self.context = Context(settings.max_tokens, self.counter, self.summarizer, whole)
         self.recipe = Recipe(settings, self.counter, self.context, self.format, score)
         #: Warnings so far, over all files.
         self.warned = 0

@@ -398,3 +398,46 @@ def test_a_large_call_in_the_kept_tail_has_its_arguments_cleared_not_its_unit_fo
     ]
     stored = list(result.stored.values())
     assert originals and all(a in stored for a in originals)  # what restore puts back
+
+
+def _reading_run(steps: int) -> dict[str, Any]:
+    """A task, then ``steps`` calls alternating between ``read_file`` and ``grep``,
+    each result about 700 tokens of distinct text."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Find where config.py parses the timeout and fix it."},
+    ]
+    for k in range(steps):
+        name = "read_file" if k % 2 == 0 else "grep"
+        call = {"id": f"c{k}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps({"path": f"src/m{k}.py"})}
+        lines = "\n".join(f"line {k}-{j}: value_{k}_{j} = {k * j}" for j in range(60))
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": lines})
+    messages.append({"role": "assistant", "content": "The timeout is parsed in src/m3.py."})
+    return {"messages": messages}
+
+
+def test_the_kept_tail_keeps_the_results_of_excluded_tools_whole() -> None:
+    """``placeholder: {exclude_tools: [read_file]}`` is a promise that no read_file
+    result becomes a placeholder: the summary stage's compaction of the kept tail
+    keeps it too (it used to turn them into placeholders all the same)."""
+    from ctxcli.compress import Compressor
+
+    record = _reading_run(12)
+
+    def placeheld(options: Mapping[str, Any]) -> list[str]:
+        settings = resolve(max_tokens=5000, stage_options={"placeholder": options})
+        after = Compressor(settings).conversation(record).after.messages
+        names = {
+            c["id"]: c["function"]["name"] for m in after for c in m.data.get("tool_calls") or []
+        }
+        return [
+            names[m.data["tool_call_id"]]
+            for m in after
+            if m.role == "tool" and str(m.data["content"]).startswith(PLACEHOLDER_START)
+        ]
+
+    assert "read_file" in placeheld({})  # else this test shows nothing
+    excluded = placeheld({"exclude_tools": ["read_file"]})
+    assert excluded and "read_file" not in excluded

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 @dataclass
 class Context:
     """What every stage shares for a run: the budget (tokens per conversation, ``None``
-    for no budget), the token counter and the summarizer.
+    for no budget), the token counter and the summarizer, and the tools whose results
+    and call arguments no stage turns into placeholders (``whole_tools``: the
+    placeholder stage's ``exclude_tools``, which the summary stage's compaction of the
+    kept tail keeps to as well).
 
     ``stored`` (originals a stage replaced restorably, ``{id: content}``) and
     ``warnings`` belong to one conversation: :func:`ctxcli.pipeline.run` gives each its
@@ -35,6 +38,7 @@ class Context:
     max_tokens: int | None
     counter: TokenCounter
     summarizer: Summarizer | None = None
+    whole_tools: frozenset[str] = frozenset()
     warnings: list[str] = field(default_factory=list)
     stored: dict[str, Any] = field(default_factory=dict)
 

@@ -369,19 +369,20 @@ class Placeholder:
 
 
 def cleared_calls(
-    message: Message, threshold: int, counter: TokenCounter, held: set[str]
+    message: Message, threshold: int, context: Context, held: set[str]
 ) -> tuple[Message, dict[str, Any]]:
     """``message`` (an assistant's) with each tool-call argument string of more than
     ``threshold`` tokens replaced by a placeholder that lists the facts it omits, as
     ``clear_inputs`` writes them, and the originals it replaced (``{id: arguments}``);
     ``message`` itself when none is smaller so. Arguments whose id is in ``held`` (the
     ids of the conversation's own placeholders: :func:`placeholder_ids`) stay whole,
-    so one id never stands for two texts (see the module docstring)."""
-    scratch = Context(None, counter)
+    so one id never stands for two texts (see the module docstring), and so do those
+    of the tools in ``context.whole_tools``; ``context`` gives the token counter."""
+    scratch = Context(None, context.counter)
     events: dict[str, int] = {}
-    new = Placeholder(threshold=threshold, facts=True)._clear_calls(
-        message, set(), scratch, events, held
-    )
+    whole = tuple(sorted(context.whole_tools))
+    clearing = Placeholder(threshold=threshold, facts=True, exclude_tools=whole)
+    new = clearing._clear_calls(message, set(), scratch, events, held)
     return new, scratch.stored
 
 

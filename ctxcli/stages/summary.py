@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ctxcli.errors import SummaryError
 from ctxcli.model import (
     SEAL_DIGITS,
-    SUMMARY_MARKER,
     Conversation,
     Message,
     latest_turn,
     seal,
+    summary_header,
     tool_names,
     units,
 )
@@ -223,7 +223,7 @@ class Summary:
         # The header is in the body's language, foreseen as the extractive summarizer
         # picks it; its cost is reserved before the body, with the seal's.
         foreseen = _EXTRACTIVE.language_of(fresh, previous=previous)
-        header_cost = counter.text(_header(count, foreseen) + _SEAL_LIKE) + 1
+        header_cost = counter.text(summary_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
         body, fell_back = _body_of(conversation, fresh, (previous, body_bound), context)
@@ -232,9 +232,9 @@ class Summary:
         # The extractive body is in the foreseen language (its labels say so, whatever
         # tool names it quotes); a model's body is in whatever language it wrote.
         extractive = summarizer is _EXTRACTIVE or fell_back
-        header = _header(count, foreseen if extractive else language([body]))
+        header = summary_header(count, foreseen if extractive else language([body]))
         if counter.text(header + _SEAL_LIKE) + 1 > header_cost:  # a model wrote in
-            header = _header(count, foreseen)  # another language
+            header = summary_header(count, foreseen)  # another language
         data = {"role": role, "content": seal(header, body)}
         return Message(data, counter.message(data), None, True), fell_back
 
@@ -320,7 +320,7 @@ def _cap(
         previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
         body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter, bound=limit - need)
         lang = _EXTRACTIVE.language_of(fresh, previous=previous)  # from measure's reading
-        need += counter.text(_header(len(folded), lang) + _SEAL_LIKE) + 8 + body
+        need += counter.text(summary_header(len(folded), lang) + _SEAL_LIKE) + 8 + body
     need = max(min(need, limit), MIN_SUMMARY_TOKENS)
     return need if max_tokens is None else min(need, max_tokens)
 
@@ -573,9 +573,9 @@ def _compacted(
 ) -> Compacted:
     """The tool results at ``positions`` as placeholders, and the assistant messages
     there with their long call arguments as placeholders
-    (:func:`ctxcli.stages.placeholder.cleared_calls`), where that is smaller, each with
-    the originals it replaced (into ``context.stored`` when used:
-    :func:`_with_compacted`)."""
+    (:func:`ctxcli.stages.placeholder.cleared_calls`), where that is smaller, but those
+    of the tools in ``context.whole_tools``, each with the originals it replaced (into
+    ``context.stored`` when used: :func:`_with_compacted`)."""
     counter = context.counter
     names = tool_names([m.data for m in messages]) if positions else {}
     held: set[str] | None = None  # the conversation's own placeholders, when needed
@@ -585,7 +585,9 @@ def _compacted(
         if message.role == "assistant":
             if held is None:
                 held = set().union(*map(placeholder_ids, messages))
-            new, originals = cleared_calls(message, plan.COMPACT_OVER, counter, held)
+            new, originals = cleared_calls(message, plan.COMPACT_OVER, context, held)
+        elif names.get(i, "") in context.whole_tools:
+            continue
         else:
             content = message.data.get("content")
             tokens = counter.content(content)
@@ -645,14 +647,6 @@ def _floored(shares: Sequence[int], parts: Sequence[Sequence[int]], floor: int) 
         if parts[k] and parts[other] and shares[k] < floor:
             out[other] = max(floor, out[other] - (floor - shares[k]))
     return out
-
-
-def _header(count: int, lang: str) -> str:
-    """A summary's first line, in English or Chinese, before its seal (see
-    :func:`ctxcli.model.seal`, by which a later run recognises the summary)."""
-    if lang == "zh":
-        return f"{SUMMARY_MARKER} 已折叠较早的 {count} 条消息。"
-    return f"{SUMMARY_MARKER} {count} earlier message{'' if count == 1 else 's'} folded."
 
 
 def _original(data: Mapping[str, Any], stored: Mapping[str, Any]) -> Mapping[str, Any]:
