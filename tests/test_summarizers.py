@@ -83,6 +83,23 @@ def test_an_english_range_or_count_keeps_its_ends_and_its_noun() -> None:
     assert facts("The trip is 2 to 3 hours long, 10-20 kg.") == ["2 to 3 hours", "10-20 kg"]
 
 
+def test_a_word_that_labels_an_id_is_no_name_and_a_clock_time_no_quantity() -> None:
+    """ "go with Flight HAT072" gave the fact "Flight" beside HAT072 (tau-bench runs
+    listed "Flight" and "Reservation" among their facts), and "at 10:00 flight" gave
+    "00 flight"; names before other words, or before a date, stay."""
+    assert facts("Yes, let's go with Flight HAT072 departing at 9 am.") == ["HAT072"]
+    assert facts("Please look for Reservation ZFA04Y, from Newark at 10:00 flight") == [
+        "ZFA04Y",
+        "Newark",
+    ]
+    assert facts("Book a flight from New York to Seattle on May 20.") == [
+        "New York",
+        "Seattle",
+        "May 20",
+    ]
+    assert "Ivan Martin" in facts("add my friend Ivan Martin 1973-08-20 to it")
+
+
 def test_long_requests_are_shortened_to_their_first_sentence_and_question() -> None:
     text = "I bought a phone last week. " + "It was fine at first. " * 10 + "Can I return it?"
     assert short_request(text) == "I bought a phone last week. Can I return it?"

@@ -159,7 +159,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         # digit and never given back (no digit starts what follows it): where it is
         # no quantity, no later digit of it starts one either.
         re.compile(
-            rf"\d(?<!\d\d)(?<!\d[,.]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
+            rf"\d(?<!\d\d)(?<!\d[,.:]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
             rf"(?:(?i: ?{_UNITS}(?: (?!{_GLUE}\b)[a-z]{{3,12}})?(?![A-Za-z]))"
             rf"| ?{_CJK_UNITS}| (?:{_QUALIFIER} ){{0,2}}[a-z]{{3,12}}(?![A-Za-z-]))"
         ),
@@ -215,10 +215,14 @@ _CODE_LINE = re.compile(
 )
 #: Names: two or more capitalised words inside a sentence ("New York", "Mia Li"), or
 #: one after a word that introduces a place or person ("from Austin", "to Oslo") -
-#: a lone capitalised word elsewhere is too often just a word ("Would", "Price").
+#: a lone capitalised word elsewhere is too often just a word ("Would", "Price"). Words
+#: right before an id of capitals and digits label it, and the id is the fact ("go
+#: with Flight HAT072", "Reservation ZFA04Y"): no name.
+_BEFORE_AN_ID = r"(?! (?=[A-Z0-9]*[A-Z])[A-Z0-9]*\d[A-Z0-9]*(?![\w/:-]|[.,]\d))"
 _NAME = re.compile(
-    r"(?<=[a-z,;:] )([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
-    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) ([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+    rf"(?<=[a-z,;:] )([A-Z][a-z]++(?: [A-Z][a-z]++)++){_BEFORE_AN_ID}"
+    r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) "
+    rf"([A-Z][a-z]++(?: [A-Z][a-z]++)*+){_BEFORE_AN_ID}"
 )
 #: Keys of a state rather than a thing: their values say something only of an item
 #: the summary names (see :func:`json_facts`).
