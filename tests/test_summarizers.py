@@ -718,3 +718,132 @@ def test_a_sentence_every_request_repeats_is_said_once() -> None:
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
     assert body.count(tic) == 1 and "M20IZO" in body, body
+
+
+def _ran(steps: list[tuple[str, dict[str, Any], str]]) -> str:
+    """The summary of an agent run making each call of ``steps`` with its result."""
+    import json
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for n, (name, arguments, result) in enumerate(steps):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    return SUMMARIZER.summarize(messages, previous=None, max_tokens=600, counter=COUNTER)
+
+
+def _codex(chunk: str, status: str, output: str) -> str:
+    """A Codex CLI exec tool's output, its head lines as Codex writes them."""
+    return (
+        f"Chunk ID: {chunk}\nWall time: 1.0037 seconds\n{status}\n"
+        f"Original token count: 12\nOutput:\n{output}"
+    )
+
+
+def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts() -> None:
+    """A Codex session's exec_command mostly answers "running" and a write_stdin
+    poll of its session gives the output: the summary listed each command "→ ok",
+    one "write_stdin(as the next, but session_id 20936 | 78859 | …) ×28 → ok",
+    a failing test run's error under a poll, a failed write_stdin as "ok", and the
+    chunk ids of every output ("a21e41; ebd87a; …") as facts."""
+    running = "Process running with session ID 20936"
+    failing = "FAIL src/a.test.ts\nAssertionError: expected undefined to equal 90\n"
+    body = _ran(
+        [
+            ("exec_command", {"cmd": "npm test"}, _codex("a21e41", running, "")),
+            ("write_stdin", {"session_id": 20936, "chars": ""}, _codex("ebd87a", running, "")),
+            (
+                "write_stdin",
+                {"session_id": 20936, "chars": ""},
+                _codex("c9c6a1", "Process exited with code 1", failing),
+            ),
+            (
+                "write_stdin",
+                {"session_id": 20936, "chars": "\u0003"},
+                "write_stdin failed: stdin is closed",
+            ),
+            (
+                "exec_command",
+                {"cmd": "rg -n compact src"},
+                _codex("29c337", "Process exited with code 1", ""),
+            ),
+            (
+                "exec_command",
+                {"cmd": "git diff"},
+                _codex("6b22f4", running.replace("20936", "83395"), ""),
+            ),
+        ]
+    )
+    actions = next(line for line in body.splitlines() if line.startswith("Actions:"))
+    assert "exec_command(npm test) → AssertionError: expected undefined to equal 90" in actions
+    assert "write_stdin(20936, \u0003) → write_stdin failed: stdin is closed" in actions, body
+    assert "exec_command(rg -n compact src) → exit 1" in actions, body
+    assert "exec_command(git diff) → running, session 83395" in actions, body
+    assert actions.count("write_stdin(") == 1, body  # the polls are their command's
+    for chunk in ("a21e41", "ebd87a", "c9c6a1", "29c337", "6b22f4"):
+        assert chunk not in body, body
+
+
+def test_a_plan_says_each_step_with_its_status() -> None:
+    """Codex's update_plan came out "update_plan(in_progress, 90, Run focused
+    verification (each status pending))": the steps' texts gone, the statuses
+    scrambled. Claude Code's TodoWrite alike, with its activeForm twice."""
+    plan = [
+        {"step": "Add failing tests for the 90% threshold", "status": "completed"},
+        {"step": "Run focused verification", "status": "in_progress"},
+    ]
+    todos = [{"content": "Analyze the project", "status": "pending", "activeForm": "Analyzing"}]
+    body = _ran(
+        [("update_plan", {"plan": plan}, "Plan updated"), ("TodoWrite", {"todos": todos}, "ok")]
+    )
+    assert (
+        "update_plan(Add failing tests for the 90% threshold [completed], "
+        "Run focused verification [in_progress]) → Plan updated"
+    ) in body, body
+    assert "TodoWrite(Analyze the project [pending])" in body and "Analyzing" not in body, body
+
+
+def test_calls_alike_are_not_merged_across_a_state_change_so_the_order_holds() -> None:
+    """A file read, written, then read again came out "read_file(a.py | b.py) ×2 →
+    ok; write_file(b.py) → ok": the check after the write was lost. Look-ups alike
+    with nothing changed between them are still one item."""
+    body = _ran(
+        [
+            ("read_file", {"path": "a.py"}, "x = 1\n" * 30),
+            ("write_file", {"path": "b.py", "content": "y = 2\nz = 3\n"}, "written"),
+            ("read_file", {"path": "b.py"}, "y = 2\n" * 30),
+            ("get_order", {"order_id": "A1234"}, "ok"),
+            ("get_order", {"order_id": "B5678"}, "ok"),
+        ]
+    )
+    actions = next(line for line in body.splitlines() if line.startswith("Actions:"))
+    assert "read_file(a.py) → ok; write_file(b.py) → written; read_file(b.py) → ok" in actions
+    assert "get_order(A1234 | B5678) ×2 → ok" in actions, body
+
+
+def test_a_refused_call_says_so_and_an_interruption_is_no_request() -> None:
+    """Claude Code answers a call the user refused with a paragraph the summary gave
+    as the outcome and again under Errors, and marks the turn the user stopped with
+    "[Request interrupted by user for tool use]", which came out as a user request."""
+    refusal = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected "
+        "(eg. if it was a file edit, the new_string was NOT written to the file). STOP "
+        "what you are doing and wait for the user to tell you how to proceed."
+    )
+    call = {"id": "w1", "type": "function"}
+    call["function"] = {
+        "name": "Write",
+        "arguments": '{"file_path": "/r/tools.md", "content": "a\\nb"}',
+    }
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Show the tools and store them in a file."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "w1", "content": refusal, "is_error": True},
+        {"role": "user", "content": "[Request interrupted by user for tool use]"},
+        {"role": "user", "content": "Explore the repository instead."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    assert "Write(/r/tools.md) → rejected by the user" in body, body
+    assert "interrupted" not in body and "Errors:" not in body and "STOP" not in body, body
+    assert "Explore the repository instead." in body, body

@@ -706,13 +706,13 @@ def test_a_working_directory_every_command_shares_is_said_once_on_the_newest() -
 def test_an_error_an_action_shows_as_its_outcome_is_not_listed_again() -> None:
     # The outcome and the error line are cut to different lengths; both cut from the
     # same line, the error is said once, in the action.
-    rejected = (
-        "The user doesn't want to proceed with this tool use. The tool use was rejected "
-        "(eg. if it was a file edit, the new_string was NOT written to the file). STOP what "
-        "you are doing and wait for the user to tell you how to proceed, then go on."
+    refused = (
+        "The sandbox does not allow writes outside the workspace, so the file was not "
+        "written (the new content is lost). Ask the user to widen the sandbox with "
+        "--sandbox workspace-write or to approve the write, then go on."
     )
-    messages = _calls([("Write", {"file_path": "/r/tools.md", "content": "x\ny\n"}, rejected)])
+    messages = _calls([("Write", {"file_path": "/r/tools.md", "content": "x\ny\n"}, refused)])
     messages[-1]["is_error"] = True
     body = _summary(messages, 400)
-    assert "Write(/r/tools.md) → The user doesn't want to proceed" in body, body
-    assert body.count("The user doesn't want to proceed") == 1, body
+    assert "Write(/r/tools.md) → The sandbox does not allow writes" in body, body
+    assert body.count("The sandbox does not allow writes") == 1, body

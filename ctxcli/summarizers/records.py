@@ -49,7 +49,9 @@ _SECONDS = re.compile(r"(?<!\d)(\d{1,2}:\d\d):\d\d(?![\d.,:])")
 #: no fact a later turn needs, so a record leaves it out.
 SMALL_COUNT = 100
 #: An outcome that reports a failure (see :func:`outcome`).
-ERROR_OUTCOME = re.compile(r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found")
+ERROR_OUTCOME = re.compile(
+    r"(?i)error|exception|traceback|failed|fatal|panic|denied|not found|^exit -?[1-9]"
+)
 
 
 def changes_state(name: str) -> bool:
@@ -355,7 +357,12 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
 
 def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
     """The leaves of a list (under ``key``), what each run of objects shares said once
-    after it (:func:`_runs`): ``HAT080, HAT076 (each date 2024-05-28)``."""
+    after it (:func:`_runs`): ``HAT080, HAT076 (each date 2024-05-28)``; a plan's
+    steps each with its status (:func:`_steps`)."""
+    steps = _steps(value)
+    if steps:
+        yield from steps
+        return
     for start, end, keys in _runs(value):
         run = value[start:end]
         told = [leaf for item in run for leaf in _leaves(_without(item, keys), key)]
@@ -363,6 +370,28 @@ def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
             shared = ", ".join(f"{key} {_SPACE.sub(' ', str(run[0][key])).strip()}" for key in keys)
             told[-1] += f" (each {shared})"
         yield from told
+
+
+#: The key of a plan step's text: Codex's ``update_plan`` (``step``), Claude Code's
+#: ``TodoWrite`` (``content``), Gemini CLI's ``write_todos`` (``description``).
+_STEP_TEXT = ("step", "content", "description", "task", "title", "text")
+
+
+def _steps(value: list[Any]) -> list[str]:
+    """Each step of a plan or to-do list as ``text [status]`` (``Run focused
+    verification [pending]``; its text within :data:`ARGUMENT_CHARS`, Claude Code's
+    ``activeForm`` left out): where the run stands, which the values alone scramble;
+    ``[]`` when ``value`` is no list of objects each with a ``status`` and a text."""
+    out = []
+    for item in value:
+        if not isinstance(item, Mapping):
+            return []
+        status = item.get("status")
+        text = next((item[k] for k in _STEP_TEXT if isinstance(item.get(k), str)), None)
+        if not isinstance(status, str) or text is None:
+            return []
+        out.append(f"{shorten(_SPACE.sub(' ', text).strip(), ARGUMENT_CHARS)} [{status}]")
+    return out
 
 
 def _runs(items: Sequence[Any]) -> list[tuple[int, int, list[str]]]:
@@ -408,22 +437,73 @@ def _without(item: Any, keys: Sequence[str]) -> Any:
 _PROMPT_AFTER = re.compile(r"(?:\n\((?:Open file|Current directory): [^\n]*\))+\n?(?:bash-\$\s*)?$")
 
 
+#: The lines Codex CLI's exec tools (``exec_command``, ``write_stdin``) open each
+#: output with: a chunk id, the wall time, the process's exit code or the session of
+#: one still running, the output's token count, then ``Output:``.
+_EXEC_HEAD = re.compile(
+    r"\AChunk ID: \S+\n(?:Wall time: [^\n]*\n)?"
+    r"(?:Process exited with code (?P<code>-?\d+)\n"
+    r"|Process running with session ID (?P<session>\d+)\n)?"
+    r"(?:Original token count: \d+\n)?(?:Output:\n)?"
+)
+#: What :func:`without_exec_head` leaves of those lines, the outcome when no error
+#: line says more.
+_EXEC_STATUS = re.compile(r"exit -?\d+|running, session \d+")
+#: A first line that says its tool failed (``write_stdin failed: stdin is closed``).
+_FAILED = re.compile(r"\w+ failed: ").match
+
+
+#: What Claude Code answers for a call the user refused: nothing was run or written.
+_REJECTED = re.compile(r"\s*The user doesn't want to (?:proceed with|take) this")
+
+
+def user_rejected(result: str) -> bool:
+    """Whether ``result`` is Claude Code's answer to a call the user refused ("The user
+    doesn't want to proceed with this tool use. The tool use was rejected …"), which
+    an outcome says as ``rejected by the user``."""
+    return _REJECTED.match(result) is not None
+
+
+def without_exec_head(result: str) -> str:
+    """``result`` without the lines Codex CLI's exec tools open it with
+    (:data:`_EXEC_HEAD`: a chunk id is no fact of the run), and in their place
+    ``exit N`` for a process that exited with a code other than 0, ``running, session
+    N`` for one still running (the session a later ``write_stdin`` names); any other
+    result as it is."""
+    head = _EXEC_HEAD.match(result)
+    if head is None:
+        return result
+    rest = result[head.end() :]
+    if head["code"] not in (None, "0"):
+        return f"exit {head['code']}\n{rest}"
+    if head["session"]:
+        return f"running, session {head['session']}\n{rest}"
+    return rest
+
+
 def outcome(
     result: str | None, *, failed: bool = False, errors: Sequence[str] | None = None
 ) -> str:
     """``ok``, the first error line of a call's ``result`` (``errors``, when the caller
     has them already; ``failed``: it says it failed, so its first line when no line
-    names an error), or a short result itself (``344`` of ``python reproduce.py``,
-    SWE-agent's ``(Open file: …)`` lines after it aside); ``?`` with no result."""
+    names an error, as when that line says so: ``write_stdin failed: stdin is closed``),
+    ``rejected by the user`` (:func:`user_rejected`),
+    a process's exit code or session (:func:`without_exec_head`), or a short result
+    itself (``344`` of ``python reproduce.py``, SWE-agent's ``(Open file: …)`` lines
+    after it aside); ``?`` with no result."""
     if result is None:
         return "?"
+    if user_rejected(result):
+        return "rejected by the user"
     result = _PROMPT_AFTER.sub("", result)
     found = error_lines(result, limit=1) if errors is None else errors
     if found:
         return found[0]
     head = result.strip().partition("\n")[0]
-    if failed or head.lower().startswith(("error", "failed", "exception")):
+    if failed or head.lower().startswith(("error", "failed", "exception")) or _FAILED(head):
         return shorten(head, 120) or "error"
+    if _EXEC_STATUS.fullmatch(head):
+        return head
     short = result.strip()
     if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
         return short  # a short answer says more than "ok": calculate → 255.0
