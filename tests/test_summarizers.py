@@ -847,3 +847,18 @@ def test_a_refused_call_says_so_and_an_interruption_is_no_request() -> None:
     assert "Write(/r/tools.md) → rejected by the user" in body, body
     assert "interrupted" not in body and "Errors:" not in body and "STOP" not in body, body
     assert "Explore the repository instead." in body, body
+
+
+def test_a_note_keeps_what_the_agent_concluded_not_what_it_plans() -> None:
+    """The bundled agent run at an eighth of its tokens had no notes: the agent's
+    diagnosis ("`invoice_total` converts the Decimal total to float, which can drop
+    a cent.") holds no digit, and a sentence that opened with a backtick read as code."""
+    answer = (
+        "`invoice_total` converts the Decimal total to float, which can drop a cent. "
+        "Let me run the tests and find every caller before changing the return type. "
+        "We can use the `ls -F` command to list the files."
+    )
+    body = _run([("read_file", {"path": "billing/invoice.py"})], answer)
+    notes = body.partition("Assistant notes:")[2]
+    assert "`invoice_total` converts the Decimal total to float, which can drop a cent." in notes
+    assert "Let me run" not in notes and "ls -F" not in notes, body

@@ -328,9 +328,10 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
 
 
 #: A fenced code block of Markdown, and a sentence that is code, JSON or a heading
-#: (``"id": "x",``, ``if (n === 0) {``, ``## Design``): no statement of the assistant.
+#: (``"id": "x",``, ``if (n === 0) {``, ``## Design``, a line of code in backticks): no
+#: statement of the assistant; a sentence that opens with a name in backticks is one.
 _FENCED = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
-_NOT_PROSE = re.compile(r"^(?:[\"{}\[\]<#|`]|//)|[{}\[;,(]$")
+_NOT_PROSE = re.compile(r"^(?:[\"{}\[\]<#|]|//|``|`[^`]*(?:`\W*)?$)|[{}\[;,(]$")
 
 
 #: A sentence that says what cannot be done and often why ("basic economy flights
@@ -342,16 +343,30 @@ _REFUSAL = re.compile(
 )
 
 
+#: A sentence that says why: a cause found, a fix made, what code does wrong
+#: ("`invoice_total` converts the Decimal total to float, which can drop a cent"), on
+#: which an agent's next step builds.
+_CONCLUDES = re.compile(
+    r"\b(?:because|caused by|the cause|root cause|the fix|fixed|instead of|turns out"
+    r"|which (?:can|could|would|will|should|means))\b",
+    re.IGNORECASE,
+)
+
+
+def _noted(sentence: str) -> bool:
+    """Whether an assistant's ``sentence`` is a note: one of some length that states a
+    fact (a digit), a limit (:data:`_REFUSAL`) or a conclusion (:data:`_CONCLUDES`), and
+    is prose (:data:`_NOT_PROSE`)."""
+    if len(sentence) + len(_CJK_CHAR.findall(sentence)) < NOTE_MIN_CHARS:
+        return False  # a CJK character counts as two
+    said = _DIGIT.search(sentence) or _REFUSAL.search(sentence) or _CONCLUDES.search(sentence)
+    return said is not None and not _NOT_PROSE.search(sentence)
+
+
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
-    stated = _DIGIT.search(prose) or _REFUSAL.search(prose)
-    notes = [
-        s
-        for s in (sentences(prose) if stated else ())
-        if len(s) + len(_CJK_CHAR.findall(s)) >= NOTE_MIN_CHARS  # a CJK character as two
-        and (_DIGIT.search(s) or _REFUSAL.search(s))
-        and not _NOT_PROSE.search(s)
-    ]
+    stated = _DIGIT.search(prose) or _REFUSAL.search(prose) or _CONCLUDES.search(prose)
+    notes = [s for s in (sentences(prose) if stated else ()) if _noted(s)]
     out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
     for fact in _facts(text):
         if _AMOUNT.match(fact):
