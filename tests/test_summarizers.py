@@ -862,3 +862,13 @@ def test_a_note_keeps_what_the_agent_concluded_not_what_it_plans() -> None:
     notes = body.partition("Assistant notes:")[2]
     assert "`invoice_total` converts the Decimal total to float, which can drop a cent." in notes
     assert "Let me run" not in notes and "ls -F" not in notes, body
+
+
+def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
+    """``circle_area(radius=4)`` read "circle_area() → ok", a call with no arguments
+    (a lone small value says nothing, so it was left out)."""
+    from ctxcli.summarizers.records import arguments_text
+
+    assert arguments_text('{"radius": 4}') == "radius 4"
+    assert arguments_text('{"radius": 4, "unit": "cm"}') == "cm"
+    assert arguments_text("{}") == ""

@@ -218,12 +218,24 @@ def _scalar(value: Any) -> bool:
 def arguments_text(arguments: str) -> str:
     """The identifying arguments of a call: its scalar values in order, depth first
     (``JFK→SEA`` for an origin and destination, strings whitespace-collapsed and each
-    within :data:`ARGUMENT_CHARS`), all within :data:`ACTION_ARGUMENT_CHARS`."""
+    within :data:`ARGUMENT_CHARS`), all within :data:`ACTION_ARGUMENT_CHARS`; when all
+    are small values, those after their keys (:func:`_small_ones`)."""
     value = parse_json(arguments) if arguments.strip() else None
     if value is None:
         return shorten(_SPACE.sub(" ", arguments), ACTION_ARGUMENT_CHARS)
-    leaves = list(_leaves(value))
+    leaves = list(_leaves(value)) or _small_ones(value)
     return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
+
+
+def _small_ones(value: Any) -> list[str]:
+    """The small values of an arguments object each after its key (``radius 4``,
+    ``confirm true``), for a call whose every argument is one (:data:`_SMALL`): shown
+    alone they say nothing, but left out the call reads as one with no arguments
+    (``circle_area() → ok``)."""
+    if not isinstance(value, Mapping):
+        return []
+    pairs = [(str(k), _SPACE.sub(" ", str(v)).strip()) for k, v in value.items() if _scalar(v)]
+    return [f"{k} {v}" for k, v in pairs if _SMALL.fullmatch(v)]
 
 
 #: What a score counts as a fact (:mod:`ctxcli.score`): a word with a digit, a number
