@@ -872,3 +872,103 @@ def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
     assert arguments_text('{"radius": 4}') == "radius 4"
     assert arguments_text('{"radius": 4, "unit": "cm"}') == "cm"
     assert arguments_text("{}") == ""
+
+
+def test_a_record_says_a_yes_or_no_and_when_it_was_made_by_their_keys() -> None:
+    """tau-bench's reservations came out without ``insurance`` (a yes/no alone says
+    nothing, so it was left out: the refund a model may grant depends on it) and
+    with ``created_at`` as a bare date beside the flight's (the 24-hour rule)."""
+    from ctxcli.summarizers.records import records
+
+    value = {
+        "reservation_id": "JG7FMM",
+        "insurance": "yes",
+        "created_at": "2024-05-15T15:00:00",
+        "refundable": False,
+        "status": None,
+    }
+    assert list(records(value, "result")) == [
+        "reservation JG7FMM: insurance yes, created_at 2024-05-15T15:00, refundable false"
+    ]
+
+
+def test_a_small_amount_or_count_in_a_call_shows_by_its_key() -> None:
+    """ "book_reservation(…, gift_card_6136092, 129, credit_card_2198526)": the 6 paid by
+    card was left out as a lone small value, and so were the bags taken."""
+    from ctxcli.summarizers.records import arguments_text
+
+    arguments = (
+        '{"payment_methods": [{"payment_id": "gift_card_6136092", "amount": 129},'
+        ' {"payment_id": "credit_card_2198526", "amount": 6}],'
+        ' "total_baggages": 2, "nonfree_baggages": 0}'
+    )
+    shown = arguments_text(arguments)
+    assert shown == "gift_card_6136092, 129, credit_card_2198526, amount 6, total_baggages 2"
+
+
+def test_a_state_change_made_is_written_whole_not_as_a_later_attempts_variant() -> None:
+    """A booking that succeeded read "book_reservation(as the next, but payment_id
+    certificate_4856383) → ok, reservation HATHAT", told by a later booking that failed:
+    what was booked and paid with was only in the failed call."""
+    booking = {
+        "user_id": "mia_li_3668",
+        "flights": [{"flight_number": "HAT136", "date": "2024-05-20"}],
+        "payment_id": "certificate_4856383",
+        "cabin": "economy",
+    }
+    again = {**booking, "payment_id": "certificate_7504069"}
+    body = _ran(
+        [
+            ("book_reservation", booking, '{"reservation_id": "HATHAT"}'),
+            ("book_reservation", again, "Error: payment method certificate_7504069 not found"),
+        ]
+    )
+    assert (
+        "book_reservation(mia_li_3668, HAT136, 2024-05-20, certificate_4856383, economy)"
+        " → ok, reservation HATHAT"
+    ) in body, body
+
+
+def test_an_email_in_chinese_text_ends_where_its_ascii_ends() -> None:
+    """ "参会人员是john.doe@example.com和jane.doe@example.com" gave the fact
+    "…john.doe@example.com和jane.doe": ``\\w`` ran on into the CJK word."""
+    found = facts("参会人员是john.doe@example.com和jane.doe@example.com。")
+    assert found == ["参会人员 john.doe@example.com", "jane.doe@example.com"]
+
+
+def test_a_field_and_its_value_is_no_note() -> None:
+    answer = (
+        "Here are the details.\n**Reservation ID**: GV1N64\nDeparture: 07:00 PM EST\n"
+        "The refund of $120 goes back to your card."
+    )
+    body = _run([("get_reservation_details", {"reservation_id": "GV1N64"})], answer)
+    notes = body.partition("Assistant notes:")[2]
+    assert "The refund of $120 goes back to your card." in notes, body
+    assert "Reservation ID" not in notes and "Departure" not in notes, body
+
+
+def test_a_limit_the_assistant_stated_ranks_with_the_final_state() -> None:
+    """ "Since the reservation is in basic economy, it cannot be modified." was a note,
+    ranked last, and the first thing a bound dropped: a model went on to modify it."""
+    flights = [
+        {"flight_number": f"HAT{n:03d}", "origin": "JFK", "destination": "SFO", "price": 100 + n}
+        for n in range(12)
+    ]
+    import json
+
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Change my flight on reservation ZFA04Y to May 21."},
+    ]
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "search_direct_flight", "arguments": '{"date": "2024-05-21"}'}
+    messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    messages.append({"role": "tool", "tool_call_id": "c1", "content": json.dumps(flights)})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "Since the reservation is in basic economy, it cannot be modified.",
+        }
+    )
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=90, counter=COUNTER)
+    assert "it cannot be modified" in body, body
+    assert "HAT000" in body and "HAT011: " not in body, body  # the bound is not all records

@@ -28,12 +28,15 @@ acted on, and its arguments) and the look-ups of what the user named
 of what the state-changing calls returned (the final state of what changed) and of
 the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
 totals and prices it told the user, each after the words that say what it is:
-:func:`_what_amount`); then the other look-ups; then the rest (later
+:func:`_what_amount`) and the limits it stated (a note of what cannot be done,
+:data:`_REFUSAL`); then the other look-ups; then the rest (later
 requests, other records and facts, the typed facts without a digit); then the
-short later requests that hold no fact (:data:`ASKED_CHARS`); then the assistant's
-notes. Within a tier the newest come first, but for the final state of what changed,
-where the items with the most words holding a digit per character come first
-(:func:`_denser`: the most facts a bound can hold). An item already said (the same text, or
+short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantities the
+assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
+the question it answered); then the assistant's notes. Within a tier the newest come
+first, but for the final state of what changed, where the items with the most words
+holding a digit per character come first (:func:`_denser`: the most facts a bound can
+hold). An item already said (the same text, or
 a fact inside an item ranked before it) is skipped, and a record of an object is told
 by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
@@ -144,11 +147,18 @@ NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), and their order, best first:
 #: the final state of what changed before the look-ups that led to it.
-TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, NOTES = range(7)
-ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, NOTES)
+TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(8)
+ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, COUNTED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
+#: A length of time or size the assistant states with one small number (``15 天``,
+#: ``24 hours``), no range: of :data:`COUNTED`, after the user's questions, which say
+#: more than a duration whose thing the summary cannot name (``2 eggs`` names its own).
+_COUNT = re.compile(
+    r"\d{1,2}(?:\.\d+)? ?(?:天|年|个月|周|小时|分钟|秒|英寸"
+    r"|(?i:days?|hours?|minutes?|seconds?|weeks?|months?|years?|inch(?:es)?))"
+)
 #: An amount the assistant states (``$255``): a total or a price it told the user.
 _AMOUNT = re.compile(r"[$€£¥]\d")
 #: Whether a text may hold an :data:`_AMOUNT` fact (facts are taken from the text).
@@ -331,7 +341,12 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
 #: (``"id": "x",``, ``if (n === 0) {``, ``## Design``, a line of code in backticks): no
 #: statement of the assistant; a sentence that opens with a name in backticks is one.
 _FENCED = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
-_NOT_PROSE = re.compile(r"^(?:[\"{}\[\]<#|]|//|``|`[^`]*(?:`\W*)?$)|[{}\[;,(]$")
+_NOT_PROSE = re.compile(
+    r"^(?:[\"{}\[\]<#|]|//|``|`[^`]*(?:`\W*)?$)|[{}\[;,(]$"
+    # a field and its value, not a sentence (``**Reservation ID**: GV1N64``, ``Departure:
+    # 07:00 PM EST``)
+    r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
+)
 
 
 #: A sentence that says what cannot be done and often why ("basic economy flights
@@ -367,12 +382,15 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
     stated = _DIGIT.search(prose) or _REFUSAL.search(prose) or _CONCLUDES.search(prose)
     notes = [s for s in (sentences(prose) if stated else ()) if _noted(s)]
-    out = [("notes", shorten(s, NOTE_CHARS), NOTES) for s in notes[:NOTES_PER_MESSAGE]]
+    out = [
+        ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
+        for s in notes[:NOTES_PER_MESSAGE]
+    ]
     for fact in _facts(text):
         if _AMOUNT.match(fact):
             out.append(("facts", _what_amount(prose, fact), CHANGED))
         else:
-            out.append(("facts", fact, REST))
+            out.append(("facts", fact, COUNTED if _COUNT.fullmatch(fact) else REST))
     return out
 
 
@@ -733,8 +751,12 @@ def _outcome(
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:
     """``as the next, but amount 5``: call ``j``'s arguments told by their difference
     (:func:`ctxcli.summarizers.records.difference`) from the next call of its name,
-    when that one ranks no lower (so it is in every summary that holds this one)."""
-    name, arguments, _, _, tier = calls[j]
+    when that one ranks no lower (so it is in every summary that holds this one); not
+    for a call that changed state (a booking made is written out whole, whatever was
+    tried after it)."""
+    name, arguments, said, _, tier = calls[j]
+    if rec.changes_state(name) and not rec.ERROR_OUTCOME.search(said):
+        return None  # what was done is said in full, not as a later attempt's variant
     later = next((c for c in calls[j + 1 :] if c[0] == name and c[1] != arguments), None)
     if later is None or later[4] > tier:
         return None
@@ -855,9 +877,11 @@ def _later_items(
 
 
 def _priced_answer(text: str, kind: str) -> bool:
-    """Whether ``text``, a message of ``kind``, is an answer that may name an amount
-    (the only items of :data:`CHANGED` an answer gives: :func:`_later_answer`)."""
-    return kind == "assistant" and _PRICED(text) is not None
+    """Whether ``text``, a message of ``kind``, is an answer that may name an amount or
+    a limit (the only items of :data:`CHANGED` an answer gives: :func:`_later_answer`)."""
+    if kind != "assistant":
+        return False
+    return _PRICED(text) is not None or _REFUSAL.search(text) is not None
 
 
 def _user_named(

@@ -80,12 +80,15 @@ _STREET = re.compile(
     r"|Ln|Boulevard|Blvd|Way|Court|Ct|Place|Pl)\b"
 )
 _PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w")
+#: An e-mail address, of ASCII letters (``\w`` would run on into the CJK text around
+#: it: ``john.doe@example.com和jane.doe``).
+_EMAIL = re.compile(r"[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]*[A-Za-z0-9_]")
 #: What ends the clause before a phone number or an e-mail address; the words that
 #: may stand between its owner and it.
 _CLAUSE_END = re.compile(r".*[，。,;；!?！？\n:：]")
 _OWNER_GLUE = re.compile(
-    r"(?:\s|[（(：:]|是|为|的电话|电话|手机|邮箱|\b(?:at|is|email|e-mail|phone|number|or|and)\b)+$"
+    r"(?:\s|[（(：:、]|是|为|和|与|或|及|的电话|电话|手机|邮箱"
+    r"|\b(?:at|is|email|e-mail|phone|number|or|and)\b)+$"
 )
 #: Who an English phone number or address belongs to: the capitalised words (a name)
 #: or the possessive that end its clause.
@@ -253,11 +256,11 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             continue  # inside a longer fact found at an earlier position
         if _no_quantity(fact):
             continue  # a number and the next word (``4.1 section``), not a quantity
-        end = start + len(fact)
+        previous, end = max(end, 0), start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
         if (len(fact) >= 10 and _PHONE.fullmatch(fact)) or ("@" in fact and _EMAIL.fullmatch(fact)):
-            fact = _owned(text, start, fact)
+            fact = _owned(text, start, fact, previous)
         elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
             fact = _ADDRESS_LEAD.sub("", fact)
         result.append(shorten(fact, FACT_CHARS))
@@ -297,10 +300,11 @@ def _matches(text: str, strict: bool) -> list[tuple[int, str]]:
     return found
 
 
-def _owned(text: str, start: int, fact: str) -> str:
+def _owned(text: str, start: int, fact: str, after: int = 0) -> str:
     """``fact`` (a phone number or e-mail address at ``start``) after the words that
-    say whose it is: the end of its clause, at most 8 CJK characters or 3 words."""
-    before = text[max(0, start - 40) : start]
+    say whose it is: the end of its clause, at most 8 CJK characters or 3 words, none
+    before ``after`` (the end of the fact before it)."""
+    before = text[max(after, start - 40) : start]
     clause = _CLAUSE_END.sub("", before.replace("\n", "。"))
     clause = _OWNER_GLUE.sub("", clause).strip()
     if not clause:

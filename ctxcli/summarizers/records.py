@@ -112,8 +112,12 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
     for key, item in value.items():
         if _said(key, item, id_key, route, label):
             continue
-        if _scalar(item):
-            if not _YES_NO.fullmatch(str(item)):  # ``no`` alone says nothing
+        if _scalar(item) or isinstance(item, bool):
+            if _NOTHING.fullmatch(str(item)):
+                continue  # ``none`` says nothing
+            if _YES_NO.fullmatch(str(item)):  # ``no`` alone says nothing: after its key
+                values.append(f"{key} {str(item).lower()}")  # ``insurance yes``
+            else:
                 values.append(route if key == "origin" and route else _shown(str(key), item))
             continue
         inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
@@ -194,11 +198,13 @@ def _inline(value: Any) -> str | None:
 
 
 def _shown(key: str, value: Any) -> str:
-    """A value as a record shows it: a bare number after its key (``economy 121``),
-    anything else alone."""
+    """A value as a record shows it: a bare number after its key (``economy 121``), a
+    time something happened after its key (``created_at 2024-05-15T15:00``: not the
+    date of the flight), anything else alone."""
     if isinstance(value, (int, float)):
         return f"{key} {value}"
-    return _SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
+    text = _SECONDS.sub(r"\1", _SPACE.sub(" ", str(value)).strip())
+    return f"{key} {text}" if _WHEN_KEY.search(key) else text
 
 
 def _route(value: Mapping[str, Any]) -> str:
@@ -243,7 +249,10 @@ def _small_ones(value: Any) -> list[str]:
 _FACT_WORD = re.compile(r"[$€£¥]?\d[\d,.]*\d|[$€£¥]\d|[A-Za-z0-9][A-Za-z0-9_-]{3,}")
 #: A small value with no label (a count ``3``, ``no``, ``true``): it says nothing alone.
 _SMALL = re.compile(r"(?i)\d|yes|no|true|false|none|null")
-_YES_NO = re.compile(r"(?i)yes|no|true|false|none|null")
+_YES_NO = re.compile(r"(?i)yes|no|true|false")
+_NOTHING = re.compile(r"(?i)none|null")
+#: The key of when something happened (``created_at``, ``updated_at``).
+_WHEN_KEY = re.compile(r"(?i)._at$")
 
 
 #: Keys whose value is what the call did, shown itself even when it has spaces: a
@@ -251,14 +260,19 @@ _YES_NO = re.compile(r"(?i)yes|no|true|false|none|null")
 _SAID_KEY = re.compile(r"(?i)^(?:cmd|command|pattern|query|url|description)$|path|file")
 
 
+#: Keys of an amount or a count of what a call acts on (a payment's ``amount``,
+#: ``total_baggages``), whose small value says what was paid or taken.
+_COUNTED_KEY = re.compile(r"(?i)amount|price|baggage|bags|quantity|count$|passengers|nights|seats")
 #: Keys of a number that sets how a tool runs (``max_output_tokens``, ``timeout``,
 #: ``yield_time_ms``), not what it acted on.
 _KNOB_KEY = re.compile(r"(?i)max|limit|timeout|_ms$|tokens|yield|offset|width|height|depth")
 
 
 def _told(leaf: str, key: str = "") -> str:
-    """How an argument (under ``key``) shows in an action: ``""`` for a small
-    unlabelled value (:data:`_SMALL`) and for text of several lines (code, a file's
+    """How an argument (under ``key``) shows in an action: a small amount or count
+    after its key (:data:`_COUNTED_KEY`: ``amount 6``; none of it, ``0``, not at all);
+    ``""`` for another small unlabelled value (:data:`_SMALL`) and for text of several
+    lines (code, a file's
     content, a patch: what was written, not what identifies the call); a command,
     pattern, query, URL or path (:data:`_SAID_KEY`) itself; only the facts of prose (a
     thought: longer than :data:`PROSE_CHARS` with a space); ``""`` for a number that
@@ -266,6 +280,8 @@ def _told(leaf: str, key: str = "") -> str:
     if "\n" in leaf.strip():
         return ""
     leaf = _SPACE.sub(" ", leaf).strip()
+    if len(leaf) == 1 and leaf.isdigit() and leaf != "0" and _COUNTED_KEY.search(key):
+        return f"{key} {leaf}"  # ``amount 6``, ``total_baggages 2``: what was paid, taken
     if _SMALL.fullmatch(leaf) or (_KNOB_KEY.search(key) and leaf.isdigit()):
         return ""
     if " " in leaf and len(leaf) > PROSE_CHARS and not _SAID_KEY.search(key):
