@@ -972,3 +972,19 @@ def test_a_limit_the_assistant_stated_ranks_with_the_final_state() -> None:
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=90, counter=COUNTER)
     assert "it cannot be modified" in body, body
     assert "HAT000" in body and "HAT011: " not in body, body  # the bound is not all records
+
+
+def test_a_subtraction_is_no_range_and_operands_do_not_label_an_amount() -> None:
+    """tau-bench summaries read "$833 - $500" (a range?) and "Total 198 129 $327"."""
+    import ctxcli.summarizers.extractive as ex
+
+    assert facts("That leaves $833 - $500 = $333 to pay; seats cost $20-$30.") == [
+        "$833",
+        "$500",
+        "$333",
+        "$20-$30",
+    ]
+    assert ex._what_amount("The total: 198 + 129 = $327.", "$327") == "total $327"
+    assert ex._what_amount("Use certificate 7504069 for $250.", "$250") == (
+        "certificate 7504069 $250"
+    )

@@ -412,6 +412,9 @@ _LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\w-]*")
 _CJK_LABEL = re.compile(r"[\u4e00-\u9fff]{1,6}$")
 _CJK_GLUE = re.compile(r"(?:为|是|的|共计|共|约|合计|一共)+$")
 _WORD_AFTER = re.compile(r"\s+([A-Za-z]+)")
+#: An id that names which amount it is (``certificate 7504069``): a word with a digit
+#: and a letter, or a number of five or more digits, not an operand (``198 + 129``).
+_ID_WORD = re.compile(r"(?=.*[A-Za-z]).*\d.*|\d{5,}")
 
 
 def _what_amount(text: str, amount: str) -> str:
@@ -431,7 +434,7 @@ def _what_amount(text: str, amount: str) -> str:
     for j in range(len(words) - 1, max(-1, len(words) - 8), -1):
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
-            ids = [w for w in words[j + 1 :] if _DIGIT.search(w)]
+            ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
             return " ".join([*lead, words[j], *ids, amount])
     after = _WORD_AFTER.match(text, at + len(amount))
     if after and after.group(1).lower() in _MONEY_WORDS:

@@ -254,7 +254,7 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     for start, fact in _matches(text, strict):
         if start < end or fact.lower() in _STOP:
             continue  # inside a longer fact found at an earlier position
-        if _no_quantity(fact):
+        if _no_quantity(fact) or _falling(fact):
             continue  # a number and the next word (``4.1 section``), not a quantity
         previous, end = max(end, 0), start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
@@ -265,6 +265,20 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             fact = _ADDRESS_LEAD.sub("", fact)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+#: The two ends of a range (:data:`_RANGE`).
+_ENDS = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _falling(fact: str) -> bool:
+    """Whether ``fact``, read as a range, has a second end below its first: ``$833 -
+    $500`` is a subtraction (its amounts are facts each), not a range; ``$20-$30`` is."""
+    ends = _ENDS.findall(fact)
+    if len(ends) != 2 or not _RANGE.fullmatch(fact):
+        return False
+    low, high = (float(end.replace(",", "")) for end in ends)
+    return high < low
 
 
 def _no_quantity(fact: str) -> bool:
