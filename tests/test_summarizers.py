@@ -554,16 +554,7 @@ def test_a_number_is_read_whole_and_a_decimal_before_a_word_is_no_quantity(
 
 def _run(calls: list[tuple[str, dict[str, Any]]], answer: str = "") -> str:
     """The summary of an agent run making ``calls`` (each answered ``done``)."""
-    import json
-
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
-    for n, (name, arguments) in enumerate(calls):
-        call = {"id": f"c{n}", "type": "function"}
-        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "done"})
-    messages.append({"role": "assistant", "content": answer})
-    return SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    return _ran([(name, arguments, "done") for name, arguments in calls], answer, 400)
 
 
 def test_an_action_shows_the_command_run_not_the_numbers_of_what_was_written() -> None:
@@ -720,8 +711,9 @@ def test_a_sentence_every_request_repeats_is_said_once() -> None:
     assert body.count(tic) == 1 and "M20IZO" in body, body
 
 
-def _ran(steps: list[tuple[str, dict[str, Any], str]]) -> str:
-    """The summary of an agent run making each call of ``steps`` with its result."""
+def _ran(steps: list[tuple[str, dict[str, Any], str]], answer: str = "", bound: int = 600) -> str:
+    """The summary (within ``bound`` tokens) of an agent run making each call of
+    ``steps`` with its result, then giving ``answer``."""
     import json
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
@@ -730,7 +722,8 @@ def _ran(steps: list[tuple[str, dict[str, Any], str]]) -> str:
         call["function"] = {"name": name, "arguments": json.dumps(arguments)}
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
-    return SUMMARIZER.summarize(messages, previous=None, max_tokens=600, counter=COUNTER)
+    messages.append({"role": "assistant", "content": answer})
+    return SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
 
 
 def _codex(chunk: str, status: str, output: str) -> str:
