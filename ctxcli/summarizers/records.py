@@ -234,8 +234,8 @@ def arguments_text(arguments: str) -> str:
 
 
 def _small_ones(value: Any) -> list[str]:
-    """The small values of an arguments object each after its key (``radius 4``,
-    ``confirm true``), for a call whose every argument is one (:data:`_SMALL`): shown
+    """The small values of an arguments object each after its key (``radius 4``), for
+    a call whose every argument is one (:data:`_SMALL`): shown
     alone they say nothing, but left out the call reads as one with no arguments
     (``circle_area() → ok``)."""
     if not isinstance(value, Mapping):
