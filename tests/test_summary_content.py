@@ -734,3 +734,37 @@ def test_a_chat_keeps_the_users_questions_before_the_small_counts_of_the_answers
         assert question in body, body
     assert "15 天" not in body.partition("关键信息：")[2], body
     assert "3 到 5 天" in body and "8 到 12 元" in body, body  # ranges stay
+
+
+def test_a_records_lines_of_its_parts_never_come_without_it() -> None:
+    """tau-bench run 9-2 at 2000 tokens listed "flight HAT023: JFK→SFO, 2024-05-26,
+    price 53; … payment gift_card_6136092: amount 567" without the reservation they
+    belong to: each line of the final state was ranked by its own density, and the
+    reservation's own line, sparse, came last."""
+    record = {
+        "reservation_id": "K1NW8N",
+        "user_id": "mohamed_silva_9265",
+        "origin": "JFK",
+        "destination": "SEA",
+        "flight_type": "round_trip",
+        "cabin": "business",
+        "flights": [
+            {"flight_number": "HAT023", "date": "2024-05-26", "price": 353},
+            {"flight_number": "HAT204", "date": "2024-05-28", "price": 371},
+        ],
+        "payment_history": [{"payment_id": "gift_card_6136092", "amount": 724}],
+        "status": "cancelled",
+    }
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "cancel_reservation", "arguments": '{"reservation_id": "K1NW8N"}'}
+    messages: Messages = [
+        {"role": "user", "content": "Cancel my reservation K1NW8N."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(record)},
+    ]
+    whole = _summary(messages, 400)
+    assert "reservation K1NW8N:" in whole and "flight HAT023:" in whole, whole
+    for bound in range(20, COUNTER.text(whole) + 1):
+        body = _summary(messages, bound)
+        if "flight HAT023" in body or "payment gift_card_6136092" in body:
+            assert "reservation K1NW8N:" in body, (bound, body)

@@ -34,10 +34,10 @@ requests, other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantities the
 assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
 the question it answered); then the assistant's notes. Within a tier the newest come
-first, but for the final state of what changed, where the items with the most words
-holding a digit per character come first (:func:`_denser`: the most facts a bound can
-hold). An item already said (the same text, or
-a fact inside an item ranked before it) is skipped, and a record of an object is told
+first, but for the final state of what changed, where the messages whose items hold
+the most words with a digit per character come first, each message's items together
+(:func:`_by_density`: the most facts a bound can hold). An item already said (the same
+text, or a fact inside an item ranked before it) is skipped, and a record of an object is told
 by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
@@ -924,7 +924,7 @@ def _stream(
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
-            yield from sorted(_later_items(texts, kinds, names, tier, named), key=_denser)
+            yield from _by_density(list(_later_items(texts, kinds, names, tier, named)))
         elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
@@ -934,11 +934,20 @@ def _stream(
 _DIGIT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*")
 
 
-def _denser(item: Item) -> tuple[float, int, int]:
-    """Sort key within :data:`CHANGED`: the most words with a digit per character
-    first (``Refund $6,594`` before ``reservation JG7FMM: …, total_baggages 3``), so
-    the bound keeps the most facts of the final state; then newest first."""
-    return -len(_DIGIT_WORD.findall(item.text)) / (len(item.text) + 8), -item.position, item.order
+def _by_density(items: list[Item]) -> list[Item]:
+    """``items`` of :data:`CHANGED`, densest message first: the most words with a digit
+    per character over all a message gives to the tier (an answer's ``Refund $6,594``
+    before a reservation of ``…, total_baggages 3``), so the bound keeps the most facts
+    of the final state; then newest first. A message's items stay together and in
+    their order: a reservation's flights and payments never come without it."""
+    words: dict[int, int] = {}
+    chars: dict[int, int] = {}
+    for item in items:
+        words[item.position] = words.get(item.position, 0) + len(_DIGIT_WORD.findall(item.text))
+        chars[item.position] = chars.get(item.position, 0) + len(item.text) + 8
+    return sorted(
+        items, key=lambda i: (-words[i.position] / chars[i.position], -i.position, i.order)
+    )
 
 
 def _previous_items(previous: str | None) -> list[Item]:
