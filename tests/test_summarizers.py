@@ -741,7 +741,10 @@ def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts()
     a failing test run's error under a poll, a failed write_stdin as "ok", and the
     chunk ids of every output ("a21e41; ebd87a; …") as facts."""
     running = "Process running with session ID 20936"
-    failing = "FAIL src/a.test.ts\nAssertionError: expected undefined to equal 90\n"
+    failing = (
+        "FAIL src/a.test.ts\nAssertionError: expected undefined to equal 90\n"
+        "TypeError: config.compaction is undefined\n"
+    )
     body = _ran(
         [
             ("exec_command", {"cmd": "npm test"}, _codex("a21e41", running, "")),
@@ -774,6 +777,7 @@ def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts()
     assert "exec_command(rg -n compact src) → exit 1" in actions, body
     assert "exec_command(git diff) → running, session 83395" in actions, body
     assert actions.count("write_stdin(") == 1, body  # the polls are their command's
+    assert "- exec_command: TypeError: config.compaction is undefined" in body, body
     for chunk in ("a21e41", "ebd87a", "c9c6a1", "29c337", "6b22f4"):
         assert chunk not in body, body
 

@@ -693,6 +693,26 @@ def _polls_told(
     return out
 
 
+def _polled_names(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], names: dict[int, str]
+) -> dict[int, str]:
+    """``names`` (each result's call name, by position) with a poll's result named by
+    the call that started the process it polls (:func:`_polls_told`): its error lines
+    are that command's (``exec_command: …``, not ``write_stdin: …``)."""
+    running: dict[str, str] = {}
+    for _, name, arguments, at in _results(messages):
+        if at is None:
+            continue
+        session = _polled(name, arguments)
+        if session is not None and session in running:
+            names[at] = running[session]
+            continue
+        started = _RUNNING.fullmatch(texts[at].partition("\n")[0])
+        if started:
+            running[started[1]] = name
+    return names
+
+
 def _polled(name: str, arguments: str) -> str | None:
     """The session a call polls: Codex's ``write_stdin`` with no ``chars`` to send
     (``{"session_id": 20936, "chars": ""}``) reads what that process wrote since;
@@ -918,7 +938,7 @@ def _stream(
     """Every item, best first (:meth:`Item.rank`): the first tiers at once, the later
     ones message by message as they are asked for (an earlier summary's last in each
     tier: it is older than every message)."""
-    names = _result_names(messages)
+    names = _polled_names(messages, texts, _result_names(messages))
     named = _user_named(messages, texts, kinds)
     first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
     for tier in ORDER:
