@@ -699,6 +699,8 @@ def _polled_names(
     """``names`` (each result's call name, by position) with a poll's result named by
     the call that started the process it polls (:func:`_polls_told`): its error lines
     are that command's (``exec_command: …``, not ``write_stdin: …``)."""
+    if "write_stdin" not in names.values():
+        return names
     running: dict[str, str] = {}
     for _, name, arguments, at in _results(messages):
         if at is None:
