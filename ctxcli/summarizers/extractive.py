@@ -659,59 +659,57 @@ def _made(
     return [(f"{n}({shown}) → {said}", i, n, tier) for n, shown, said, i, tier in _placed(made)]
 
 
-#: An outcome that says a process still runs (``exec_command(npm test) → running,
-#: session 20936``: :func:`ctxcli.summarizers.records.without_exec_head`).
-_RUNNING = re.compile(r"running, session (\d+)")
+def _poll_links(calls: Sequence[tuple[str, str, str]]) -> dict[int, int]:
+    """``{poll: starter}`` over ``calls`` (``(name, arguments, outcome)``, in order, the
+    outcome a result's first line will do): each poll of a running process (Codex's
+    ``write_stdin`` sending nothing, :func:`_polled`) by the place of the call whose
+    outcome said the session it names (``running, session 20936``:
+    :data:`ctxcli.summarizers.records.RUNNING`), until a poll no longer says so. A poll
+    of no session seen, or one that sends input, has none."""
+    links: dict[int, int] = {}
+    running: dict[str, int] = {}  # session → the call that started it
+    for k, (name, arguments, said) in enumerate(calls):
+        session = _polled(name, arguments)
+        started = rec.RUNNING.fullmatch(said)
+        if session is not None and session in running:
+            links[k] = running[session]
+            if not (started and started[1] == session):
+                del running[session]
+        elif started:
+            running[started[1]] = k
+    return links
 
 
 def _polls_told(
     calls: list[tuple[str, str, str, int, int]],
 ) -> list[tuple[str, str, str, int, int]]:
     """``calls`` (``(name, arguments, outcome, position, tier)``, in order) without
-    the polls of a running process (Codex's ``write_stdin`` sending nothing, named by
-    the session an earlier call's outcome gave, :data:`_RUNNING`): each poll's outcome
-    becomes that call's (``exec_command(npm test …) → AssertionError: …``, not ``→
-    running`` and a poll that failed), and its tier :data:`ACTED` when it is an
-    error. A poll of no session seen, or one that sends input, stays a call."""
-    out: list[tuple[str, str, str, int, int]] = []
-    running: dict[str, int] = {}  # session → the call in ``out`` that started it
-    for call in calls:
-        name, arguments, said, _, tier = call
-        session = _polled(name, arguments)
-        if session is not None and session in running:
-            k = running.pop(session)
-            own, own_arguments, _, position, own_tier = out[k]
-            failed = rec.ERROR_OUTCOME.search(said) is not None
-            out[k] = (own, own_arguments, said, position, ACTED if failed else own_tier)
-            if said == f"running, session {session}":
-                running[session] = k
-            continue
-        started = _RUNNING.fullmatch(said)
-        if started:
-            running[started[1]] = len(out)
-        out.append(call)
-    return out
+    the polls of a running process (:func:`_poll_links`): each poll's outcome becomes
+    that of the call that started the process (``exec_command(npm test …) →
+    AssertionError: …``, not ``→ running`` and a poll that failed), and its tier
+    :data:`ACTED` when one is an error."""
+    links = _poll_links([call[:3] for call in calls])
+    out = list(calls)
+    for k, starter in links.items():
+        name, arguments, _, position, tier = out[starter]
+        said = calls[k][2]
+        acted = ACTED if rec.ERROR_OUTCOME.search(said) else tier
+        out[starter] = (name, arguments, said, position, acted)
+    return [call for k, call in enumerate(out) if k not in links]
 
 
 def _polled_names(
     messages: Sequence[Mapping[str, Any]], texts: Sequence[str], names: dict[int, str]
 ) -> dict[int, str]:
     """``names`` (each result's call name, by position) with a poll's result named by
-    the call that started the process it polls (:func:`_polls_told`): its error lines
+    the call that started the process it polls (:func:`_poll_links`): its error lines
     are that command's (``exec_command: …``, not ``write_stdin: …``)."""
     if "write_stdin" not in names.values():
         return names
-    running: dict[str, str] = {}
-    for _, name, arguments, at in _results(messages):
-        if at is None:
-            continue
-        session = _polled(name, arguments)
-        if session is not None and session in running:
-            names[at] = running[session]
-            continue
-        started = _RUNNING.fullmatch(texts[at].partition("\n")[0])
-        if started:
-            running[started[1]] = name
+    answered = [(name, a, at) for _, name, a, at in _results(messages) if at is not None]
+    heads = [(name, a, texts[at].partition("\n")[0]) for name, a, at in answered]
+    for k, starter in _poll_links(heads).items():
+        names[answered[k][2]] = answered[starter][0]
     return names
 
 

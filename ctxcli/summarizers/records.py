@@ -474,9 +474,10 @@ _EXEC_HEAD = re.compile(
     r"|Process running with session ID (?P<session>\d+)\n)?"
     r"(?:Original token count: \d+\n)?(?:Output:\n)?"
 )
-#: What :func:`without_exec_head` leaves of those lines, the outcome when no error
-#: line says more.
-_EXEC_STATUS = re.compile(r"exit -?\d+|running, session \d+")
+#: What :func:`without_exec_head` leaves of those lines for a process still running,
+#: the outcome when no error line says more (its group: the session).
+RUNNING = re.compile(r"running, session (\d+)")
+_EXEC_STATUS = re.compile(rf"exit -?\d+|{RUNNING.pattern}")
 #: A first line that says its tool failed (``write_stdin failed: stdin is closed``).
 _FAILED = re.compile(r"\w+ failed: ").match
 
