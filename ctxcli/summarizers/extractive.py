@@ -368,20 +368,23 @@ _CONCLUDES = re.compile(
 )
 
 
+def _states(text: str) -> bool:
+    """Whether ``text`` states a fact (a digit), a limit (:data:`_REFUSAL`) or a
+    conclusion (:data:`_CONCLUDES`): what makes an assistant's sentence a note."""
+    return bool(_DIGIT.search(text) or _REFUSAL.search(text) or _CONCLUDES.search(text))
+
+
 def _noted(sentence: str) -> bool:
-    """Whether an assistant's ``sentence`` is a note: one of some length that states a
-    fact (a digit), a limit (:data:`_REFUSAL`) or a conclusion (:data:`_CONCLUDES`), and
-    is prose (:data:`_NOT_PROSE`)."""
+    """Whether an assistant's ``sentence`` is a note: one of some length that states
+    something (:func:`_states`) and is prose (:data:`_NOT_PROSE`)."""
     if len(sentence) + len(_CJK_CHAR.findall(sentence)) < NOTE_MIN_CHARS:
         return False  # a CJK character counts as two
-    said = _DIGIT.search(sentence) or _REFUSAL.search(sentence) or _CONCLUDES.search(sentence)
-    return said is not None and not _NOT_PROSE.search(sentence)
+    return _states(sentence) and not _NOT_PROSE.search(sentence)
 
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
-    stated = _DIGIT.search(prose) or _REFUSAL.search(prose) or _CONCLUDES.search(prose)
-    notes = [s for s in (sentences(prose) if stated else ()) if _noted(s)]
+    notes = [s for s in (sentences(prose) if _states(prose) else ()) if _noted(s)]
     out = [
         ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
         for s in notes[:NOTES_PER_MESSAGE]
@@ -887,7 +890,7 @@ def _later_items(
     for i in range(len(texts) - 1, -1, -1):
         name = names.get(i, "")
         changed = bool(name) and (rec.changes_state(name) or i in named)
-        if tier == CHANGED and not changed and not _priced_answer(texts[i], kinds[i]):
+        if tier == CHANGED and not changed and not _answer_of_changed(texts[i], kinds[i]):
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and own == REST and changed:
@@ -899,7 +902,7 @@ def _later_items(
             yield Item(section, said, own, i, order, seq)
 
 
-def _priced_answer(text: str, kind: str) -> bool:
+def _answer_of_changed(text: str, kind: str) -> bool:
     """Whether ``text``, a message of ``kind``, is an answer that may name an amount or
     a limit (the only items of :data:`CHANGED` an answer gives: :func:`_later_answer`)."""
     if kind != "assistant":
