@@ -773,13 +773,37 @@ def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts()
     )
     actions = next(line for line in body.splitlines() if line.startswith("Actions:"))
     assert "exec_command(npm test) → AssertionError: expected undefined to equal 90" in actions
-    assert "write_stdin(20936, \u0003) → write_stdin failed: stdin is closed" in actions, body
+    assert "write_stdin(20936, ^C) → write_stdin failed: stdin is closed" in actions, body
     assert "exec_command(rg -n compact src) → exit 1" in actions, body
     assert "exec_command(git diff) → running, session 83395" in actions, body
     assert actions.count("write_stdin(") == 1, body  # the polls are their command's
     assert "- exec_command: TypeError: config.compaction is undefined" in body, body
     for chunk in ("a21e41", "ebd87a", "c9c6a1", "29c337", "6b22f4"):
         assert chunk not in body, body
+
+
+def test_the_output_of_a_process_that_exited_with_code_0_holds_no_error() -> None:
+    """Codex's ``sed -n`` of a test file that prints ``error: vi.fn(),`` came out
+    "exec_command(sed -n …) → error: vi.fn(),", and ``strings`` of a binary as a line
+    of its code: a model continuing reads them as failed commands. The process said
+    it exited with code 0; with code 1 the same line is the error."""
+    printed = "const mocks = {\n  warn: vi.fn(),\n  error: vi.fn(),\n};\n" * 4
+    ran = [
+        (
+            "exec_command",
+            {"cmd": "sed -n 1,20p a.test.ts"},
+            _codex("a1", "Process exited with code 0", printed),
+        ),
+        (
+            "exec_command",
+            {"cmd": "node check.js"},
+            _codex("b2", "Process exited with code 1", printed),
+        ),
+    ]
+    body = _ran(ran)
+    assert "exec_command(sed -n 1,20p a.test.ts) → ok" in body, body
+    assert "exec_command(node check.js) → error: vi.fn()," in body, body
+    assert body.count("vi.fn()") == 1, body  # no error line of the first under Errors
 
 
 def test_a_plan_says_each_step_with_its_status() -> None:

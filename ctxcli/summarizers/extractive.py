@@ -232,14 +232,16 @@ def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str
     filler such as a greeting alone, :func:`ctxcli.summarizers.text.is_filler`; none
     when ``has_task``), ``user``, ``observation`` (a user message carrying an
     environment's output right after an assistant's action), ``assistant``,
-    ``result`` (a tool or function result), or ``other``."""
+    ``result`` (a tool or function result), ``output`` (one whose process says it
+    exited with code 0: :func:`ctxcli.summarizers.records.exited_ok`; no line of it is
+    an error), or ``other``."""
     kinds: list[str] = []
     previous = ""
     for message in messages:
         role = str(message.get("role"))
         kind = role if role in ("user", "assistant") else "other"
         if role in ("tool", "function"):
-            kind = "result"
+            kind = "output" if rec.exited_ok(message_text(message)) else "result"
         elif (
             role == "user"
             and previous == "assistant"
@@ -304,7 +306,7 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     if kind in ("task", "user"):
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
-    elif kind in ("result", "observation"):
+    elif kind in ("result", "observation"):  # not "output": its process succeeded
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
     return tuple(out)
@@ -483,10 +485,13 @@ def _whole(fact: str, text: str) -> str:
     return head + (rest.group() if rest else "")
 
 
+#: The kinds of a tool or function result (:func:`_kinds`).
+_RESULTS = ("result", "output")
 #: What :func:`_lazy_of` reads of each kind of message.
 _LATER = {
     "user": _later_request,
     "result": _later_result,
+    "output": _later_result,
     "observation": _later_result,
     "assistant": _later_answer,
 }
@@ -764,7 +769,8 @@ def _outcome(
     name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
-    said = rec.outcome(texts[at], failed=failed, errors=errors[:1])
+    succeeded = kinds[at] == "output"
+    said = rec.outcome(texts[at], failed=failed, errors=errors[:1], succeeded=succeeded)
     if said != "ok":
         return said
     if rec.changes_state(name):
@@ -837,7 +843,7 @@ def _first_items(
             typed = _typed_tier(said, i, actions) if section == "facts" else tier
             if typed is not None:
                 items.append(Item(section, said, typed, i, order, seq))
-        failed = kind == "result" and messages[i].get("is_error") is True
+        failed = kind in _RESULTS and messages[i].get("is_error") is True
         if failed and not any(t[0] == "errors" for t in found):
             line = _failure(text, name, outcomes)
             if line:
@@ -1055,7 +1061,7 @@ class Extractive:
         texts = [message_text(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
         kinds = _kinds(messages, has_task=has_task)
-        texts = [rec.without_exec_head(t) if k == "result" else t for t, k in zip(texts, kinds)]
+        texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]
         return earlier, texts, kinds, language(requests + texts)

@@ -276,10 +276,12 @@ def _told(leaf: str, key: str = "") -> str:
     content, a patch: what was written, not what identifies the call); a command,
     pattern, query, URL or path (:data:`_SAID_KEY`) itself; only the facts of prose (a
     thought: longer than :data:`PROSE_CHARS` with a space); ``""`` for a number that
-    sets how the tool runs (:data:`_KNOB_KEY`); else itself. Whitespace is collapsed."""
+    sets how the tool runs (:data:`_KNOB_KEY`); else itself. Whitespace is collapsed,
+    and a control character shows in caret notation (``^C`` of the ``\\u0003`` a
+    terminal is sent to stop a process)."""
     if "\n" in leaf.strip():
         return ""
-    leaf = _SPACE.sub(" ", leaf).strip()
+    leaf = _CONTROL.sub(_caret, _SPACE.sub(" ", leaf).strip())
     if len(leaf) == 1 and leaf.isdigit() and leaf != "0" and _COUNTED_KEY.search(key):
         return f"{key} {leaf}"  # ``amount 6``, ``total_baggages 2``: what was paid, taken
     if _SMALL.fullmatch(leaf) or (_KNOB_KEY.search(key) and leaf.isdigit()):
@@ -287,6 +289,15 @@ def _told(leaf: str, key: str = "") -> str:
     if " " in leaf and len(leaf) > PROSE_CHARS and not _SAID_KEY.search(key):
         return " ".join(dict.fromkeys(w for w in _FACT_WORD.findall(leaf) if _DIGIT.search(w)))
     return leaf
+
+
+#: A control character other than whitespace (C0, and DEL).
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def _caret(match: re.Match[str]) -> str:
+    """Caret notation of one control character: ``^C`` for U+0003, ``^?`` for DEL."""
+    return "^" + chr(ord(match.group()) ^ 0x40)
 
 
 #: A call is written as its difference from a later one of the same name when at
@@ -510,8 +521,21 @@ def without_exec_head(result: str) -> str:
     return rest
 
 
+def exited_ok(result: str) -> bool:
+    """Whether ``result`` opens with the lines of Codex CLI's exec tools
+    (:data:`_EXEC_HEAD`) and they say the process exited with code 0: it succeeded,
+    and a line of its output that names an error (``error: vi.fn(),`` of a file
+    ``sed`` printed) is what it printed, no error of the call."""
+    head = _EXEC_HEAD.match(result)
+    return head is not None and head["code"] == "0"
+
+
 def outcome(
-    result: str | None, *, failed: bool = False, errors: Sequence[str] | None = None
+    result: str | None,
+    *,
+    failed: bool = False,
+    errors: Sequence[str] | None = None,
+    succeeded: bool = False,
 ) -> str:
     """``ok``, the first error line of a call's ``result`` (``errors``, when the caller
     has them already; ``failed``: it says it failed, so its first line when no line
@@ -519,24 +543,36 @@ def outcome(
     ``rejected by the user`` (:func:`user_rejected`),
     a process's exit code or session (:func:`without_exec_head`), or a short result
     itself (``344`` of ``python reproduce.py``, SWE-agent's ``(Open file: …)`` lines
-    after it aside); ``?`` with no result."""
+    after it aside); ``?`` with no result. With ``succeeded`` (the process said it
+    exited with code 0: :func:`exited_ok`) no line of the output is its error."""
     if result is None:
         return "?"
     if user_rejected(result):
         return "rejected by the user"
     result = _PROMPT_AFTER.sub("", result)
-    found = error_lines(result, limit=1) if errors is None else errors
-    if found:
-        return found[0]
+    said = "" if succeeded else _error_of(result, failed=failed, errors=errors)
+    if said:
+        return said
     head = result.strip().partition("\n")[0]
-    if failed or head.lower().startswith(("error", "failed", "exception")) or _FAILED(head):
-        return shorten(head, 120) or "error"
     if _EXEC_STATUS.fullmatch(head):
         return head
     short = result.strip()
     if short and len(short) <= SHORT_RESULT_CHARS and "\n" not in short and short[0] not in "[{":
         return short  # a short answer says more than "ok": calculate → 255.0
     return "ok"
+
+
+def _error_of(result: str, *, failed: bool, errors: Sequence[str] | None) -> str:
+    """The error :func:`outcome` says of ``result``: its first error line (of
+    ``errors`` when given), else its first line when it failed or that line says so;
+    ``""`` when none."""
+    found = error_lines(result, limit=1) if errors is None else errors
+    if found:
+        return found[0]
+    head = result.strip().partition("\n")[0]
+    if failed or head.lower().startswith(("error", "failed", "exception")) or _FAILED(head):
+        return shorten(head, 120) or "error"
+    return ""
 
 
 #: The most ids a look-up's outcome names (:func:`found`).
