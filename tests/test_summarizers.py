@@ -843,6 +843,24 @@ def test_calls_alike_are_not_merged_across_a_state_change_so_the_order_holds() -
     assert "get_order(A1234 | B5678) ×2 → ok" in actions, body
 
 
+def test_folded_project_instructions_leave_a_trace() -> None:
+    """Codex CLI puts a repository's AGENTS.md in a user message before the task;
+    folded, it left nothing in the summary, so a model continuing never learnt the
+    project had instructions to keep to."""
+    messages = [
+        {
+            "role": "user",
+            "content": "# AGENTS.md instructions for /work/repo\n\n<INSTRUCTIONS>\n"
+            "Run npm test before every commit.\n</INSTRUCTIONS>",
+        },
+        {"role": "user", "content": "Set the default compaction threshold to 90."},
+        {"role": "assistant", "content": "Done: the threshold is 90 now."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
+    assert "- AGENTS.md instructions for /work/repo" in body, body
+    assert body.startswith("User requests:\n- Set the default compaction threshold"), body
+
+
 def test_a_refused_call_says_so_and_an_interruption_is_no_request() -> None:
     """Claude Code answers a call the user refused with a paragraph the summary gave
     as the outcome and again under Errors, and marks the turn the user stopped with

@@ -266,6 +266,11 @@ def _unwrapped(text: str) -> str:
     return _WRAPPER.sub("", text).replace("<command-args>", "").replace("</command-args>", "")
 
 
+#: The head of the project instructions Codex CLI puts in a user message: what a
+#: summary that folds them says of them (``AGENTS.md instructions for /repo``).
+_INSTRUCTIONS = re.compile(r"\s*# (AGENTS\.md instructions for [^\n]+)")
+
+
 #: The section of Claude Code's compact summary (the first user message of a session
 #: continued after ``/compact``) that says what the user asked: ``1. Primary Request
 #: and Intent:`` up to the next numbered section.
@@ -297,7 +302,9 @@ def _task(text: str) -> list[tuple[str, str, int, int]]:
 
 def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     """``(section, text, tier, seq)`` of what a message gives the first tiers: the
-    task's sentences, the facts the user typed, the error lines of an observation;
+    task's sentences, the facts the user typed, the head of the project instructions
+    an agent put in a user message (:data:`_INSTRUCTIONS`), the error lines of an
+    observation;
     ``seq`` its place among them when shown. A placeholder (a tool result ctxcli
     already replaced) says nothing."""
     if _is_placeholder(text) or not text.strip():
@@ -306,6 +313,9 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     if kind in ("task", "user"):
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
+        instructions = _INSTRUCTIONS.match(text)
+        if instructions:  # folded, they leave this trace: the model may read them again
+            out.append(("requests", instructions.group(1), ACTED, 0))
     elif kind in ("result", "observation"):  # not "output": its process succeeded
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
