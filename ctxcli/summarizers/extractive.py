@@ -969,16 +969,19 @@ def _stream(
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 
-#: A word that holds a digit: an id, a number, an amount, a date's part.
-_DIGIT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*")
+#: A word that holds a fact: one with two or more digits (an id, a number, a date's
+#: part), an amount, a name with a digit (``HAT1``); not a lone digit, a count
+#: (``total_baggages 3``), which says less than an id of its length.
+_DIGIT_WORD = re.compile(r"[\w$€£¥.,-]*\d[\w.,-]*\d[\w.,-]*|[$€£¥]\d|[A-Za-z_][\w-]*\d[\w-]*")
 
 
 def _by_density(items: list[Item]) -> list[Item]:
-    """``items`` of :data:`CHANGED`, densest message first: the most words with a digit
-    per character over all a message gives to the tier (an answer's ``Refund $6,594``
-    before a reservation of ``…, total_baggages 3``), so the bound keeps the most facts
-    of the final state; then newest first. A message's items stay together and in
-    their order: a reservation's flights and payments never come without it."""
+    """``items`` of :data:`CHANGED`, densest message first: the most words that hold a
+    fact (:data:`_DIGIT_WORD`) per character over all a message gives to the tier (an
+    answer's ``Refund $6,594`` before a reservation of ``…, total_baggages 3``), so
+    the bound keeps the most facts of the final state; then newest first. A message's
+    items stay together and in their order: a reservation's flights and payments
+    never come without it."""
     words: dict[int, int] = {}
     chars: dict[int, int] = {}
     for item in items:
