@@ -218,6 +218,27 @@ def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> Non
     assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
+def test_steps_after_a_turn_that_opens_with_responses_are_folded_too(tmp_path: Path) -> None:
+    # The user's latest words may share a Content with the responses to the calls
+    # before them. The steps after that turn were never folded: priority dropped them,
+    # with no summary to say what they did. Now their summary is one more text part.
+    record = agent_run(steps=2, ongoing=True)
+    contents = record["contents"]
+    contents[-1]["parts"].append({"text": "Now fix src/other.py instead."})
+    for n in range(10, 22):
+        contents.append({"role": "model", "parts": [call_part(n, 0), call_part(n, 1)]})
+        contents.append({"role": "user", "parts": [response_part(n, 0), response_part(n, 1)]})
+    (out,) = compress(tmp_path, [record], "--max-tokens", "6000")
+    assert api_errors(contents, out["contents"]) == []
+    turn = next(
+        c for c in out["contents"] if {"text": "Now fix src/other.py instead."} in c["parts"]
+    )
+    assert [next(iter(p)) for p in turn["parts"]] == ["functionResponse"] * 2 + ["text"] * 2
+    steps = turn["parts"][-1]["text"]
+    assert steps.startswith("[ctxcli summary]") and "tool_0(src/file_10_0.py" in steps, steps
+    assert out["contents"][-2:] == contents[-2:]
+
+
 def test_a_system_summary_is_a_user_part_in_contents(tmp_path: Path) -> None:
     # Contents have no system role: with --summary-role system a summary is still
     # written, and counted, as the user side, whatever the latest turn holds.

@@ -560,12 +560,15 @@ def _assemble(
 def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
     """Whether steps after the latest user turn may be folded: not for formats whose
     turns must alternate (the summary would be a second user turn in a row) unless
-    their writer joins it to that turn (``conversation.joins_user``: Gemini), nor when
-    that turn opens with other messages than the user's own (an Anthropic tool result
-    read beside the user's text), which would then open the output."""
+    their writer joins it to that turn (``conversation.joins_user``: Gemini, whose
+    writer makes it one more text part of the turn's Content, after any function
+    responses it opens with), nor, in another format, when that turn opens with other
+    messages than the user's own (an Anthropic tool result read beside the user's
+    text), which would then open the output."""
     messages = conversation.messages
-    apart = not conversation.alternating or conversation.joins_user
-    return apart and bool(turn) and messages[turn[0]].role == "user"
+    if conversation.joins_user:
+        return bool(turn)
+    return not conversation.alternating and bool(turn) and messages[turn[0]].role == "user"
 
 
 def _compacted(
