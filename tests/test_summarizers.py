@@ -843,6 +843,29 @@ def test_calls_alike_are_not_merged_across_a_state_change_so_the_order_holds() -
     assert "get_order(A1234 | B5678) ×2 → ok" in actions, body
 
 
+def test_records_alike_but_for_their_id_are_each_said() -> None:
+    """Two certificates of the same amount: the second, ``certificate_2765295: amount
+    250``, was left out as if the first's line had said it, and the user's question
+    was the total of their balances."""
+    import json
+
+    methods = {
+        "certificate_9984806": {
+            "source": "certificate",
+            "amount": 250,
+            "id": "certificate_9984806",
+        },
+        "certificate_2765295": {
+            "source": "certificate",
+            "amount": 250,
+            "id": "certificate_2765295",
+        },
+    }
+    user = {"name": {"first_name": "Mohamed", "last_name": "Silva"}, "payment_methods": methods}
+    body = _ran([("get_user_details", {"user_id": "mohamed_silva_9265"}, json.dumps(user))])
+    assert "certificate_9984806" in body and "certificate_2765295" in body, body
+
+
 def test_folded_project_instructions_leave_a_trace() -> None:
     """Codex CLI puts a repository's AGENTS.md in a user message before the task;
     folded, it left nothing in the summary, so a model continuing never learnt the

@@ -1139,13 +1139,24 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         if short and item.text in said:
             continue
         values = item.text.partition(": ")[2] if item.section == "facts" else ""
-        if values and values in said:
+        if values and values in said and _told_of(item.text, values, said):
             continue  # a record a look-up's action already shows (its gist)
         shown = _unsaid(item, values, said) if values else item
         seen.add(item.text)
         said += item.text + "\n"
         if shown is not None:
             yield shown
+
+
+def _told_of(text: str, values: str, said: str) -> bool:
+    """Whether a line of ``said`` that holds a record's ``values`` (``text``: ``label:
+    values``) names the record's own id too, when its label has one: a look-up's gist
+    of that object; ``certificate_9984806: amount 250`` tells nothing of
+    ``certificate_2765295: amount 250``."""
+    own = text[: -len(values) - 2].rpartition(" ")[2]
+    if not _DIGIT.search(own):
+        return True
+    return any(own in line for line in said.splitlines() if values in line)
 
 
 def _unsaid(item: Item, values: str, said: str) -> Item | None:
