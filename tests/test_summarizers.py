@@ -74,6 +74,12 @@ def test_facts_find_ids_dates_amounts_and_quantities() -> None:
     assert "4999 元" in facts("活动截止到 12 月 6 日 24 点，售价 4999 元")
 
 
+def test_a_month_and_its_year_is_no_day() -> None:
+    """A Gemini CLI summary listed "June 20" of "written in June 2024": no such day."""
+    found = facts("Written in June 2024, updated on June 20, 2024 and on May 3 2025.")
+    assert found == ["June 2024", "June 20, 2024", "May 3 2025"], found
+
+
 def test_an_english_range_or_count_keeps_its_ends_and_its_noun() -> None:
     """A range is one fact ("5 to 7 business days"; it was "7 business", a seat
     count?), and a count keeps its noun ("3 free checked bags", not "3 free")."""

@@ -119,9 +119,13 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (
         # The month first and its boundary after it: a pattern that opens with a
         # literal is searched for quickly.
-        re.compile(rf"{_MONTHS}(?<![A-Za-z0-9_]\w{{3}})[a-z]*\.? \d{{1,2}}(?:, \d{{4}})?"),
+        # A day has no third digit: "June 2024" is a month and its year, no June 20.
+        re.compile(
+            rf"{_MONTHS}(?<![A-Za-z0-9_]\w{{3}})[a-z]*\.? "
+            r"(?:\d{1,2}(?!\d)(?:,? \d{4}(?!\d))?|\d{4}(?!\d))"
+        ),
         ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
-    ),  # May 15
+    ),  # May 15, May 15, 2024, June 2024
     (
         re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
         ("月",),
