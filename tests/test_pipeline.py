@@ -102,11 +102,14 @@ def test_every_stage_combination_keeps_the_invariants(
         {"messages": messages}, out, COUNTER, max_tokens=budget, over_budget_ok=result.over_budget
     )
     if result.over_budget:
-        # Over budget only with what must be kept: no unit left that a dropping stage may drop.
+        # Over budget only with what must be kept: no unit left that a dropping stage may
+        # drop (but summaries, which priority then takes back).
         droppable = [
             g
             for g in units(result.after.messages)
-            if not any(result.after.messages[i].is_system for i in g)
+            if not any(
+                result.after.messages[i].is_system or result.after.messages[i].is_summary for i in g
+            )
         ]
         assert "priority" not in stages or len(droppable) <= 2
 
@@ -177,6 +180,18 @@ def test_priority_takes_back_what_fits_after_a_large_drop() -> None:
     out = compress(messages, "priority", budget)
     assert [m["content"].split()[0] for m in out] == ["Be", "u1", "a1", "u2", "last"]
     assert COUNTER.messages(out) <= budget
+
+
+def test_priority_keeps_the_summary_when_what_must_be_kept_is_over_budget() -> None:
+    # Dropping the summary would leave the conversation over budget all the same, and
+    # what it folded with no trace: it stays; other units still go.
+    long = " ".join(["word"] * 300)
+    summary = seal("[ctxcli summary] 2 earlier messages folded.", "Actions: f(A-1234) → ok")
+    messages = convo(
+        ("user", summary), ("assistant", "a1 word"), ("user", "last " + long), system=long
+    )
+    out = compress(messages, "priority", 400)
+    assert [m["content"].split()[0] for m in out] == ["word", "[ctxcli", "last"]
 
 
 def test_priority_order_is_configurable() -> None:

@@ -25,7 +25,11 @@ class Priority:
     of its first message, so an assistant message with its tool calls and results is
     ``assistant``; a standalone ``tool`` message is ``tool``; a ctxcli summary is
     ``summary``. Classes left out of ``order`` are never dropped; system messages, the
-    latest user message and the last unit never are either.
+    latest user message and the last unit never are either. When what must be kept is
+    over the budget by itself, the summaries dropped are taken back: the conversation
+    is over budget with or without them, and without them what they folded would
+    leave no trace (a SWE-agent run at a twelfth of its tokens went from the issue
+    straight to the submit).
     """
 
     name: ClassVar[str] = "priority"
@@ -76,4 +80,6 @@ class Priority:
             if total + size <= context.max_tokens:
                 keep.update(group)
                 total += size
+        if total > context.max_tokens:  # over by what must be kept alone
+            keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
         return keep_only(conversation, keep, groups, must)
