@@ -875,7 +875,7 @@ def test_records_alike_but_for_their_id_are_each_said() -> None:
 def test_folded_project_instructions_leave_a_trace() -> None:
     """Codex CLI puts a repository's AGENTS.md in a user message before the task;
     folded, it left nothing in the summary, so a model continuing never learnt the
-    project had instructions to keep to."""
+    project had instructions to keep to, nor what they say."""
     messages = [
         {
             "role": "user",
@@ -886,7 +886,7 @@ def test_folded_project_instructions_leave_a_trace() -> None:
         {"role": "assistant", "content": "Done: the threshold is 90 now."},
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
-    assert "- AGENTS.md instructions for /work/repo" in body, body
+    assert "- AGENTS.md instructions for /work/repo: Run npm test before every commit." in body
     assert body.startswith("User requests:\n- Set the default compaction threshold"), body
 
 

@@ -266,9 +266,27 @@ def _unwrapped(text: str) -> str:
     return _WRAPPER.sub("", text).replace("<command-args>", "").replace("</command-args>", "")
 
 
-#: The head of the project instructions Codex CLI puts in a user message: what a
-#: summary that folds them says of them (``AGENTS.md instructions for /repo``).
-_INSTRUCTIONS = re.compile(r"\s*# (AGENTS\.md instructions for [^\n]+)")
+#: The project instructions Codex CLI puts in a user message: their head
+#: (``AGENTS.md instructions for /repo``) and what they say.
+_INSTRUCTIONS = re.compile(
+    r"\s*# (AGENTS\.md instructions for [^\n]+)\n(.*?)(?:</INSTRUCTIONS>|\Z)", re.DOTALL
+)
+#: HTML comments and tags of instructions (``<INSTRUCTIONS>``, ``<!-- … -->``).
+_MARKUP = re.compile(r"<!--.*?-->|</?[A-Za-z_]+>", re.DOTALL)
+#: What a summary says of folded instructions is kept within this many characters.
+INSTRUCTIONS_CHARS = 240
+
+
+def _instructions(text: str) -> str:
+    """What a summary that folds a user message of project instructions
+    (:data:`_INSTRUCTIONS`) says of them: their head, then their sentences of most
+    content within :data:`INSTRUCTIONS_CHARS` (``AGENTS.md instructions for /repo:
+    ALWAYS prefer MCP graph tools over grep/glob …``); ``""`` for another message."""
+    match = _INSTRUCTIONS.match(text)
+    if match is None:
+        return ""
+    said = by_content(_MARKUP.sub("", match.group(2)), lambda s: len(s) <= INSTRUCTIONS_CHARS)
+    return f"{match.group(1)}: {said}" if said else match.group(1)
 
 
 #: The section of Claude Code's compact summary (the first user message of a session
@@ -302,8 +320,8 @@ def _task(text: str) -> list[tuple[str, str, int, int]]:
 
 def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     """``(section, text, tier, seq)`` of what a message gives the first tiers: the
-    task's sentences, the facts the user typed, the head of the project instructions
-    an agent put in a user message (:data:`_INSTRUCTIONS`), the error lines of an
+    task's sentences, the facts the user typed, what project instructions an agent
+    put in a user message say (:func:`_instructions`), the error lines of an
     observation;
     ``seq`` its place among them when shown. A placeholder (a tool result ctxcli
     already replaced) says nothing."""
@@ -313,9 +331,9 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     if kind in ("task", "user"):
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
-        instructions = _INSTRUCTIONS.match(text)
-        if instructions:  # folded, they leave this trace: the model may read them again
-            out.append(("requests", instructions.group(1), ACTED, 0))
+        instructions = _instructions(text)
+        if instructions:
+            out.append(("requests", instructions, ACTED, 0))
     elif kind in ("result", "observation"):  # not "output": its process succeeded
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
