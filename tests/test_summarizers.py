@@ -849,6 +849,33 @@ def test_calls_alike_are_not_merged_across_a_state_change_so_the_order_holds() -
     assert "get_order(A1234 | B5678) ×2 → ok" in actions, body
 
 
+def test_a_state_change_is_never_cut_before_a_look_up_of_what_the_user_named() -> None:
+    """tau 26-0 at 1500 tokens: the summary showed the later look-up of M20IZO, which
+    the user named, and not the cancellation of NQNU5R before it."""
+    import json
+
+    reservation = {"reservation_id": "M20IZO", "origin": "JFK", "destination": "MCO"}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Please cancel NQNU5R, then tell me about M20IZO."}
+    ]
+    steps = [
+        ("cancel_reservation", {"reservation_id": "NQNU5R"}, '{"status": "cancelled"}'),
+        ("get_reservation_details", {"reservation_id": "M20IZO"}, json.dumps(reservation)),
+    ]
+    for n, (name, arguments, result) in enumerate(steps):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    for bound in range(10, 120):
+        body = SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+        if "Actions:" in body:
+            assert "cancel_reservation(NQNU5R)" in body, body
+            break
+    else:
+        raise AssertionError("no action at any bound")
+
+
 def test_records_alike_but_for_their_id_are_each_said() -> None:
     """Two certificates of the same amount: the second, ``certificate_2765295: amount
     250``, was left out as if the first's line had said it, and the user's question

@@ -22,9 +22,9 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
 task; then the facts the user typed with a digit in them (but those a later call of
-this tier shows), the error lines, the calls that change state or failed (what was
-acted on, and its arguments) and the look-ups of what the user named
-(:func:`_user_named`: what they asked about); then the records
+this tier or the next shows), the error lines, the calls that change state or failed
+(what was acted on, and its arguments); then the look-ups of what the user named
+(:func:`_user_named`: what they asked about; never before a state change); then the records
 of what the state-changing calls returned (the final state of what changed) and of
 the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
 totals and prices it told the user, each after the words that say what it is:
@@ -35,7 +35,7 @@ short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantitie
 assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
 the question it answered); then the assistant's notes. Within a tier the newest come
 first, but for the final state of what changed, where the messages whose items hold
-the most words with a digit per character come first, each message's items together
+the most words that hold a fact per character come first, each message's items together
 (:func:`_by_density`: the most facts a bound can hold). An item already said (the same
 text, or a fact inside an item ranked before it) is skipped, and a record of an object is told
 by the values no line before that named it gave (:func:`_unsaid`). The body
@@ -147,8 +147,8 @@ NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), and their order, best first:
 #: the final state of what changed before the look-ups that led to it.
-TASK, ACTED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(8)
-ORDER = (TASK, ACTED, CHANGED, LOOKUP, REST, ASKED, COUNTED, NOTES)
+TASK, ACTED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(9)
+ORDER = (TASK, ACTED, NAMED, CHANGED, LOOKUP, REST, ASKED, COUNTED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
@@ -608,7 +608,8 @@ def _actions(
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
-    state or failed is of :data:`ACTED`, a look-up of :data:`LOOKUP`. A call that
+    state or failed is of :data:`ACTED`, a look-up of what the user named of
+    :data:`NAMED`, another of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`); calls that differ in one value alone are one item
     (:func:`_merged`)."""
@@ -672,7 +673,7 @@ def _made(
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
     a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
     or, of a result in ``named``, its gist (:func:`ctxcli.summarizers.records.gist`:
-    its record, so it is not written again) and its tier :data:`ACTED`. A look-up
+    its record, so it is not written again) and its tier :data:`NAMED`. A look-up
     whose arguments all go (prose
     without a fact, :func:`ctxcli.summarizers.records.arguments_text`) and that says
     only ``ok`` is left out, and so is a poll of a running process, whose outcome is
@@ -682,9 +683,10 @@ def _made(
         call = (name, arguments)
         said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
         acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
-        # A look-up of what the user named is what they asked about: it ranks with the acts.
-        acted = acted or (at in named and bool(_arguments(arguments)))
-        calls.append((name, arguments, said, i, ACTED if acted else LOOKUP))
+        # A look-up of what the user named is what they asked about: it ranks right
+        # after the acts (a state change is never cut before a look-up).
+        asked = at in named and bool(_arguments(arguments))
+        calls.append((name, arguments, said, i, ACTED if acted else NAMED if asked else LOOKUP))
     calls = _polls_told(calls)
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
@@ -902,11 +904,13 @@ def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None
     facts are all typed: :func:`_eager_of`): :data:`ACTED`;
     :data:`REST` for one without a digit (``New York``, ``Gift Card``: a place or a
     word the requests say in context, no id), ``None`` when a later call that changes
-    state or failed shows it (``book_reservation(mia_li_3668, …)``: of the same
-    tier, newer, so it ranks before it)."""
+    state or failed, or a later look-up of what the user named, shows it
+    (``book_reservation(mia_li_3668, …)``: of its tier or the next, newer)."""
     if not _DIGIT.search(fact):
         return REST
-    shown = any(a.tier == ACTED and a.position > position and fact in a.text for a in actions)
+    shown = any(
+        a.tier in (ACTED, NAMED) and a.position > position and fact in a.text for a in actions
+    )
     return None if shown else ACTED
 
 
