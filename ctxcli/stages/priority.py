@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ctxcli.model import Conversation, pinned, units
+from ctxcli.model import Conversation, Message, pinned, units
 from ctxcli.stages._common import keep_only
 
 if TYPE_CHECKING:
@@ -54,6 +54,23 @@ class Priority:
         messages = conversation.messages
         groups = units(messages)
         must = pinned(messages, groups)
+        total = conversation.tokens
+        keep = set(range(len(messages)))
+        dropped: list[list[int]] = []
+        for group in self._candidates(messages, groups, must):
+            if total <= context.max_tokens:
+                break
+            keep.difference_update(group)
+            total -= sum(messages[i].tokens for i in group)
+            dropped.append(group)
+        _take_back(messages, dropped, keep, (total, context.max_tokens))
+        return keep_only(conversation, keep, groups, must)
+
+    def _candidates(
+        self, messages: Sequence[Message], groups: list[list[int]], must: set[int]
+    ) -> list[list[int]]:
+        """The units that may be dropped, in the order they go: by class (``order``),
+        then oldest first."""
         rank = {cls: i for i, cls in enumerate(self.order)}
         candidates = []
         for group in groups:
@@ -63,23 +80,26 @@ class Priority:
             cls = "summary" if head.is_summary else head.role
             if cls in rank:
                 candidates.append((rank[cls], group[0], group))
-        candidates.sort()
-        total = conversation.tokens
-        keep = set(range(len(messages)))
-        dropped: list[list[int]] = []
-        for _, _, group in candidates:
-            if total <= context.max_tokens:
-                break
-            keep.difference_update(group)
-            total -= sum(messages[i].tokens for i in group)
-            dropped.append(group)
-        # A large unit dropped last may leave room for some dropped before it (the
-        # summary, kept last, first): take back, latest dropped first, what still fits.
-        for group in reversed(dropped[:-1]):
-            size = sum(messages[i].tokens for i in group)
-            if total + size <= context.max_tokens:
-                keep.update(group)
-                total += size
-        if total > context.max_tokens:  # over by what must be kept alone
-            keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
-        return keep_only(conversation, keep, groups, must)
+        return [group for _, _, group in sorted(candidates)]
+
+
+def _take_back(
+    messages: Sequence[Message],
+    dropped: list[list[int]],
+    keep: set[int],
+    sizes: tuple[int, int],
+) -> None:
+    """Put back into ``keep`` what :class:`Priority` dropped (``dropped``, in the order it
+    went) and need not have: with ``sizes`` (tokens kept, budget) within the budget,
+    the units before the last that still fit, latest dropped first (a large unit
+    dropped last may leave room for some dropped before it: the summary, kept last,
+    first); over it (what must be kept is over by itself), every summary."""
+    total, budget = sizes
+    if total > budget:
+        keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
+        return
+    for group in reversed(dropped[:-1]):
+        size = sum(messages[i].tokens for i in group)
+        if total + size <= budget:
+            keep.update(group)
+            total += size
