@@ -431,6 +431,29 @@ def test_a_compact_summary_gives_the_task_its_request_section() -> None:
     assert "Delta tracking" not in task  # the next section is not the request
 
 
+def test_a_compact_summary_keeps_the_users_corrections_and_the_pending_tasks() -> None:
+    """Claude Code's compact summary of 3k tokens came out as its request alone: the
+    user's nine corrections ("not JSONL, a JSON file") and the tasks left were lost."""
+    compact = (
+        "Summary:\n## 1. Primary Request and Intent:\n- Review the sync of session metrics"
+        "\n\n## 2. Key Technical Concepts:\n- syncState"
+        '\n\n## 6. All User Messages:\n1. "review the sync"\n2. "it\'s not a jsonl file, '
+        "it's json with syncState\"\n\n## 7. Pending Tasks:\n- Update ARCHITECTURE.md "
+        "with the simplified approach\n\n## 8. Current Work:\nReading ARCHITECTURE.md"
+    )
+    messages = [
+        {"role": "user", "content": compact},
+        {"role": "assistant", "content": "I'll continue with ARCHITECTURE.md."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    requests = parse_summary(body)["requests"]
+    assert requests[0] == "Review the sync of session metrics", body
+    assert "Pending: Update ARCHITECTURE.md with the simplified approach" in requests, body
+    assert "it's not a jsonl file, it's json with syncState" in requests, body
+    assert "review the sync" not in requests  # the first is the request itself
+    assert "Reading ARCHITECTURE.md" not in body
+
+
 def test_an_observation_is_told_by_its_output_and_an_edit_by_the_file_it_changed() -> None:
     # SWE-agent: every observation ends with its shell's state; an edit's arguments are
     # the text replaced, and only its result says which file it changed.

@@ -298,6 +298,29 @@ _COMPACT_INTENT = re.compile(
 )
 
 
+#: A section of Claude Code's compact summary after the request: what the user said
+#: (``6. All User Messages:``) and what is left to do (``7. Pending Tasks:``), each a
+#: list, up to the next numbered section.
+_COMPACT_LIST = re.compile(
+    r"^[#* ]*\d+\. *\**(All User Messages|Pending Tasks)\**:?\**\s*(.*?)"
+    r"(?=^[#* ]*\d+\. *\**[A-Z]|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+#: An entry of such a list: ``1. "text"`` or ``- text``.
+_COMPACT_ENTRY = re.compile(r'^\s*(?:\d+\.|[-*])\s+"?(.*?)"?\s*$', re.MULTILINE)
+
+
+def _compact_lists(text: str) -> tuple[list[str], list[str]]:
+    """The user's messages and the pending tasks a compact summary lists
+    (:data:`_COMPACT_LIST`), each entry as written; two empty lists for any other
+    text."""
+    found: dict[str, list[str]] = {"All User Messages": [], "Pending Tasks": []}
+    if "Primary Request" in text:
+        for match in _COMPACT_LIST.finditer(text):
+            found[match.group(1)] += [e for e in _COMPACT_ENTRY.findall(match.group(2)) if e]
+    return found["All User Messages"], found["Pending Tasks"]
+
+
 def _task(text: str) -> list[tuple[str, str, int, int]]:
     """The task's sentences, no filler, of most :func:`content` first, within
     :data:`TASK_TOKENS` (guessed: 4 characters a token, a CJK character one), each
@@ -328,6 +351,9 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     if _is_placeholder(text) or not text.strip():
         return ()
     out: list[tuple[str, str, int, int]] = _task(text) if kind == "task" else []
+    if kind == "task":  # what a compact summary says is left to do, with the acts
+        pending = _compact_lists(text)[1]
+        out += [("requests", f"Pending: {t}", ACTED, 60 + i) for i, t in enumerate(pending)]
     if kind in ("task", "user"):
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
@@ -349,6 +375,14 @@ def _lazy_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
     reader = _LATER.get(kind)
     out = reader(text) if reader else []
     return tuple((section, said, tier, 100 + i) for i, (section, said, tier) in enumerate(out))
+
+
+def _later_compact(text: str) -> list[tuple[str, str, int]]:
+    """The user's messages a compact summary lists (:func:`_compact_lists`), each as a
+    later request is told (:func:`_later_request`): the corrections and decisions of
+    the session it continues."""
+    said = _compact_lists(text)[0][1:]  # the first is the task
+    return [item for entry in said for item in _later_request(entry)]
 
 
 def _later_request(text: str) -> list[tuple[str, str, int]]:
@@ -517,6 +551,7 @@ def _whole(fact: str, text: str) -> str:
 _RESULTS = ("result", "output")
 #: What :func:`_lazy_of` reads of each kind of message.
 _LATER = {
+    "task": _later_compact,
     "user": _later_request,
     "result": _later_result,
     "output": _later_result,
