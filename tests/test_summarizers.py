@@ -74,6 +74,24 @@ def test_facts_find_ids_dates_amounts_and_quantities() -> None:
     assert "4999 元" in facts("活动截止到 12 月 6 日 24 点，售价 4999 元")
 
 
+def test_a_chinese_amount_keeps_the_word_that_says_what_it_is() -> None:
+    """ "199 元" was both the charger's price and the screen insurance's: the amounts in
+    元 had no label. A label is a whole word, never the tail of a clause cut mid-word
+    ("统会自动减去 200 元")."""
+    answer = (
+        "无线充电器需要单独购买，官方款售价 199 元。下单后系统会自动减去 200 元优惠，"
+        "实付 4799 元。如果购买了 199 元碎屏险，可以免费换屏。"
+    )
+    messages = [
+        {"role": "user", "content": "无线充电器多少钱？下单后实付多少？"},
+        {"role": "assistant", "content": answer},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
+    facts = parse_summary(body)["facts"]
+    for label in ("官方款售价 199 元", "减去 200 元", "实付 4799 元"):
+        assert label in facts, body
+
+
 def test_a_month_and_its_year_is_no_day() -> None:
     """A Gemini CLI summary listed "June 20" of "written in June 2024": no such day."""
     found = facts("Written in June 2024, updated on June 20, 2024 and on May 3 2025.")

@@ -456,9 +456,42 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
     for fact in _facts(text):
         if _AMOUNT.match(fact):
             out.append(("facts", _what_amount(prose, fact), CHANGED))
+        elif fact.endswith("元"):
+            out.append(("facts", _what_yuan(prose, fact), REST))
         else:
             out.append(("facts", fact, COUNTED if _COUNT.fullmatch(fact) else REST))
     return out
+
+
+#: Chinese words that say what an amount is (``售价 4999 元``, ``实付 4799 元``), and up to
+#: three characters after them before the amount (``价格为``, ``每期约``).
+_YUAN_WORD = re.compile(
+    r"(?:售价|价格|原价|现价|总价|定价|实付|应付|支付|付款|立减|减去|减免|优惠|折扣|退款|退还"
+    r"|金额|运费|费用|赔付|赔偿|每期|首付|定金|押金|余额|合计|共计|差价|补贴|返现)[^\d，。；！？\n]{0,3}$"
+)
+#: The CJK characters right before such a word: which thing the amount is of.
+_YUAN_LEAD = re.compile(r"([\u4e00-\u9fff]*)$")
+#: The most CJK characters before :data:`_YUAN_WORD` a label takes: a longer run is a
+#: clause that would be cut mid-word (``下单后系统会自动``), and is left out.
+YUAN_LEAD_CHARS = 4
+
+
+def _what_yuan(text: str, amount: str) -> str:
+    """``amount`` (``4999 元``) with the words that say what it is where ``text`` first
+    states it: the Chinese word for a price, payment or refund ending its clause
+    (:data:`_YUAN_WORD`), after the thing it is of when that is a short run of CJK
+    characters (``官方款售价 199 元``, ``售价 4999 元``); else the amount alone (``199
+    元``: a label cut mid-word misleads more)."""
+    found = re.search(r"(?<![\d.,])" + re.escape(amount), text)
+    if found is None:
+        return amount
+    clause = _CLAUSE_BEFORE.sub("", text[max(0, found.start() - 60) : found.start()]).rstrip()
+    word = _YUAN_WORD.search(clause)
+    if word is None:
+        return amount
+    lead = _YUAN_LEAD.search(clause[: word.start()])
+    thing = lead.group(1) if lead and len(lead.group(1)) <= YUAN_LEAD_CHARS else ""
+    return f"{thing}{word.group()} {amount}"
 
 
 #: Words that say what an amount is (``total cost $305``, ``Refund: $6,594``).
