@@ -92,6 +92,28 @@ def test_a_chinese_amount_keeps_the_word_that_says_what_it_is() -> None:
         assert label in facts, body
 
 
+def test_an_answers_headings_plans_and_code_examples_are_no_notes_nor_facts() -> None:
+    """A Claude Code session's notes were "**Corrected Phase 4.1 Proposal**:" and a
+    Gemini CLI one's "I will then move on to examining lead_memory_v1.txt" (read
+    already); the facts "proj_xyz789; conv-f47ac10b…" came from an example JSON."""
+    answer = (
+        "**Corrected Phase 4.1 Proposal** (matches metrics):\n"
+        '```json\n{"conversationId": "conv-f47ac10b", "project": "proj_xyz789"}\n```\n'
+        "I will then move on to examining lead_memory_v1.txt. "
+        "The sync threshold is 90 percent now, set in src/config_v2.ts."
+    )
+    messages = [
+        {"role": "user", "content": "Set the sync threshold."},
+        {"role": "assistant", "content": answer},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
+    sections = parse_summary(body)
+    assert sections["notes"] == [
+        "The sync threshold is 90 percent now, set in src/config_v2.ts."
+    ], body
+    assert "proj_xyz789" not in body and "f47ac10b" not in body, body
+
+
 def test_a_month_and_its_year_is_no_day() -> None:
     """A Gemini CLI summary listed "June 20" of "written in June 2024": no such day."""
     found = facts("Written in June 2024, updated on June 20, 2024 and on May 3 2025.")

@@ -402,14 +402,19 @@ def _later_result(text: str) -> list[tuple[str, str, int]]:
 
 
 #: A fenced code block of Markdown, and a sentence that is code, JSON or a heading
-#: (``"id": "x",``, ``if (n === 0) {``, ``## Design``, a line of code in backticks): no
-#: statement of the assistant; a sentence that opens with a name in backticks is one.
+#: (``"id": "x",``, ``if (n === 0) {``, ``## Design``, a line of code in backticks), a
+#: lead-in to a list, or what the assistant says it is about to do: no statement of
+#: the assistant; a sentence that opens with a name in backticks is one.
 _FENCED = re.compile(r"^ *```.*?^ *```[^\n]*$", re.MULTILINE | re.DOTALL)
 _NOT_PROSE = re.compile(
     r"^(?:[\"{}\[\]<#|]|//|``|`[^`]*(?:`\W*)?$)|[{}\[;,(]$"
     # a field and its value, not a sentence (``**Reservation ID**: GV1N64``, ``Departure:
     # 07:00 PM EST``)
     r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
+    # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``)
+    r"|[:：]\**$"
+    # what the assistant is about to do, said before doing it (``I'll read lead_v2.txt``)
+    r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now I will|Now I'll|Next,? I)\b"
 )
 
 
@@ -453,7 +458,7 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
         ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
         for s in notes[:NOTES_PER_MESSAGE]
     ]
-    for fact in _facts(text):
+    for fact in _facts(prose):  # not of its code blocks: examples, a proposal
         if _AMOUNT.match(fact):
             out.append(("facts", _what_amount(prose, fact), CHANGED))
         elif fact.endswith("元"):
