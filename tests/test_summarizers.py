@@ -494,6 +494,19 @@ def test_a_compact_summary_keeps_the_users_corrections_and_the_pending_tasks() -
     assert "Reading ARCHITECTURE.md" not in body
 
 
+def test_an_edit_shows_the_line_it_wrote() -> None:
+    """Claude Code's Edit came out as its file alone: what it changed was lost."""
+    edit = {
+        "file_path": "/repo/CLAUDE.md",
+        "old_string": "# Rules\n",
+        "new_string": "# Rules\nUse pnpm, not npm.\n",
+    }
+    removal = {"file_path": "/repo/a.py", "old_string": "x = 1\ny = 2\n", "new_string": "x = 1\n"}
+    body = _ran([("Edit", edit, "The file has been updated."), ("Edit", removal, "Updated.")])
+    assert "Edit(/repo/CLAUDE.md, Use pnpm, not npm.) → The file" in body, body
+    assert "Edit(/repo/a.py) → Updated." in body, body  # a deletion writes no line
+
+
 def test_an_observation_is_told_by_its_output_and_an_edit_by_the_file_it_changed() -> None:
     # SWE-agent: every observation ends with its shell's state; an edit's arguments are
     # the text replaced, and only its result says which file it changed.
@@ -521,7 +534,9 @@ def test_an_observation_is_told_by_its_output_and_an_edit_by_the_file_it_changed
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
     assert _actions_line(body, "Actions:") == [
         "bash(python reproduce.py) → 344",
-        "edit() → ok, /testbed/src/marshmallow/fields.py",
+        # the line the edit wrote, not only the file (the fix itself was lost)
+        "edit(return int(round(value.total_seconds() / base_unit.total_se…) → ok, "
+        "/testbed/src/marshmallow/fields.py",
         "bash(python reproduce.py) → 345",
         "bash(ls -F) → ok",  # a command's output names no file it changed
     ]

@@ -867,8 +867,9 @@ def _outcome(
     """The outcome of a ``call`` (name, arguments) whose result is message ``at`` (see
     :func:`_made`); of one that changed state, ``ok`` names what it made when its
     arguments do not (``ok, reservation HATHAT``: the id the next turns reuse), or
-    the file it changed when its arguments name nothing (``edit() → ok,
-    /testbed/src/fields.py``: SWE-agent's edits give only the text replaced)."""
+    the file it changed when they name nothing but the text an edit wrote
+    (``edit(return int(round(…))) → ok, /testbed/src/fields.py``: SWE-agent's edits
+    give only the text replaced)."""
     name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
@@ -877,7 +878,8 @@ def _outcome(
     if said != "ok":
         return said
     if rec.changes_state(name):
-        own = rec.made(texts[at]) or ("" if _arguments(arguments) else rec.touched(texts[at]))
+        named_one = _arguments(rec.without_edit(arguments))  # what it changed, if said
+        own = rec.made(texts[at]) or ("" if named_one else rec.touched(texts[at]))
         return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
     found = _gist if named else _found  # a named look-up's record is said once
     return found(texts[at]) or said

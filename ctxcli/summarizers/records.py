@@ -380,11 +380,16 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
         yield from _list_leaves(value, key)
     elif isinstance(value, Mapping):
         route = _route(value)
+        edit = _edit_keys(value)
         for name, item in value.items():
-            if name == "destination" and route:
+            if name == "destination" and route or name in edit[:1]:
                 continue
             if name == "origin" and route:
                 yield route
+            elif name in edit:
+                changed = _changed_line(str(value[edit[0]]), str(item))
+                if changed:
+                    yield shorten(_SPACE.sub(" ", changed), ARGUMENT_CHARS)
             else:
                 yield from _leaves(item, str(name))
     elif _scalar(value):
@@ -392,6 +397,44 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+#: The keys of an edit's text before and after it (SWE-agent's ``search`` and
+#: ``replace``, Claude Code's ``old_string`` and ``new_string``, ``str_replace``'s).
+_EDIT_KEYS = (
+    ("search", "replace"),
+    ("old_string", "new_string"),
+    ("old_str", "new_str"),
+    ("old_text", "new_text"),
+)
+
+
+def _edit_keys(value: Mapping[str, Any]) -> tuple[str, ...]:
+    """The (before, after) keys of an edit's arguments (:data:`_EDIT_KEYS`) both of
+    whose values are strings; ``()`` for other arguments."""
+    for pair in _EDIT_KEYS:
+        if all(isinstance(value.get(key), str) for key in pair):
+            return pair
+    return ()
+
+
+def without_edit(arguments: str) -> str:
+    """A call's ``arguments`` (JSON) without an edit's text before and after
+    (:data:`_EDIT_KEYS`); as they are when they hold none."""
+    value = parse_json(arguments) if "old_" in arguments or "replace" in arguments else None
+    keys = _edit_keys(value) if isinstance(value, Mapping) else ()
+    if not keys or not isinstance(value, Mapping):
+        return arguments
+    return orjson.dumps({k: v for k, v in value.items() if k not in keys}).decode()
+
+
+def _changed_line(old: str, new: str) -> str:
+    """What an edit that replaced ``old`` with ``new`` shows of it: the longest line
+    of ``new`` that ``old`` does not hold (``return int(round(value.total_seconds() /
+    …))``), whitespace aside; ``""`` when it holds none (a deletion)."""
+    before = {line.strip() for line in old.splitlines()}
+    added = [line.strip() for line in new.splitlines() if line.strip() not in before]
+    return max(added, key=len, default="")
 
 
 def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
