@@ -954,6 +954,20 @@ def test_a_state_change_is_never_cut_before_a_look_up_of_what_the_user_named() -
         raise AssertionError("no action at any bound")
 
 
+def test_a_list_of_objects_without_ids_is_one_record() -> None:
+    """tau 2-0: one passenger line a passenger, each said once over all the records,
+    so JG7FMM showed Fatima Patel alone: Omar Davis, its other passenger, was said
+    under 2FBBAH. A reservation's passengers are one line now, whole."""
+    from ctxcli.summarizers.records import records
+
+    passengers = [
+        {"first_name": "Omar", "last_name": "Davis", "dob": "1982-10-19"},
+        {"first_name": "Fatima", "last_name": "Patel", "dob": "1950-05-04"},
+    ]
+    found = records({"reservation_id": "JG7FMM", "passengers": passengers}, "result")
+    assert "passengers: Omar Davis 1982-10-19, Fatima Patel 1950-05-04" in found, found
+
+
 def test_records_alike_but_for_their_id_are_each_said() -> None:
     """Two certificates of the same amount: the second, ``certificate_2765295: amount
     250``, was left out as if the first's line had said it, and the user's question

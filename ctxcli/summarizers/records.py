@@ -87,6 +87,10 @@ def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
     """``(label, values)`` of each object in ``value``, the outer one first; a nested
     object short enough is written inside its parent's record."""
     if isinstance(value, list):
+        flat = _flat_objects(value, label)
+        if flat:
+            yield label, flat  # ``passengers: Fatima Patel 1950-05-04, Omar Davis …``
+            return
         shared = _shared_states(value)
         for item in value:
             if isinstance(item, Mapping) and shared:
@@ -126,6 +130,22 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
         elif isinstance(item, (Mapping, list)) and item:
             nested.append((str(key), item))
     return label, values, nested
+
+
+def _flat_objects(items: list[Any], label: str) -> list[str]:
+    """The values of each of ``items``, two or more objects of scalars with no id of
+    their own (a reservation's passengers), each object's values joined by spaces:
+    one record of the list, so none of them is left out as said by another list's
+    record of the same text; ``[]`` for any other list."""
+    if len(items) < 2 or not all(isinstance(item, Mapping) for item in items):
+        return []
+    out = []
+    for item in items:
+        own, values, nested = _object(item, label)
+        if own != label or nested or not values:
+            return []
+        out.append(" ".join(values))
+    return out
 
 
 def _shared_states(items: Sequence[Any]) -> set[str]:
