@@ -449,6 +449,13 @@ def test_a_greeting_alone_is_no_task_the_next_request_is() -> None:
     assert parse_summary(body)["requests"] == ["Explain what this is"]
 
 
+def _continued(compact: str, answer: str) -> str:
+    """The summary (within 400 tokens) of a session continued from Claude Code's
+    ``compact`` summary, then the assistant's ``answer``."""
+    messages = [{"role": "user", "content": compact}, {"role": "assistant", "content": answer}]
+    return SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+
+
 def test_a_compact_summary_gives_the_task_its_request_section() -> None:
     compact = (
         "This session is being continued from a previous conversation that ran out of "
@@ -459,11 +466,7 @@ def test_a_compact_summary_gives_the_task_its_request_section() -> None:
         "minimal\n\n## 2. Key Technical Concepts:\n- **Delta tracking**: syncStatus per "
         "delta\n\n## 3. Files and Code Sections:\n- src/sync.ts: the sync loop"
     )
-    messages = [
-        {"role": "user", "content": compact},
-        {"role": "assistant", "content": "I'll continue with the review of src/sync.ts."},
-    ]
-    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    body = _continued(compact, "I'll continue with the review of src/sync.ts.")
     task = parse_summary(body)["requests"][0]
     assert task.startswith("Review the sync of session metrics in src/sync.ts")
     assert "Keep it minimal" in task
@@ -481,11 +484,7 @@ def test_a_compact_summary_keeps_the_users_corrections_and_the_pending_tasks() -
         "it's json with syncState\"\n\n## 7. Pending Tasks:\n- Update ARCHITECTURE.md "
         "with the simplified approach\n\n## 8. Current Work:\nReading ARCHITECTURE.md"
     )
-    messages = [
-        {"role": "user", "content": compact},
-        {"role": "assistant", "content": "I'll continue with ARCHITECTURE.md."},
-    ]
-    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    body = _continued(compact, "I'll continue with ARCHITECTURE.md.")
     requests = parse_summary(body)["requests"]
     assert requests[0] == "Review the sync of session metrics", body
     assert "Pending: Update ARCHITECTURE.md with the simplified approach" in requests, body
