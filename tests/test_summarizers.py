@@ -1050,6 +1050,20 @@ def test_a_note_keeps_what_the_agent_concluded_not_what_it_plans() -> None:
     assert "Let me run" not in notes and "ls -F" not in notes, body
 
 
+def test_a_note_is_not_what_the_agent_says_it_is_doing() -> None:
+    """The Gemini CLI session kept "I'm now examining … lead_memor_v2.txt" as a note:
+    the file name's digit made it read as a statement."""
+    answer = (
+        "I'm now examining the `lead.txt` and `lead_memor_v2.txt` files. "
+        "I've been comparing lead_v1.txt with the others. "
+        "lead_memor_v2.txt gives the clearest workflow because it has 4 numbered steps."
+    )
+    body = _run([("read_file", {"path": "lead_memor_v2.txt"})], answer)
+    notes = body.partition("Assistant notes:")[2]
+    assert "gives the clearest workflow" in notes, body
+    assert "examining" not in notes and "comparing" not in notes, body
+
+
 def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
     """``circle_area(radius=4)`` read "circle_area() → ok", a call with no arguments
     (a lone small value says nothing, so it was left out)."""

@@ -413,8 +413,10 @@ _NOT_PROSE = re.compile(
     r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
     # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``)
     r"|[:：]\**$"
-    # what the assistant is about to do, said before doing it (``I'll read lead_v2.txt``)
-    r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now I will|Now I'll|Next,? I)\b"
+    # what the assistant is about to do or is doing, said before the outcome (``I'll
+    # read lead_v2.txt``, ``I'm now examining lead_memor_v2.txt``)
+    r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now,? let me|Now I will|Now I'll"
+    r"|Next,? I)\b|^(?:Now,? )?I(?:'m| am|'ve been| have been)(?: now| currently)? \w+ing\b"
 )
 
 
