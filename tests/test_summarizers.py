@@ -1050,6 +1050,21 @@ def test_a_note_keeps_what_the_agent_concluded_not_what_it_plans() -> None:
     assert "Let me run" not in notes and "ls -F" not in notes, body
 
 
+def test_a_limit_note_says_which_thing_it_is_of() -> None:
+    """tau-bench run 26-0 kept "Unfortunately, it cannot be canceled for a refund": a
+    model continuing could not tell which of the two reservations "it" was."""
+    answer = (
+        "1. **Reservation IFOYYZ**: This is a basic economy ticket booked 3 days ago. "
+        "Unfortunately, it cannot be canceled for a refund.\n\n"
+        "2. Basic economy tickets booked via LX1234 cannot be changed."
+    )
+    body = _run([("get_reservation_details", {"reservation_id": "IFOYYZ"})], answer)
+    notes = body.partition("Assistant notes:")[2]
+    assert "IFOYYZ: Unfortunately, it cannot be canceled for a refund." in notes, body
+    # a limit that names an id of its own keeps to it
+    assert "- Basic economy tickets booked via LX1234 cannot be changed." in notes, body
+
+
 def test_a_note_is_not_what_the_agent_says_it_is_doing() -> None:
     """The Gemini CLI session kept "I'm now examining … lead_memor_v2.txt" as a note:
     the file name's digit made it read as a statement."""

@@ -455,7 +455,7 @@ def _noted(sentence: str) -> bool:
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
-    notes = [s for s in (sentences(prose) if _states(prose) else ()) if _noted(s)]
+    notes = _notes(sentences(prose) if _states(prose) else [])
     out = [
         ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
         for s in notes[:NOTES_PER_MESSAGE]
@@ -467,6 +467,32 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
             out.append(("facts", _what_yuan(prose, fact), REST))
         else:
             out.append(("facts", fact, COUNTED if _COUNT.fullmatch(fact) else REST))
+    return out
+
+
+#: An id a limit may be of: a code of capitals and digits (``FQ8APE``, ``H9ZU1C``), an
+#: id of words and a number (``credit_card_7447``), or capitals after the word that
+#: names the kind of thing (``reservation **IFOYYZ**``).
+_SUBJECT_ID = re.compile(
+    r"\b(?=[A-Z]*\d)(?=\d*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+(?:_[a-z]+)*_\d+\b"
+    r"|(?i:\b(?:reservation|booking|order|confirmation|ticket)(?:\s+(?:id|code|number))?)"
+    r"[\s*:#]*\b([A-Z]{5,10})\b"
+)
+
+
+def _notes(said: list[str]) -> list[str]:
+    """The notes among an answer's sentences ``said`` (:func:`_noted`), a limit that
+    names no id of its own after the id the sentences before it named last, which is
+    what "it" or "this reservation" is (``FQ8APE: However, this reservation is in basic
+    economy class, which cannot be modified.``)."""
+    out = []
+    subject = ""
+    for sentence in said:
+        ids = [m.group(1) or m.group() for m in _SUBJECT_ID.finditer(sentence)]
+        if _noted(sentence):
+            limit = subject and not ids and _REFUSAL.search(sentence)
+            out.append(f"{subject}: {sentence}" if limit else sentence)
+        subject = ids[-1] if ids else subject
     return out
 
 
