@@ -849,6 +849,11 @@ def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts()
             ),
             (
                 "exec_command",
+                {"cmd": "make lint"},
+                _codex("3f0e1d", "Process exited with code 1", ""),
+            ),
+            (
+                "exec_command",
                 {"cmd": "git diff"},
                 _codex("6b22f4", running.replace("20936", "83395"), ""),
             ),
@@ -857,11 +862,13 @@ def test_codex_polls_give_their_command_its_outcome_and_chunk_ids_are_no_facts()
     actions = next(line for line in body.splitlines() if line.startswith("Actions:"))
     assert "exec_command(npm test) → AssertionError: expected undefined to equal 90" in actions
     assert "write_stdin(20936, ^C) → write_stdin failed: stdin is closed" in actions, body
-    assert "exec_command(rg -n compact src) → exit 1" in actions, body
+    # grep(1) and rg exit 1 when they select nothing: no failure
+    assert "exec_command(rg -n compact src) → no match" in actions, body
+    assert "exec_command(make lint) → exit 1" in actions, body
     assert "exec_command(git diff) → running, session 83395" in actions, body
     assert actions.count("write_stdin(") == 1, body  # the polls are their command's
     assert "- exec_command: TypeError: config.compaction is undefined" in body, body
-    for chunk in ("a21e41", "ebd87a", "c9c6a1", "29c337", "6b22f4"):
+    for chunk in ("a21e41", "ebd87a", "c9c6a1", "29c337", "3f0e1d", "6b22f4"):
         assert chunk not in body, body
 
 
@@ -1203,3 +1210,13 @@ def test_a_subtraction_is_no_range_and_operands_do_not_label_an_amount() -> None
     assert ex._what_amount("Use certificate 7504069 for $250.", "$250") == (
         "certificate 7504069 $250"
     )
+
+
+def test_a_search_is_the_last_stage_of_its_command() -> None:
+    """Exit status 1 is "no match" only where a search's status is the command's."""
+    from ctxcli.summarizers.records import no_match
+
+    assert no_match('{"cmd": "rg --files node_modules | rg opencode"}')
+    assert no_match('{"command": ["bash", "-lc", "git grep -n compact"]}')
+    assert not no_match('{"cmd": "rg -n compact src | head -5"}')
+    assert not no_match('{"cmd": "make lint"}') and not no_match("not json")

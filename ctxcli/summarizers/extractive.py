@@ -897,12 +897,15 @@ def _outcome(
     arguments do not (``ok, reservation HATHAT``: the id the next turns reuse), or
     the file it changed when they name nothing but the text an edit wrote
     (``edit(return int(round(…))) → ok, /testbed/src/fields.py``: SWE-agent's edits
-    give only the text replaced)."""
+    give only the text replaced); a search that exited 1 found ``no match``
+    (:func:`ctxcli.summarizers.records.no_match`)."""
     name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
     succeeded = kinds[at] == "output"
     said = rec.outcome(texts[at], failed=failed, errors=errors[:1], succeeded=succeeded)
+    if said == "exit 1" and rec.no_match(arguments):
+        return "no match"
     if said != "ok":
         return said
     if rec.changes_state(name):

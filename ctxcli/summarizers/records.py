@@ -593,6 +593,24 @@ def exited_ok(result: str) -> bool:
     return head is not None and head["code"] == "0"
 
 
+#: A command whose last stage searches (``rg -n compact src``, ``git ls-files | grep
+#: foo``): its exit status 1 says it selected nothing.
+_SEARCH_COMMAND = re.compile(r"(?:^|[|;&]\s*)(?:rg|grep|egrep|fgrep|git grep|ag|ack)\s[^|;&]*$")
+
+
+def no_match(arguments: str) -> bool:
+    """Whether a call's ``arguments`` (JSON: ``cmd`` or ``command``, a string or an
+    argument list) run a search as the last stage of their command, so that exit
+    status 1 says it found nothing, no failure (grep(1): "Normally the exit status is
+    0 if a line is selected, 1 if no lines were selected, and 2 if an error
+    occurred"; ripgrep's is the same)."""
+    value = parse_json(arguments)
+    command = value.get("cmd", value.get("command")) if isinstance(value, dict) else None
+    if isinstance(command, list):
+        command = command[-1] if command and isinstance(command[-1], str) else None
+    return isinstance(command, str) and _SEARCH_COMMAND.search(command.strip()) is not None
+
+
 def outcome(
     result: str | None,
     *,
