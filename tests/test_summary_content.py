@@ -474,6 +474,16 @@ def test_a_path_is_kept_whole_and_heading_words_are_no_facts() -> None:
     assert "#1" not in body.partition("Facts:")[2]
 
 
+def test_a_path_in_code_quotes_keeps_its_spaces() -> None:
+    """The Codex session's summary listed ``~/Library/Application; Support/opencode/``:
+    two facts, neither a path that exists."""
+    text = "- macOS: `~/Library/Application Support/opencode/storage/`\n- Linux: `~/.local/x/`"
+    body = _summary([{"role": "user", "content": "Where?"}, {"role": "user", "content": text}], 400)
+    facts = body.partition("Facts:")[2]
+    assert "~/Library/Application Support/opencode/storage/" in facts, body
+    assert "; Support/" not in facts, body
+
+
 # --- Chinese ---------------------------------------------------------------------------
 
 

@@ -248,7 +248,8 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     A range is one fact, whole (``50-100元``, ``$20-$30``, ``1小时-2小时``); a street
     address keeps its street (``建国路277号``); a number inside a name (``7天连锁酒店``)
     is no quantity; a phone number or an e-mail address keeps the words before it that
-    say whose it is (``快递员张师傅 138-0000-1234``). Only the first
+    say whose it is (``快递员张师傅 138-0000-1234``); a path a span of code quotes keeps
+    its spaces (``~/Library/Application Support/opencode/``). Only the first
     :data:`FACT_SCAN_CHARS` characters are read: past that, a message is a dump whose
     facts a summary cannot hold anyway.
     """
@@ -267,8 +268,16 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             fact = _owned(text, start, fact, previous)
         elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
             fact = _ADDRESS_LEAD.sub("", fact)
+        elif text[start - 1 : start] == "`" and "/" in fact:
+            spaced = _SPACED_PATH.match(text, start)  # `~/Library/Application Support/x/`
+            fact, end = (spaced.group(), spaced.end()) if spaced else (fact, end)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+#: A path with spaces in it, as a span of code quotes it whole (its closing backtick
+#: after it): ``~/Library/Application Support/opencode/storage/``.
+_SPACED_PATH = re.compile(r"[\w.~-]*/[\w.@/~-]*(?: [\w.@~-]+[\w.@/~-]*)+(?=`)")
 
 
 #: The two ends of a range (:data:`_RANGE`).
