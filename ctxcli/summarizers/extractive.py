@@ -227,8 +227,10 @@ def parse_summary(body: str) -> dict[str, list[str]]:
     return sections
 
 
-def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str]:
-    """What each message is: ``task`` (the first user message that is more than
+def _kinds(
+    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], *, has_task: bool
+) -> list[str]:
+    """What each message (its text the same place of ``texts``) is: ``task`` (the first user message that is more than
     filler such as a greeting alone, :func:`ctxcli.summarizers.text.is_filler`; none
     when ``has_task``), ``user``, ``observation`` (a user message carrying an
     environment's output right after an assistant's action), ``assistant``,
@@ -237,18 +239,14 @@ def _kinds(messages: Sequence[Mapping[str, Any]], *, has_task: bool) -> list[str
     an error), or ``other``."""
     kinds: list[str] = []
     previous = ""
-    for message in messages:
+    for message, text in zip(messages, texts):
         role = str(message.get("role"))
         kind = role if role in ("user", "assistant") else "other"
         if role in ("tool", "function"):
-            kind = "output" if rec.exited_ok(message_text(message)) else "result"
-        elif (
-            role == "user"
-            and previous == "assistant"
-            and _ENV_OUTPUT.search(message_text(message)[:4000])
-        ):
+            kind = "output" if rec.exited_ok(text) else "result"
+        elif role == "user" and previous == "assistant" and _ENV_OUTPUT.search(text[:4000]):
             kind = "observation"
-        own = _unwrapped(message_text(message)) if kind == "user" and not has_task else ""
+        own = _unwrapped(text) if kind == "user" and not has_task else ""
         if own and not is_filler(own):  # "hi" alone asks nothing: the next says the task
             kind, has_task = "task", True
         kinds.append(kind)
@@ -1201,7 +1199,7 @@ class Extractive:
         earlier = _previous_items(previous)
         texts = [message_text(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
-        kinds = _kinds(messages, has_task=has_task)
+        kinds = _kinds(messages, texts, has_task=has_task)
         texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]
