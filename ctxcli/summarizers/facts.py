@@ -264,15 +264,24 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         previous, end = max(end, 0), start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
-        if (len(fact) >= 10 and _PHONE.fullmatch(fact)) or ("@" in fact and _EMAIL.fullmatch(fact)):
-            fact = _owned(text, start, fact, previous)
-        elif fact.endswith("号") and _ADDRESS.fullmatch(fact):
-            fact = _ADDRESS_LEAD.sub("", fact)
-        elif text[start - 1 : start] == "`" and "/" in fact:
-            spaced = _SPACED_PATH.match(text, start)  # `~/Library/Application Support/x/`
-            fact, end = (spaced.group(), spaced.end()) if spaced else (fact, end)
+        fact, end = _whole_fact(text, start, fact, previous)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+def _whole_fact(text: str, start: int, fact: str, previous: int) -> tuple[str, int]:
+    """``(fact, end)``: a ``fact`` found at ``start`` of ``text`` made whole (see
+    :func:`facts`), and where it ends there; ``previous``: where the fact before it
+    ended."""
+    end = start + len(fact)
+    if (len(fact) >= 10 and _PHONE.fullmatch(fact)) or ("@" in fact and _EMAIL.fullmatch(fact)):
+        return _owned(text, start, fact, previous), end
+    if fact.endswith("号") and _ADDRESS.fullmatch(fact):
+        return _ADDRESS_LEAD.sub("", fact), end
+    if text[start - 1 : start] == "`" and "/" in fact:
+        spaced = _SPACED_PATH.match(text, start)  # `~/Library/Application Support/x/`
+        return (spaced.group(), spaced.end()) if spaced else (fact, end)
+    return fact, end
 
 
 #: A path with spaces in it, as a span of code quotes it whole (its closing backtick
