@@ -1220,3 +1220,19 @@ def test_a_search_is_the_last_stage_of_its_command() -> None:
     assert no_match('{"command": ["bash", "-lc", "git grep -n compact"]}')
     assert not no_match('{"cmd": "rg -n compact src | head -5"}')
     assert not no_match('{"cmd": "make lint"}') and not no_match("not json")
+
+
+def test_a_state_change_made_outranks_later_attempts_that_failed() -> None:
+    """tau-bench run 8-1 at 1500 tokens kept a failed booking, cut, and lost the
+    cancellation made before it: a booking refused three times changed nothing."""
+    error = "Error: payment amount does not add up, total price is 4875, but paid 1625"
+    booking = {"user_id": "mohamed_silva_9265", "origin": "JFK", "destination": "SFO"}
+    steps = [("cancel_reservation", {"reservation_id": "K1NW8N"}, '{"status": "cancelled"}')]
+    steps += [
+        ("book_reservation", {**booking, "flights": [f"HAT{n:03}"] * 4, "amount": 1625}, error)
+        for n in (23, 24, 25)
+    ]
+    for bound in (30, 60, 400):
+        body = _ran(steps, bound=bound)
+        assert "cancel_reservation(K1NW8N) → ok" in body, (bound, body)
+    assert "book_reservation(" in body and "4875" in body, body  # with room, the attempts too

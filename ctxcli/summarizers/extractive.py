@@ -22,8 +22,10 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
 task; then the facts the user typed with a digit in them (but those a later call of
-this tier or the next shows), the error lines, the calls that change state or failed
-(what was acted on, and its arguments); then the look-ups of what the user named
+this tier or the next shows), the error lines, the calls that changed state or failed
+(what was acted on, and its arguments); then the calls that tried to change state and
+failed (a booking refused changed nothing: a cancellation made before it says more);
+then the look-ups of what the user named
 (:func:`_user_named`: what they asked about; never before a state change); then the records
 of what the state-changing calls returned (the final state of what changed) and of
 the look-ups of what the user named, the amounts the assistant stated (:data:`_AMOUNT`:
@@ -147,8 +149,8 @@ NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), and their order, best first:
 #: the final state of what changed before the look-ups that led to it.
-TASK, ACTED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(9)
-ORDER = (TASK, ACTED, NAMED, CHANGED, LOOKUP, REST, ASKED, COUNTED, NOTES)
+TASK, ACTED, TRIED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(10)
+ORDER = (TASK, ACTED, TRIED, NAMED, CHANGED, LOOKUP, REST, ASKED, COUNTED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
@@ -230,10 +232,11 @@ def parse_summary(body: str) -> dict[str, list[str]]:
 def _kinds(
     messages: Sequence[Mapping[str, Any]], texts: Sequence[str], *, has_task: bool
 ) -> list[str]:
-    """What each message (its text the same place of ``texts``) is: ``task`` (the first user message that is more than
-    filler such as a greeting alone, :func:`ctxcli.summarizers.text.is_filler`; none
-    when ``has_task``), ``user``, ``observation`` (a user message carrying an
-    environment's output right after an assistant's action), ``assistant``,
+    """What each message (its text the same place of ``texts``) is: ``task`` (the first
+    user message that is more than filler such as a greeting alone,
+    :func:`ctxcli.summarizers.text.is_filler`; none when ``has_task``), ``user``,
+    ``observation`` (a user message carrying an environment's output right after an
+    assistant's action), ``assistant``,
     ``result`` (a tool or function result), ``output`` (one whose process says it
     exited with code 0: :func:`ctxcli.summarizers.records.exited_ok`; no line of it is
     an error), or ``other``."""
@@ -706,9 +709,10 @@ def _actions(
     named: frozenset[int],
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
-    (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changes
-    state or failed is of :data:`ACTED`, a look-up of what the user named of
-    :data:`NAMED`, another of :data:`LOOKUP`. A call that
+    (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changed
+    state, or a look-up that failed, is of :data:`ACTED`, one that failed to change
+    state of :data:`TRIED`, a look-up of what the user named of :data:`NAMED`, another
+    of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`); calls that differ in one value alone are one item
     (:func:`_merged`)."""
@@ -781,11 +785,16 @@ def _made(
     for i, name, arguments, at in _results(messages):
         call = (name, arguments)
         said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
-        acted = rec.ERROR_OUTCOME.search(said) is not None or rec.changes_state(name)
+        failed = rec.ERROR_OUTCOME.search(said) is not None
         # A look-up of what the user named is what they asked about: it ranks right
         # after the acts (a state change is never cut before a look-up).
         asked = at in named and bool(_arguments(arguments))
-        calls.append((name, arguments, said, i, ACTED if acted else NAMED if asked else LOOKUP))
+        tier = NAMED if asked else LOOKUP
+        if rec.changes_state(name):
+            tier = TRIED if failed else ACTED
+        elif failed:
+            tier = ACTED
+        calls.append((name, arguments, said, i, tier))
     calls = _polls_told(calls)
     made = []
     for j, (name, arguments, said, i, tier) in enumerate(calls):
