@@ -972,6 +972,8 @@ def test_a_list_of_objects_without_ids_is_one_record() -> None:
     ]
     found = records({"reservation_id": "JG7FMM", "passengers": passengers}, "result")
     assert "passengers: Omar Davis 1982-10-19, Fatima Patel 1950-05-04" in found, found
+    alone = records({"reservation_id": "2FBBAH", "passengers": passengers[:1]}, "result")
+    assert "passengers: Omar Davis 1982-10-19" in alone, alone  # one reads as two do
 
 
 def test_records_alike_but_for_their_id_are_each_said() -> None:

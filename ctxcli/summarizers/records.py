@@ -133,11 +133,12 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
 
 
 def _flat_objects(items: list[Any], label: str) -> list[str]:
-    """The values of each of ``items``, two or more objects of scalars with no id of
-    their own (a reservation's passengers), each object's values joined by spaces:
-    one record of the list, so none of them is left out as said by another list's
-    record of the same text; ``[]`` for any other list."""
-    if len(items) < 2 or not all(isinstance(item, Mapping) for item in items):
+    """The values of each of ``items``, objects of scalars with no id of their own (a
+    reservation's passengers), each object's values joined by spaces: one record of
+    the list, so none of them is left out as said by another list's record of the
+    same text, and one passenger reads as two do (``passengers: Omar Davis
+    1982-10-19``, not ``Omar, Davis, 1982-10-19``); ``[]`` for any other list."""
+    if not items or not all(isinstance(item, Mapping) for item in items):
         return []
     out = []
     for item in items:
@@ -515,7 +516,7 @@ def _runs(items: Sequence[Any]) -> list[tuple[int, int, list[str]]]:
 def _shared_keys(items: Sequence[Any]) -> list[str]:
     """The keys under which every one of two or more ``items``, all objects, holds one
     scalar value told in an action, when each holds something else too; else ``[]``."""
-    if len(items) < 2 or not all(isinstance(item, Mapping) for item in items):
+    if not items or not all(isinstance(item, Mapping) for item in items):
         return []
     first = items[0]
     keys = [
