@@ -21,7 +21,7 @@ from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
 from ctxcli.summarizers.extractive import EXTRACTIVE, REST, Item, _cut_says, parse_summary
 from ctxcli.summarizers.records import difference, found, made, records
-from ctxcli.summarizers.text import is_filler
+from ctxcli.summarizers.text import is_filler, own_sentences
 from ctxcli.tokens import TokenCounter
 
 COUNTER = TokenCounter("o200k_base")
@@ -159,6 +159,19 @@ def test_greetings_and_thanks_are_filler(line: str) -> None:
 )
 def test_a_request_beside_a_greeting_is_no_filler(line: str) -> None:
     assert not is_filler(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        ("Hi there, I noticed my insurance is missing.", "I noticed my insurance is missing."),
+        ("Bonjour! I would like to cancel my flights.", "I would like to cancel my flights."),
+        ("Good morning, I need a refund.", "I need a refund."),
+        ("Hello again! Cancel PEP4E0.", "Cancel PEP4E0."),
+    ],
+)
+def test_a_greeting_before_a_request_is_dropped_whole(line: str, kept: str) -> None:
+    assert own_sentences(line) == [kept]
 
 
 def test_no_request_line_on_tau_bench_is_a_greeting_or_thanks_alone(data: Path) -> None:

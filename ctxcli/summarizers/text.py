@@ -259,7 +259,7 @@ def message_text(message: Mapping[str, Any]) -> str:
 #: these alone (and :data:`_STOP_WORDS`) is no request ("Hi! Can you help me with
 #: this?", "Thanks! I'll definitely be in touch.").
 FILLER_WORDS = frozenset(
-    "hi hello hey dear thanks thank thankyou you so much very lot great ok okay sure yes "
+    "hi hello hey bonjour hola greetings dear thanks thank thankyou you so much very lot great ok okay sure yes "
     "yeah yep no nope perfect bye goodbye please that's thats that all have nice good day "
     "i i'm im i'll ill definitely be in touch appreciate it can could would will help me "
     "with this awesome got sounds sound alright cool morning afternoon evening there for "
@@ -275,8 +275,13 @@ _CJK_FILLER = re.compile(
 )
 
 
-#: A greeting that opens a sentence of content ("Hi, I want to ...", "你好，我想...").
-_GREETING_LEAD = re.compile(r"^(?:你好|您好|(?:hi|hello|hey)\b)[，,!！\s]+", re.IGNORECASE)
+#: A greeting that opens a sentence of content ("Hi, I want to ...", "Hi there, I
+#: noticed ...", "Good morning! I ...", "你好，我想...").
+_GREETING_LEAD = re.compile(
+    r"^(?:你好|您好|(?:hi|hello|hey|bonjour|hola|greetings|good (?:morning|afternoon|evening))"
+    r"(?: there| again| team)?\b)[，,!！.\s]+",
+    re.IGNORECASE,
+)
 
 
 def own_sentences(text: str) -> list[str]:
