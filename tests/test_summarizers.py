@@ -1088,6 +1088,20 @@ def test_a_note_is_not_what_the_agent_says_it_is_doing() -> None:
     assert "examining" not in notes and "comparing" not in notes, body
 
 
+def test_a_note_is_not_what_the_agent_says_the_team_will_do() -> None:
+    """SWE-agent's notes on the marshmallow run were "Let's open the `fields.py` file
+    and navigate to line 1474 …": a plan, kept for its line number."""
+    answer = (
+        "Let's open the `fields.py` file and navigate to line 1474 to see the code. "
+        "Now let's run reproduce.py once more to check 345. "
+        "The output changed from 344 to 345 because round() now rounds to the nearest int."
+    )
+    body = _run([("open", {"path": "src/marshmallow/fields.py"})], answer)
+    notes = body.partition("Assistant notes:")[2]
+    assert "changed from 344 to 345" in notes, body
+    assert "navigate" not in notes and "once more" not in notes, body
+
+
 def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
     """``circle_area(radius=4)`` read "circle_area() → ok", a call with no arguments
     (a lone small value says nothing, so it was left out)."""

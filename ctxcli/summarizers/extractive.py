@@ -418,6 +418,9 @@ _NOT_PROSE = re.compile(
     # read lead_v2.txt``, ``I'm now examining lead_memor_v2.txt``)
     r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now,? let me|Now I will|Now I'll"
     r"|Next,? I)\b|^(?:Now,? )?I(?:'m| am|'ve been| have been)(?: now| currently)? \w+ing\b"
+    # the same said for the team, as SWE-agent's model does (``Let's open the
+    # `fields.py` file``, ``Now let's run the script``, ``First, we should look at``)
+    r"|^(?:(?:Now|First|Next|Then|So),? )?(?i:let's|let us|we'll|we will|we should|we need to)\b"
 )
 
 
