@@ -1112,6 +1112,20 @@ def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
     assert arguments_text("{}") == ""
 
 
+def test_a_call_that_writes_text_to_no_named_file_shows_its_first_line() -> None:
+    """SWE-agent's ``insert`` (its text goes into the open file) read "insert() → ok":
+    the script it wrote was lost."""
+    from ctxcli.summarizers.records import arguments_text, names_target
+
+    text = "\nfrom marshmallow.fields import TimeDelta\nprint(td_field.serialize())\n"
+    assert arguments_text(json.dumps({"text": text})) == "from marshmallow.fields import TimeDelta"
+    written = {"file_path": "/testbed/reproduce.py", "content": text}
+    assert arguments_text(json.dumps(written)) == "/testbed/reproduce.py"
+    # the file its result names is still said in its outcome
+    assert not names_target(json.dumps({"text": text}))
+    assert names_target(json.dumps(written))
+
+
 def test_a_record_says_a_yes_or_no_and_when_it_was_made_by_their_keys() -> None:
     """tau-bench's reservations came out without ``insurance`` (a yes/no alone says
     nothing, so it was left out: the refund a model may grant depends on it) and

@@ -919,7 +919,7 @@ def _outcome(
     if said != "ok":
         return said
     if rec.changes_state(name):
-        named_one = _arguments(rec.without_edit(arguments))  # what it changed, if said
+        named_one = rec.names_target(arguments)  # what it changed, if said
         own = rec.made(texts[at]) or ("" if named_one else rec.touched(texts[at]))
         return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
     found = _gist if named else _found  # a named look-up's record is said once

@@ -246,12 +246,39 @@ def arguments_text(arguments: str) -> str:
     """The identifying arguments of a call: its scalar values in order, depth first
     (``JFK→SEA`` for an origin and destination, strings whitespace-collapsed and each
     within :data:`ARGUMENT_CHARS`), all within :data:`ACTION_ARGUMENT_CHARS`; when all
-    are small values, those after their keys (:func:`_small_ones`)."""
+    are small values, those after their keys (:func:`_small_ones`); when the only
+    argument is text of several lines, its first line (:func:`_opening`)."""
     value = parse_json(arguments) if arguments.strip() else None
     if value is None:
         return shorten(_SPACE.sub(" ", arguments), ACTION_ARGUMENT_CHARS)
-    leaves = list(_leaves(value)) or _small_ones(value)
+    leaves = list(_leaves(value)) or _small_ones(value) or _opening(value)
     return shorten(", ".join(leaves), ACTION_ARGUMENT_CHARS)
+
+
+def names_target(arguments: str) -> bool:
+    """Whether a call's ``arguments`` (JSON) say what it acts on: any value its action
+    shows (:func:`arguments_text`) but the first line of a text it writes
+    (:func:`_opening`) or an edit's text (:func:`without_edit`)."""
+    value = parse_json(without_edit(arguments)) if arguments.strip() else None
+    if value is None:
+        return bool(arguments.strip())
+    return bool(next(_leaves(value), None) or _small_ones(value))
+
+
+def _opening(value: Any) -> list[str]:
+    """The first line of the first text of several lines among an arguments object's
+    values, within :data:`ARGUMENT_CHARS`: what tells a call that writes text and names
+    no file (SWE-agent's ``insert``, whose ``text`` goes into the open file) from one
+    with no arguments; ``[]`` when it holds no such text, or when that line is prose
+    (a thought), of which a one-line value shows only its facts (:func:`_told`)."""
+    if not isinstance(value, Mapping):
+        return []
+    for key, item in value.items():
+        if isinstance(item, str) and "\n" in item.strip():
+            line = _SPACE.sub(" ", next(line for line in item.splitlines() if line.strip()))
+            line = line.strip()
+            return [shorten(line, ARGUMENT_CHARS)] if _told(line, str(key)) == line else []
+    return []
 
 
 def _small_ones(value: Any) -> list[str]:
