@@ -1266,3 +1266,63 @@ def test_a_state_change_made_outranks_later_attempts_that_failed() -> None:
         body = _ran(steps, bound=bound)
         assert "cancel_reservation(K1NW8N) → ok" in body, (bound, body)
     assert "book_reservation(" in body and "4875" in body, body  # with room, the attempts too
+
+
+def test_an_older_plan_update_says_only_the_steps_it_moved() -> None:
+    """Claude Code's TodoWrite wrote the whole to-do list at each update: the summary
+    of one session spent most of its room on four copies of the same four steps."""
+
+    def todos(*statuses: str) -> dict[str, Any]:
+        steps = ("Discover commands", "Analyze structure", "Update CLAUDE.md")
+        return {"todos": [{"content": c, "status": s} for c, s in zip(steps, statuses)]}
+
+    body = _run(
+        [
+            ("TodoWrite", todos("pending", "pending", "pending")),
+            ("TodoWrite", todos("in_progress", "pending", "pending")),
+            ("TodoWrite", todos("in_progress", "pending", "pending")),
+            ("TodoWrite", todos("completed", "in_progress", "pending")),
+            ("TodoWrite", todos("completed", "completed", "completed")),
+        ]
+    )
+    actions = body.partition("Actions: ")[2].partition("\n")[0].split("; ")
+    assert actions == [
+        "TodoWrite(Discover commands [pending], Analyze structure [pending], "
+        "Update CLAUDE.md [pending]) → done",
+        "TodoWrite(Discover commands [in_progress]) → done",
+        "TodoWrite(no change) → done",
+        "TodoWrite(Discover commands [completed], Analyze structure [in_progress]) → done",
+        "TodoWrite(Discover commands [completed], Analyze structure [completed], "
+        "Update CLAUDE.md [completed]) → done",
+    ], body
+
+
+def test_a_sub_agents_report_is_read_as_an_answer() -> None:
+    """Claude Code's Task results (a sub-agent's findings: "Next.js: 15.5.2 (upgraded
+    from documented v14)") came out as "Task(…) → ok" with only "v14; v3" as facts."""
+    report = (
+        "## Package.json Analysis Summary\n\n**Current Tech Stack Versions:**\n"
+        "- Next.js: 15.5.2 (upgraded from documented v14)\n- React: 19.1.0\n\n"
+        "Tailwind CSS v4 comes with PostCSS integration."
+    )
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Update CLAUDE.md."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "t1",
+                    "type": "function",
+                    "function": {"name": "Task", "arguments": '{"description": "Check"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "t1", "content": report},
+        {"role": "assistant", "content": "Done."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=400, counter=COUNTER)
+    notes = body.partition("Assistant notes:")[2]
+    assert "Next.js: 15.5.2 (upgraded from documented v14)" in notes, body
+    facts = body.partition("Facts: ")[2].partition("\n")[0].split("; ")
+    assert "Post" not in facts and "Next" not in facts, body  # the heads of PostCSS, Next.js

@@ -258,6 +258,23 @@ def _kinds(
     return kinds
 
 
+#: The tools that hand a task to a sub-agent, whose result is its final answer: Claude
+#: Code's ``Task`` (``Agent`` since its 2.1 releases).
+_SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
+
+
+def _reports(messages: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[str]:
+    """``kinds`` (:func:`_kinds`) with the result of a sub-agent's call
+    (:data:`_SUB_AGENT_TOOLS`) that did not fail as ``report``: prose read as an
+    answer is (:func:`_later_answer`: its notes and facts, ``Next.js: 15.5.2 (upgraded
+    from documented v14)``), not as a look-up's output."""
+    names = _result_names(messages) if "result" in kinds else {}
+    for i, name in names.items():
+        if name in _SUB_AGENT_TOOLS and kinds[i] == "result" and not messages[i].get("is_error"):
+            kinds[i] = "report"
+    return kinds
+
+
 def _unwrapped(text: str) -> str:
     """A user message's own words: without an agent's wrappers of a command it ran
     (Claude Code's ``<command-name>``, ``<local-command-stdout>``, its caveat), the
@@ -627,6 +644,7 @@ _LATER = {
     "output": _later_result,
     "observation": _later_result,
     "assistant": _later_answer,
+    "report": _later_answer,
 }
 
 
@@ -788,24 +806,48 @@ def _made(
     for i, name, arguments, at in _results(messages):
         call = (name, arguments)
         said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
-        failed = rec.ERROR_OUTCOME.search(said) is not None
-        # A look-up of what the user named is what they asked about: it ranks right
-        # after the acts (a state change is never cut before a look-up).
         asked = at in named and bool(_arguments(arguments))
-        tier = NAMED if asked else LOOKUP
-        if rec.changes_state(name):
-            tier = TRIED if failed else ACTED
-        elif failed:
-            tier = ACTED
-        calls.append((name, arguments, said, i, tier))
+        calls.append((name, arguments, said, i, _call_tier(name, said, asked=asked)))
     calls = _polls_told(calls)
     made = []
+    plans = _plan_changes(calls)
     for j, (name, arguments, said, i, tier) in enumerate(calls):
-        shown = _as_next(calls, j) or _arguments(arguments)
+        shown = plans.get(j) or _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
         made.append((name, shown, said, i, tier))
     return [(f"{n}({shown}) → {said}", i, n, tier) for n, shown, said, i, tier in _placed(made)]
+
+
+def _call_tier(name: str, said: str, *, asked: bool) -> int:
+    """The tier of a call of ``name`` whose outcome is ``said`` (see :func:`_actions`):
+    a look-up of what the user named (``asked``) is what they asked about, so it ranks
+    right after the acts; a state change is never cut before a look-up."""
+    failed = rec.ERROR_OUTCOME.search(said) is not None
+    if rec.changes_state(name):
+        return TRIED if failed else ACTED
+    return ACTED if failed else NAMED if asked else LOOKUP
+
+
+def _plan_changes(calls: Sequence[tuple[str, str, str, int, int]]) -> dict[int, str]:
+    """``{call: shown}`` for each plan update (a to-do list: Claude Code's ``TodoWrite``,
+    Codex's ``update_plan``, :func:`ctxcli.summarizers.records.plan_steps`) that a later
+    update of its name supersedes: the steps it changed since the one before it (the
+    first, all of them), ``no change`` when it changed none. The newest is told whole:
+    where the run stands; the older ones, each the whole list again, said only the
+    step or two that moved."""
+    steps = [rec.plan_steps(arguments) for _, arguments, _, _, _ in calls]
+    out: dict[int, str] = {}
+    before: dict[str, list[str]] = {}
+    for j, (name, _, _, _, _) in enumerate(calls):
+        if not steps[j]:
+            continue
+        later = any(steps[k] and calls[k][0] == name for k in range(j + 1, len(calls)))
+        if later:
+            moved = [step for step in steps[j] if step not in before.get(name, ())]
+            out[j] = shorten(", ".join(moved), rec.ACTION_ARGUMENT_CHARS) if moved else "no change"
+        before[name] = steps[j]
+    return out
 
 
 def _poll_links(calls: Sequence[tuple[str, str, str]]) -> dict[int, int]:
@@ -1211,7 +1253,7 @@ class Extractive:
         earlier = _previous_items(previous)
         texts = [message_text(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
-        kinds = _kinds(messages, texts, has_task=has_task)
+        kinds = _reports(messages, _kinds(messages, texts, has_task=has_task))
         texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]

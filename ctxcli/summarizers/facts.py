@@ -226,10 +226,12 @@ _CODE_LINE = re.compile(
 #: right before an id of capitals and digits label it, and the id is the fact ("go
 #: with Flight HAT072", "Reservation ZFA04Y"): no name.
 _BEFORE_AN_ID = r"(?! (?=[A-Z0-9]*[A-Z])[A-Z0-9]*\d[A-Z0-9]*(?![\w/:-]|[.,]\d))"
+#: A name ends where its word does: not the head of ``PostCSS`` or of ``Next.js``.
+_WORD_ENDS = r"(?!\w|\.\w)"
 _NAME = re.compile(
-    rf"(?<=[a-z,;:] )([A-Z][a-z]++(?: [A-Z][a-z]++)++){_BEFORE_AN_ID}"
+    rf"(?<=[a-z,;:] )([A-Z][a-z]++(?: [A-Z][a-z]++)++){_WORD_ENDS}{_BEFORE_AN_ID}"
     r"|\b(?:in|to|from|at|near|via|with|for|named|called|by) "
-    rf"([A-Z][a-z]++(?: [A-Z][a-z]++)*+){_BEFORE_AN_ID}"
+    rf"([A-Z][a-z]++(?: [A-Z][a-z]++)*+){_WORD_ENDS}{_BEFORE_AN_ID}"
 )
 #: Keys of a state rather than a thing: their values say something only of an item
 #: the summary names (see :func:`json_facts`).

@@ -507,6 +507,19 @@ def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
 _STEP_TEXT = ("step", "content", "description", "task", "title", "text")
 
 
+def plan_steps(arguments: str) -> list[str]:
+    """The steps of a plan update (``arguments``, JSON, holding a list of steps each
+    with a status: :func:`_steps`), as its action shows them (``Run focused
+    verification [pending]``); ``[]`` for any other call."""
+    if "status" not in arguments:
+        return []
+    value = parse_json(arguments)
+    lists = value.values() if isinstance(value, Mapping) else [value]
+    return next(
+        (steps for item in lists if isinstance(item, list) for steps in [_steps(item)] if steps), []
+    )
+
+
 def _steps(value: list[Any]) -> list[str]:
     """Each step of a plan or to-do list as ``text [status]`` (``Run focused
     verification [pending]``; its text within :data:`ARGUMENT_CHARS`, Claude Code's
