@@ -583,6 +583,12 @@ def test_the_actions_of_a_previous_summary_are_merged() -> None:
             ["1 with", "0199 please"],
         ),
         ("It cost $30, then $1,250.50 in all.", ["$30", "$1,250.50"], ["$30,"]),
+        # a UUID whose first group is all digits (a Claude Code log's parentUuid)
+        (
+            '{"parentUuid":"21466058-39d5-4a90-ad67-fdb08ce315a4"}',
+            ["21466058-39d5-4a90-ad67-fdb08ce315a4"],
+            ["21466058", "39d5-4a90-ad67-fdb08ce315a4"],
+        ),
     ],
 )
 def test_facts_keep_versions_whole_and_skip_a_number_before_a_filler_word(

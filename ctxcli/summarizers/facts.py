@@ -103,6 +103,9 @@ _NAME_AFTER = re.compile(
 #: match contains, or a pattern that opens with a digit (so it is quick to search
 #: for) and that every text with a match holds; ``None``: nothing.
 Needs = tuple[str, ...] | re.Pattern[str] | None
+#: A UUID (RFC 9562's 8-4-4-4-12 hex digits), whole: the ids and number patterns
+#: would take one whose first group is all digits as a number and the rest.
+_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
 #: A path: absolute, relative, or a file with an extension.
 PATH = re.compile(
     rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
@@ -112,6 +115,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (_EMAIL, ("@",)),
     (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
     (PATH, ("/",)),
+    (_UUID, ("-",)),
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
     (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
@@ -177,7 +181,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
 #: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:14]
+_STRICT_PATTERNS = FACT_PATTERNS[:15]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
