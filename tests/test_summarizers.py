@@ -1100,12 +1100,14 @@ def test_a_note_is_not_what_the_agent_says_the_team_will_do() -> None:
     answer = (
         "Let's open the `fields.py` file and navigate to line 1474 to see the code. "
         "Now let's run reproduce.py once more to check 345. "
+        "Using `superpowers:brainstorming` briefly because this changes 2 settings. "
         "The output changed from 344 to 345 because round() now rounds to the nearest int."
     )
     body = _run([("open", {"path": "src/marshmallow/fields.py"})], answer)
     notes = body.partition("Assistant notes:")[2]
     assert "changed from 344 to 345" in notes, body
     assert "navigate" not in notes and "once more" not in notes, body
+    assert "brainstorming" not in notes, body  # Codex's commentary says so too
 
 
 def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:

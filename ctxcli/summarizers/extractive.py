@@ -438,6 +438,10 @@ _NOT_PROSE = re.compile(
     # the same said for the team, as SWE-agent's model does (``Let's open the
     # `fields.py` file``, ``Now let's run the script``, ``First, we should look at``)
     r"|^(?:(?:Now|First|Next|Then|So),? )?(?i:let's|let us|we'll|we will|we should|we need to)\b"
+    # or, as Codex's commentary does, by a verb of looking or of a tool taken up
+    # (``Using `superpowers:brainstorming` briefly because …``, ``Checking the config``)
+    r"|^(?:Using|Checking|Looking|Reading|Running|Searching|Opening|Inspecting|Exploring"
+    r"|Reviewing|Scanning)\b"
 )
 
 
