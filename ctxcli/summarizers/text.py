@@ -266,7 +266,9 @@ FILLER_WORDS = frozenset(
     "with this awesome got sounds sound alright cool morning afternoon evening there for "
     "your assistance the wonderful again need like do fine welcome cheers excellent "
     "understood right oh ah um well just wanted wondering if you're hoping assist sir "
-    "madam is was everything much appreciated looking forward hear soon today again".split()
+    "madam is was everything much appreciated looking forward hear soon today again "
+    # a goodbye's promise: "Thanks, you too!", "I'll get back to you.", "Take care!"
+    "too talk reach out get back once i've take care far as well later".split()
 )
 _STOP_WORDS = frozenset("a an and or of to the in on at for by is are it this that".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*|\d+|[\u3400-\u9fff]")
