@@ -268,7 +268,8 @@ FILLER_WORDS = frozenset(
     "understood right oh ah um well just wanted wondering if you're hoping assist sir "
     "madam is was everything much appreciated looking forward hear soon today again "
     # a goodbye's promise: "Thanks, you too!", "I'll get back to you.", "Take care!"
-    "too talk reach out get back once i've take care far as well later".split()
+    "too talk reach out get back once i've take care far as well later understand see "
+    "makes sense".split()
 )
 _STOP_WORDS = frozenset("a an and or of to the in on at for by is are it this that".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*|\d+|[\u3400-\u9fff]")
