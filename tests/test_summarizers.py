@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ctxcli.summarizers.extractive import (
     REQUEST_CHARS,
     Extractive,
+    _notes,
     error_lines,
     facts,
     json_facts,
@@ -1078,6 +1079,9 @@ def test_a_limit_note_says_which_thing_it_is_of() -> None:
     assert "IFOYYZ: Unfortunately, it cannot be canceled for a refund." in notes, body
     # a limit that names an id of its own keeps to it
     assert "- Basic economy tickets booked via LX1234 cannot be changed." in notes, body
+    # tau-bench 49-2 read "EHGLP3: … your current reservation (MDCLVA)"
+    said = ["Reservation EHGLP3 has insurance.", "I cannot cancel your reservation (MDCLVA)."]
+    assert _notes(said)[-1] == said[-1]
 
 
 def test_a_note_is_not_what_the_agent_says_it_is_doing() -> None:

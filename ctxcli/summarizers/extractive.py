@@ -501,7 +501,7 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
 _SUBJECT_ID = re.compile(
     r"\b(?=[A-Z]*\d)(?=\d*[A-Z])[A-Z0-9]{5,10}\b|\b[a-z]+(?:_[a-z]+)*_\d+\b"
     r"|(?i:\b(?:reservation|booking|order|confirmation|ticket)(?:\s+(?:id|code|number))?)"
-    r"[\s*:#]*\b([A-Z]{5,10})\b"
+    r"[\s*:#(]*\b([A-Z]{5,10})\b"
 )
 
 
