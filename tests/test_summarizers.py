@@ -1338,3 +1338,16 @@ def test_a_sub_agents_report_is_read_as_an_answer() -> None:
     assert "Next.js: 15.5.2 (upgraded from documented v14)" in notes, body
     facts = body.partition("Facts: ")[2].partition("\n")[0].split("; ")
     assert "Post" not in facts and "Next" not in facts, body  # the heads of PostCSS, Next.js
+
+
+def test_a_relative_import_in_shown_code_is_no_fact() -> None:
+    """A Codex session's facts listed ``../../core/types.js; ./paths.js; …``: the
+    imports of a TypeScript file it printed with ``sed``, no file it touched."""
+    from ctxcli.summarizers.extractive import _facts
+
+    shown = (
+        "import { a } from '../../core/types.js';\n"
+        'const p = require("./paths.js");\n'
+        "See src/agents/plugins/opencode/index.ts and ./docs/guide.md"
+    )
+    assert _facts(shown, strict=True) == ["src/agents/plugins/opencode/index.ts", "./docs/guide.md"]

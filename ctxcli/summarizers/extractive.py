@@ -607,14 +607,20 @@ def _facts(text: str, *, strict: bool = False) -> list[str]:
     Number:``: a section's or a field's name, no fact, unless it holds a digit), each
     path whole (:func:`_whole`) or not at all."""
     marked = "\n".join(_MARKED_UP.findall(text)) if "#" in text or "**" in text else ""
+    imported = set(_IMPORTED.findall(text)) if strict and "./" in text else set()
     out = []
     for fact in facts(text, strict=strict):
         fact = _whole(fact, text)
         label = not _DIGIT.search(fact) and (fact in marked or f"{fact}:" in text)
         heading = label or _HEADING_NUMBER.fullmatch(fact)
-        if fact and not heading:
+        if fact and not heading and fact not in imported:
             out.append(fact)
     return out
+
+
+#: A module a line of source code imports by a relative path (``from '../../core/types.js'``,
+#: ``require("./paths")``): the file a tool showed uses it; no file the agent touched.
+_IMPORTED = re.compile(r"""(?:\bfrom|\bimport|\brequire\()\s*['"](\.{1,2}/[^'"\s]+)['"]""")
 
 
 #: A Markdown heading line, or a bold span.
