@@ -526,3 +526,30 @@ def test_restore_gives_back_the_input(
     assert not missing
     assert restored == record
     assert len(ids) == result.events.get("placeholder", {}).get("placeholders_written", 0)
+
+
+def test_spare_tokens_put_a_result_back_whole_never_a_preview_as_large() -> None:
+    """The summary stage gives its unused tokens to the kept placeholders' previews:
+    a Codex session at a quarter had six placeholders larger than their results
+    (297 tokens for 259: a preview of all but a few characters)."""
+    from ctxcli.model import Message
+    from ctxcli.placeholders import content_id, render
+    from ctxcli.stages.base import Context
+    from ctxcli.stages.placeholder import widen
+    from ctxcli.tokens import TokenCounter
+
+    counter = TokenCounter("o200k_base")
+    original = "\n".join(f"line {k}: value_{k} = {k * 7}" for k in range(40))
+    tokens = counter.text(original)
+    text = render(original, tool="exec", tokens=tokens, head=40, tail=20, facts=True)
+    ident = content_id(original)
+    assert f"id={ident}" in text
+    data = {"role": "tool", "tool_call_id": "c1", "content": text}
+    message = Message(data, counter.message(data))
+    context = Context(10_000, counter, stored={ident: original})
+    for spare in (tokens // 3, tokens * 2):
+        messages = [message]
+        widen(messages, spare, context)
+        content = messages[0].data["content"]
+        assert content == original or counter.text(content) < tokens, spare
+    assert messages[0].data["content"] == original  # the room held it all

@@ -101,6 +101,42 @@ def _real_files() -> list[Path]:
     return found or [root / "absent.jsonl"]
 
 
+def _placeholders_no_smaller(out: Path, store: Path) -> list[tuple[int, int]]:
+    """``(placeholder tokens, original tokens)`` of each placeholder in the output
+    ``out`` that costs as much as what it stands for or more (the Codex session at a
+    quarter had six: a preview widened to all but a few characters)."""
+    if not store.is_file():
+        return []
+    counter = TokenCounter("o200k_base")
+    originals = {}
+    for line in store.read_text().splitlines():
+        entry = json.loads(line)
+        content = entry.get("content")
+        originals[entry["id"]] = content if isinstance(content, str) else json.dumps(content)
+    text = out.read_text()
+    records = (
+        [json.loads(line) for line in text.splitlines()]
+        if out.suffix == ".jsonl"
+        else [json.loads(text)]
+    )
+    found: list[tuple[int, int]] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str) and value.startswith("[ctxcli placeholder id="):
+            original = originals.get(value[len("[ctxcli placeholder id=") :].split(" ", 1)[0])
+            if original is not None and counter.text(value) >= counter.text(original):
+                found.append((counter.text(value), counter.text(original)))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(records)
+    return found
+
+
 @pytest.mark.parametrize("source", _real_files(), ids=lambda p: p.name[:40])
 def test_every_real_file_compresses_with_no_flag_but_the_budget(
     source: Path, tmp_path: Path
@@ -123,6 +159,7 @@ def test_every_real_file_compresses_with_no_flag_but_the_budget(
         assert sorted(p.reason for p in validate_file(str(out))) == problems_before
         stats = json.loads((tmp_path / "out.stats.json").read_text())
         assert stats["fallbacks"] == [] and stats["tokens"]["before"] == tokens
+        assert not _placeholders_no_smaller(out, tmp_path / "out.store.jsonl")
     same = CliRunner().invoke(
         cli,
         [

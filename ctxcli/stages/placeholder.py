@@ -398,7 +398,8 @@ def _count(
 def widen(messages: list[Message], spare: int, context: Context) -> int:
     """Give ``spare`` tokens to the placeholders in ``messages`` (whose originals are
     in ``context.stored``), newest first: each is written again with a longer head,
-    never whole. Returns how many were widened; ``messages`` is changed in place."""
+    or whole when the spare tokens hold it all (:func:`_wider`). Returns how many
+    were widened; ``messages`` is changed in place."""
     widened = 0
     for i in reversed(range(len(messages))):
         message = messages[i]
@@ -420,20 +421,36 @@ def _wider(
     message: Message, original: Any, match: re.Match[str], spare: int, counter: TokenCounter
 ) -> Message | None:
     """``message``'s placeholder with a head longer by as much as ``spare`` tokens
-    allow (halved until it fits, a few times), or ``None``."""
+    allow (the longest that fits, found in a few halvings), or ``None``. The preview
+    stays under the tokens of the original's content (the ``tokens`` its header says):
+    when ``spare`` holds the original, it is put back whole instead, for a preview of
+    all but a few characters would cost more than the result it stands for."""
     head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
+    if isinstance(original, str) and counter.text(original) <= counter.text(match.string) + spare:
+        whole = message.replace({**message.data, "content": original}, counter)
+        if message.tokens < whole.tokens <= message.tokens + spare:
+            return whole
     length = len(preview_text(original))
-    grow = min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
     tool = json.loads(match.group("tool"))
-    for _ in range(4):
-        if grow <= 0:
-            return None
+
+    def wider(grow: int) -> Message | None:
         text = render(original, tool=tool, tokens=tokens, head=head + grow, tail=tail, facts=True)
         new = message.replace({**message.data, "content": text}, counter)
-        if message.tokens < new.tokens <= message.tokens + spare:
-            return new
-        grow //= 2
-    return None
+        fits = new.tokens <= message.tokens + spare and counter.text(text) < tokens
+        return new if fits else None
+
+    low, high = 1, min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
+    best = wider(high) if high >= low else None
+    for _ in range(6 if best is None else 0):
+        if low > high:
+            break
+        middle = (low + high) // 2
+        found = wider(middle)
+        if found is None:
+            high = middle - 1
+        else:
+            best, low = found, middle + 1
+    return best if best is not None and best.tokens > message.tokens else None
 
 
 def _widened(messages: list[Message], spare: int, context: Context, events: dict[str, int]) -> None:
