@@ -450,6 +450,8 @@ Config-only options (set them in the --config file, under the stage's name):
                tool_thresholds {tool: tokens}, per tool [none]
                keep_errors     results reporting an error stay whole [true]
                clear_inputs    also replace large tool-call arguments [false]
+                               (over budget, the summary stage does so in
+                               the kept part first, but for exclude_tools)
                head_chars      preview characters kept at the start [100]
                tail_chars      preview characters kept at the end [50]
                facts           list the ids a preview omits [false]
