@@ -1351,3 +1351,21 @@ def test_a_relative_import_in_shown_code_is_no_fact() -> None:
         "See src/agents/plugins/opencode/index.ts and ./docs/guide.md"
     )
     assert _facts(shown, strict=True) == ["src/agents/plugins/opencode/index.ts", "./docs/guide.md"]
+
+
+def test_a_search_says_where_it_found_lines_and_a_list_which_files() -> None:
+    """The Codex session's searches all read "exec_command(rg -n …) → ok": a model
+    continuing could not tell a search that found the code from one that did not."""
+    found = "src/a.ts:12:  compact(x)\nsrc/a.ts:40: compact(y)\nsrc/b/c.py:3: compact\n"
+    body = _ran(
+        [
+            ("exec_command", {"cmd": "rg -n compact src"}, found),
+            ("exec_command", {"cmd": "rg --files src"}, "src/a.ts\nsrc/b/c.py\n"),
+            ("find_file", {"file_name": "fields.py"}, "Found 1 matches in /src:\n/src/fields.py"),
+            ("exec_command", {"cmd": "sed -n 1,3p src/a.ts"}, "const a = 1;\nexport a;\n"),
+        ]
+    )
+    assert "exec_command(rg -n compact src) → 3 lines in 2 files: src/a.ts, src/b/c.py" in body
+    assert "exec_command(rg --files src) → 2 files: src/a.ts, src/b/c.py" in body, body
+    assert "find_file(fields.py) → /src/fields.py" in body, body
+    assert "exec_command(sed -n 1,3p src/a.ts) → ok" in body, body  # a file's text

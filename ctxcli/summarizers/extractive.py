@@ -667,6 +667,7 @@ _arguments = TextMemo(rec.arguments_text, size=1 << 15, share_as="arguments", sh
 #: The ids a look-up found, and its gist, memoised the same way.
 _found = TextMemo(rec.found, size=1 << 15, share_as="found", share_from=0)
 _gist = TextMemo(rec.gist, size=1 << 15, share_as="gist", share_from=0)
+_hits = TextMemo(rec.hits, size=1 << 15, share_as="hits", share_from=0)
 
 
 def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -960,7 +961,9 @@ def _outcome(
     the file it changed when they name nothing but the text an edit wrote
     (``edit(return int(round(…))) → ok, /testbed/src/fields.py``: SWE-agent's edits
     give only the text replaced); a search that exited 1 found ``no match``
-    (:func:`ctxcli.summarizers.records.no_match`)."""
+    (:func:`ctxcli.summarizers.records.no_match`), one that found lines says in which
+    files (:func:`ctxcli.summarizers.records.hits`: ``12 lines in 3 files: …``), and
+    so does a file list."""
     name, arguments = call
     errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
     failed = messages[at].get("is_error") is True
@@ -970,6 +973,9 @@ def _outcome(
         return "no match"
     if said != "ok":
         return said
+    found_files = _hits(texts[at])  # a search or a file list: what it found
+    if found_files:
+        return found_files
     if rec.changes_state(name):
         named_one = rec.names_target(arguments)  # what it changed, if said
         own = rec.made(texts[at]) or ("" if named_one else rec.touched(texts[at]))

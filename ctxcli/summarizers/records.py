@@ -721,6 +721,44 @@ def found(result: str) -> str:
     return ", ".join(ids[:FOUND_IDS]) + more
 
 
+#: A line of a search's output that names its file: ``path:line:text`` (``rg -n``,
+#: ``grep -rn``), ``path:text``, or a path alone (``rg --files``, ``ls -F``).
+_HIT = re.compile(
+    r"(?P<path>(?:[\w.~@-]+/)*[\w.@-]+\.\w{1,8}|(?:[\w.~@-]*/)+[\w.@-]+/?|[\w.@-]+/)"
+    r"(?::\d+)?(?P<rest>[:-].*|$)"
+)
+#: A line that heads a list of hits (``Found 1 matches for "fields.py" in /src:``).
+_HIT_HEAD = re.compile(r"(?:Found|Showing|Searching|Results)\b|.*:$")
+#: How many lines of a result :func:`hits` reads, and the files it names.
+HIT_LINES = 400
+HIT_FILES = 3
+
+
+def hits(result: str) -> str:
+    """What a search or a file list found, when every line of ``result`` (but a first
+    that heads them, :data:`_HIT_HEAD`) opens with a file's path (:data:`_HIT`): ``12
+    lines in 3 files: src/a.ts, src/b.ts, tests/c.ts`` (at most :data:`HIT_FILES`
+    named, ``+N`` for the rest), ``2 lines in src/a.ts``; of paths alone, ``5 files:
+    …`` or the one path. ``""`` for any other result: a file's text, a log."""
+    head = result.split("\n", HIT_LINES)[:HIT_LINES]
+    if len(head) < HIT_LINES:  # the whole result: without the state SWE-agent appends
+        head = _PROMPT_AFTER.sub("", result).split("\n")
+    lines = [line.strip() for line in head if line.strip()]
+    if len(lines) > 1 and _HIT_HEAD.match(lines[0]) and not _HIT.fullmatch(lines[0]):
+        lines = lines[1:]
+    found = [_HIT.fullmatch(line) for line in lines]
+    if not found or not all(found):
+        return ""
+    named = list(dict.fromkeys(m["path"] for m in found if m))
+    listed = all(m and not m["rest"] for m in found)
+    more = f" +{len(named) - HIT_FILES}" if len(named) > HIT_FILES else ""
+    some = f"{', '.join(named[:HIT_FILES])}{more}"
+    if listed:
+        return some if len(named) == 1 else f"{len(named)} files: {some}"
+    count = f"{len(lines)} line{'s' if len(lines) > 1 else ''}"
+    return f"{count} in {some}" if len(named) == 1 else f"{count} in {len(named)} files: {some}"
+
+
 #: The lines of a result :func:`touched` reads.
 TOUCHED_LINES = 5
 
