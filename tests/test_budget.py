@@ -286,14 +286,16 @@ def _losses(
 
 @pytest.mark.parametrize("summarizer", [None, Filling()], ids=["extractive", "filling"])
 def test_tau_bench_fills_the_budget(summarizer: Summarizer | None) -> None:
-    """Over budget, the output uses nearly all of it (median)."""
-    uses = []
-    for conversation in _tau():
-        for budget in (1500, 2000, 3000):
-            if conversation.tokens > budget:
-                uses.append(compress(conversation, budget, summarizer).tokens / budget)
-    uses.sort()
-    assert uses[len(uses) // 2] >= 0.95
+    """Over budget, the output uses nearly all of it (median), at each budget: at 3000
+    the extractive summaries needed less than the most folded cut's and left a median
+    0.946 unused, once placeholders no longer cost more than their results."""
+    for budget in (1500, 2000, 3000):
+        uses = sorted(
+            compress(conversation, budget, summarizer).tokens / budget
+            for conversation in _tau()
+            if conversation.tokens > budget
+        )
+        assert uses[len(uses) // 2] >= 0.95, budget
 
 
 TAU_BUDGETS = (1000, 1500, 2000, 2500, 3000, 4000)

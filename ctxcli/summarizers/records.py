@@ -747,15 +747,20 @@ def hits(result: str) -> str:
     if len(lines) > 1 and _HIT_HEAD.match(lines[0]) and not _HIT.fullmatch(lines[0]):
         lines = lines[1:]
     found = [_HIT.fullmatch(line) for line in lines]
-    if not found or not all(found):
+    matched = [m for m in found if m is not None]
+    if not found or len(matched) < len(found):
         return ""
-    named = list(dict.fromkeys(m["path"] for m in found if m))
-    listed = all(m and not m["rest"] for m in found)
+    return _hits_told(matched)
+
+
+def _hits_told(found: Sequence[re.Match[str]]) -> str:
+    """:func:`hits` of the lines ``found`` (:data:`_HIT` matches, one a line)."""
+    named = list(dict.fromkeys(m["path"] for m in found))
     more = f" +{len(named) - HIT_FILES}" if len(named) > HIT_FILES else ""
     some = f"{', '.join(named[:HIT_FILES])}{more}"
-    if listed:
+    if not any(m["rest"] for m in found):  # paths alone: a list of files
         return some if len(named) == 1 else f"{len(named)} files: {some}"
-    count = f"{len(lines)} line{'s' if len(lines) > 1 else ''}"
+    count = f"{len(found)} line{'s' if len(found) > 1 else ''}"
     return f"{count} in {some}" if len(named) == 1 else f"{count} in {len(named)} files: {some}"
 
 
