@@ -398,9 +398,41 @@ def _lazy_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
 def _later_compact(text: str) -> list[tuple[str, str, int]]:
     """The user's messages a compact summary lists (:func:`_compact_lists`), each as a
     later request is told (:func:`_later_request`): the corrections and decisions of
-    the session it continues."""
+    the session it continues; then what it says was being worked on and how problems
+    were solved (:func:`_compact_notes`)."""
     said = _compact_lists(text)[0][1:]  # the first is the task
-    return [item for entry in said for item in _later_request(entry)]
+    return [item for entry in said for item in _later_request(entry)] + _compact_notes(text)
+
+
+#: The sections of Claude Code's compact summary that say where the work stood and
+#: what was found: ``8. Current Work:`` (its first sentences, of :data:`REST`), ``5.
+#: Problem Solving:`` and ``4. Errors and Fixes:`` (each entry, of :data:`NOTES`).
+_COMPACT_NOTES = re.compile(
+    r"^[#* ]*\d+\. *\**(Current Work|Problem Solving|Errors and [Ff]ixes)\**:?\**\s*(.*?)"
+    r"(?=^[#* ]*\d+\. *\**[A-Z]|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def _compact_notes(text: str) -> list[tuple[str, str, int]]:
+    """The notes of a compact summary's :data:`_COMPACT_NOTES` sections: ``Current
+    work: …`` (the state the session it continues stood in, within
+    :data:`NOTE_CHARS`), then each entry of how problems were solved, in order."""
+    if "Primary Request" not in text:
+        return []
+    out: list[tuple[str, str, int]] = []
+    for match in _COMPACT_NOTES.finditer(text):
+        body = match.group(2).strip()
+        if match.group(1) == "Current Work":
+            first = joined(sentences(body.partition("\n\n")[0])[:2])
+            if first:
+                out.insert(0, ("notes", shorten(f"Current work: {first}", NOTE_CHARS), REST))
+            continue
+        entries = _COMPACT_ENTRY.findall(body) or sentences(body)
+        out += [
+            ("notes", shorten(e, NOTE_CHARS), NOTES) for e in entries if len(e) >= NOTE_MIN_CHARS
+        ]
+    return out
 
 
 def _later_request(text: str) -> list[tuple[str, str, int]]:
