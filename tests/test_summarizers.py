@@ -588,6 +588,14 @@ def test_the_actions_of_a_previous_summary_are_merged() -> None:
             ["1 with", "0199 please"],
         ),
         ("It cost $30, then $1,250.50 in all.", ["$30", "$1,250.50"], ["$30,"]),
+        # a file name keeps its extension, a version its pre-release (the Gemini CLI
+        # session's lead_memor_v2 and SWE-agent's 0rc4 of 3.0.0rc4), an amount in
+        # dollars its decimals
+        (
+            "Compare lead_memor_v2.txt with v3.0.0rc4, 3.0.0rc4 and 1.2.3b1: 3.5 dollars.",
+            ["lead_memor_v2.txt", "v3.0.0rc4", "3.0.0rc4", "1.2.3b1", "3.5 dollars"],
+            ["lead_memor_v2", "0rc4", "3b1"],
+        ),
         # a UUID whose first group is all digits (a Claude Code log's parentUuid)
         (
             '{"parentUuid":"21466058-39d5-4a90-ad67-fdb08ce315a4"}',

@@ -15,6 +15,11 @@ FACT_CHARS = 60
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
+#: The extensions of files a fact keeps on a name (``lead_memor_v2.txt``).
+_EXTENSIONS = (
+    r"(?:txt|md|rst|py|js|ts|tsx|jsx|json|jsonl|ya?ml|toml|csv|log|sh|html|css|go|rs|java"
+    r"|rb|c|h|cpp|sql|xml|ini|cfg|pdf|png|jpe?g|zip|gz)"
+)
 _MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _UNITS = (
     r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
@@ -39,6 +44,7 @@ _NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
 #: ``1.5 hours``): a unit; other words after one (``4.1 section``) make no quantity.
 _MEASURE = re.compile(
     rf"(?i){_UNITS}|(?:hour|minute|second|day|week|month|year|mile|star|point|time)s?|percent"
+    r"|dollars?|euros?|yuan"
 )
 
 _PATH_START = r"(?<![\w.@/-])"
@@ -146,14 +152,21 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
+        # a version with a pre-release after its numbers (3.0.0rc4, 1.2.3b1), whole
+        re.compile(rf"(?<![\w.])\d+(?:\.\d+)+[a-z]+\d*{_NOT_ALNUM_AFTER}"),
+        (".",),
+    ),
+    (
         # (?<!A)#?[A-Za-z] as a letter or "#" first, then the boundary before it, and
-        # after a "#" a letter (as the next pattern).
+        # after a "#" a letter (as the next pattern); a file's extension stays on
+        # (lead_memor_v2.txt).
         re.compile(
             r"[#A-Za-z](?<![A-Za-z0-9_].)(?:(?<=#)[A-Za-z]|(?<!#))"
-            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*{_NOT_ALNUM_AFTER}"
+            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*(?:[a-z]+\d+)?(?:\.{_EXTENSIONS})?"
+            rf"{_NOT_ALNUM_AFTER}"
         ),
         None,
-    ),  # ids, versions (pytest-8.3.2)
+    ),  # ids, versions (pytest-8.3.2, v3.0.0rc4)
     (
         # (?<!A)#?\d+ as a digit or "#" first (searched for quickly), then the boundary
         # before it, and after a "#" a digit.
@@ -181,7 +194,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
 #: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:15]
+_STRICT_PATTERNS = FACT_PATTERNS[:16]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
