@@ -596,6 +596,13 @@ def test_the_actions_of_a_previous_summary_are_merged() -> None:
             ["lead_memor_v2.txt", "v3.0.0rc4", "3.0.0rc4", "1.2.3b1", "3.5 dollars"],
             ["lead_memor_v2", "0rc4", "3b1"],
         ),
+        # a product's model is one fact, no year; 万 takes the unit after it (the
+        # Chinese sample's X-Pro 2026 came out as 2026, 5000 万像素 as 5000 万)
+        (
+            "最新的旗舰是 X-Pro 2026，后置 5000 万像素三摄；iPhone 15 and MacBook 14.",
+            ["X-Pro 2026", "5000 万像素", "iPhone 15", "MacBook 14"],
+            ["2026", "5000 万"],
+        ),
         # a UUID whose first group is all digits (a Claude Code log's parentUuid)
         (
             '{"parentUuid":"21466058-39d5-4a90-ad67-fdb08ce315a4"}',

@@ -556,7 +556,7 @@ def _notes(said: list[str]) -> list[str]:
 #: Chinese words that say what an amount is (``售价 4999 元``, ``实付 4799 元``), and up to
 #: three characters after them before the amount (``价格为``, ``每期约``).
 _YUAN_WORD = re.compile(
-    r"(?:售价|价格|原价|现价|总价|定价|实付|应付|支付|付款|立减|减去|减免|优惠|折扣|退款|退还"
+    r"(?:售价|价格|原价|现价|总价|定价|实付|应付|支付|付款|立减|减免|优惠|折扣|退款|退还"
     r"|金额|运费|费用|赔付|赔偿|每期|首付|定金|押金|余额|合计|共计|差价|补贴|返现)[^\d，。；！？\n]{0,3}$"
 )
 #: The CJK characters right before such a word: which thing the amount is of.

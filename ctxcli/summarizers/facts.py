@@ -26,8 +26,8 @@ _UNITS = (
     r"|%|mph|kwh|w|v|°c|°f|c|f)"
 )
 _CJK_UNITS = (
-    r"(?:个|件|台|部|期|天|周|月|年|日|号|元|块|万|亿|小时|分钟"
-    r"|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|%)"
+    r"(?:(?:万|亿)(?:像素|元|人|次|台|件|公里|毫安)?|个|件|台|部|期|天|周|月|年|日|号|元|块"
+    r"|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|像素|毫安时?|%)"
 )
 _STOP = frozenset(
     "a an and or of to the in on at for by with from is are was were be it its this that "
@@ -152,6 +152,15 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
+        # a product's model: a name with a hyphen or an inner capital and its number
+        # (X-Pro 2026, iPhone 15, MacBook 14), whole: no year, no count
+        re.compile(
+            r"(?<![\w-])(?:[A-Z][A-Za-z]*-[A-Z][A-Za-z]*|[a-z]+[A-Z][A-Za-z]*"
+            r"|[A-Z][a-z]+[A-Z][A-Za-z]*) \d{1,4}(?!\w|[.,]\d)"
+        ),
+        re.compile(r"[A-Za-z] \d"),
+    ),
+    (
         # a version with a pre-release after its numbers (3.0.0rc4, 1.2.3b1), whole
         re.compile(rf"(?<![\w.])\d+(?:\.\d+)+[a-z]+\d*{_NOT_ALNUM_AFTER}"),
         (".",),
@@ -194,7 +203,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
 _NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
 #: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:16]
+_STRICT_PATTERNS = FACT_PATTERNS[:17]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
