@@ -259,7 +259,8 @@ def _kinds(
 
 
 #: The tools that hand a task to a sub-agent, whose result is its final answer: Claude
-#: Code's ``Task`` (``Agent`` since its 2.1 releases).
+#: Code's ``Task``, named ``Agent`` in its logs since 2.1.63 (its sub-agents docs: "In
+#: version 2.1.63, the Task tool was renamed to Agent").
 _SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
