@@ -1396,3 +1396,6 @@ def test_a_search_says_where_it_found_lines_and_a_list_which_files() -> None:
     assert "exec_command(rg --files src) → 2 files: src/a.ts, src/b/c.py" in body, body
     assert "find_file(fields.py) → /src/fields.py" in body, body
     assert "exec_command(sed -n 1,3p src/a.ts) → ok" in body, body  # a file's text
+    from ctxcli.summarizers.records import hits
+
+    assert hits("833.0") == ""  # a number (tau-bench's calculate), no path

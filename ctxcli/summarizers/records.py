@@ -724,6 +724,7 @@ def found(result: str) -> str:
 #: A line of a search's output that names its file: ``path:line:text`` (``rg -n``,
 #: ``grep -rn``), ``path:text``, or a path alone (``rg --files``, ``ls -F``).
 _HIT = re.compile(
+    r"(?=[^:\s]*[A-Za-z])"  # a path has a letter: ``833.0`` is a number
     r"(?P<path>(?:[\w.~@-]+/)*[\w.@-]+\.\w{1,8}|(?:[\w.~@-]*/)+[\w.@-]+/?|[\w.@-]+/)"
     r"(?::\d+)?(?P<rest>[:-].*|$)"
 )
