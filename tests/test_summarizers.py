@@ -1399,3 +1399,17 @@ def test_a_search_says_where_it_found_lines_and_a_list_which_files() -> None:
     from ctxcli.summarizers.records import hits
 
     assert hits("833.0") == ""  # a number (tau-bench's calculate), no path
+
+
+def test_a_long_command_keeps_the_names_of_the_files_it_reads() -> None:
+    """The Codex session's commands were cut mid-path at 60 characters: ``sed -n
+    '1,220p' /Users/Sample_User/.codex/plugins/cache/ope…`` named no file."""
+    from ctxcli.summarizers.records import arguments_text
+
+    cmd = (
+        "sed -n '1,220p' /Users/Sample_User/.codex/plugins/cache/openai-curated/"
+        "superpowers/skills/brainstorming/SKILL.md"
+    )
+    assert arguments_text(json.dumps({"cmd": cmd})) == "sed -n '1,220p' /Users/…/SKILL.md"
+    short = "cat src/a/b.py"  # short enough: as it is
+    assert arguments_text(json.dumps({"cmd": short})) == short

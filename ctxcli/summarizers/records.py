@@ -443,8 +443,27 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
     elif _scalar(value):
         text = _told(str(value), key)
         path = "/" in text and " " not in text  # a path is kept whole: what was touched
+        if not path and len(text) > ARGUMENT_CHARS and "/" in text:
+            text = _LONG_PATH.sub(_elided, text)
         if text:
             yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+
+
+#: A long path inside a command (``/Users/u/.codex/plugins/cache/…/SKILL.md``): of
+#: three or more directories, 25 characters or more.
+_LONG_PATH = re.compile(
+    r"(?<![\w/.~-])([~.]?/?[\w.@-]+)/(?:[\w.@-]+/){2,}([\w.@-]+/?)(?=[\s'\")]|$)"
+)
+
+
+def _elided(match: re.Match[str]) -> str:
+    """A long path (:data:`_LONG_PATH`) as its first directory, ``…`` and its last
+    name, when that is shorter: ``sed -n '1,220p' /Users/…/SKILL.md`` says which file a
+    command read, where a command cut at :data:`ARGUMENT_CHARS` ended mid-path
+    (``/Users/Sample_User/.codex/plugins/cache/ope…``)."""
+    whole = match.group()
+    short = f"{match.group(1)}/…/{match.group(2)}"
+    return short if len(whole) >= 25 and len(short) < len(whole) else whole
 
 
 #: The keys of an edit's text before and after it (SWE-agent's ``search`` and
