@@ -1399,6 +1399,8 @@ def test_a_search_says_where_it_found_lines_and_a_list_which_files() -> None:
     from ctxcli.summarizers.records import hits
 
     assert hits("833.0") == ""  # a number (tau-bench's calculate), no path
+    listing = "Directory listing for /u/assistants:\n[DIR] .vscode\nlead_v2.txt\nlead.txt"
+    assert hits(listing) == "3 files: .vscode/, lead_v2.txt, lead.txt"  # Gemini CLI's
 
 
 def test_a_long_command_keeps_the_names_of_the_files_it_reads() -> None:

@@ -749,6 +749,8 @@ _HIT = re.compile(
 )
 #: A line that heads a list of hits (``Found 1 matches for "fields.py" in /src:``).
 _HIT_HEAD = re.compile(r"(?:Found|Showing|Searching|Results)\b|.*:$")
+#: A folder in Gemini CLI's ``list_directory`` output (``[DIR] .vscode``): ``.vscode/``.
+_DIR_ENTRY = re.compile(r"^\[DIR\]\s+(\S+)$")
 #: How many lines of a result :func:`hits` reads, and the files it names.
 HIT_LINES = 400
 HIT_FILES = 3
@@ -763,7 +765,7 @@ def hits(result: str) -> str:
     head = result.split("\n", HIT_LINES)[:HIT_LINES]
     if len(head) < HIT_LINES:  # the whole result: without the state SWE-agent appends
         head = _PROMPT_AFTER.sub("", result).split("\n")
-    lines = [line.strip() for line in head if line.strip()]
+    lines = [_DIR_ENTRY.sub(r"\1/", line.strip()) for line in head if line.strip()]
     if len(lines) > 1 and _HIT_HEAD.match(lines[0]) and not _HIT.fullmatch(lines[0]):
         lines = lines[1:]
     found = [_HIT.fullmatch(line) for line in lines]
