@@ -443,3 +443,24 @@ def test_the_kept_tail_keeps_the_results_of_excluded_tools_whole() -> None:
     assert "read_file" in placeheld({})  # else this test shows nothing
     excluded = placeheld({"exclude_tools": ["read_file"]})
     assert "read_file" not in excluded
+
+
+def test_what_a_budget_takes_back_a_larger_one_takes_back_too() -> None:
+    """The priority stage puts back dropped units that fit the room its last drop left.
+    Latest first, on a random conversation (hypothesis, in CI), a budget of 151 took
+    back a 41-token unit where 150 took back units of 19 and 7 tokens, so the larger
+    budget lost an order and two amounts."""
+    from ctxcli.model import Message
+    from ctxcli.stages.priority import _take_back
+
+    sizes = [7, 109, 19, 102, 41, 62, 64]  # in the order they were dropped
+    messages = [Message({"role": "assistant", "content": f"m{k}"}, n) for k, n in enumerate(sizes)]
+    dropped = [[k] for k in range(len(sizes))]
+    taken = []
+    for budget in range(110, 260):
+        keep: set[int] = set()
+        _take_back(messages, dropped, keep, (110, budget))
+        assert 110 + sum(sizes[k] for k in keep) <= budget
+        taken.append(keep)
+    assert all(a <= b for a, b in zip(taken, taken[1:]))
+    assert taken[40] == {0, 2}  # at 150, the 7 and the 19

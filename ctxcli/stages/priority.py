@@ -91,15 +91,24 @@ def _take_back(
 ) -> None:
     """Put back into ``keep`` what :class:`Priority` dropped (``dropped``, in the order it
     went) and need not have: with ``sizes`` (tokens kept, budget) within the budget,
-    the units before the last that still fit, latest dropped first (a large unit
-    dropped last may leave room for some dropped before it: the summary, kept last,
-    first); over it (what must be kept is over by itself), every summary."""
+    the units before the last while they fit (a large unit dropped last may leave room
+    for some dropped before it), smallest first, and of one size a summary, then the
+    latest dropped; over it (what must be kept is over by itself), every summary.
+
+    Smallest first, so that what a budget takes back a larger one takes back too (the
+    units fit in a prefix of one order, as each is no smaller than the one before it):
+    latest first, a budget one token larger took back a 41-token unit that left no
+    room for the 19 and 7 tokens a smaller one took back, and kept fewer facts."""
     total, budget = sizes
     if total > budget:
         keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
         return
-    for group in reversed(dropped[:-1]):
-        size = sum(messages[i].tokens for i in group)
-        if total + size <= budget:
-            keep.update(group)
-            total += size
+    sized = [
+        (sum(messages[i].tokens for i in group), not messages[group[0]].is_summary, -k, group)
+        for k, group in enumerate(dropped[:-1])
+    ]
+    for size, _, _, group in sorted(sized):
+        if total + size > budget:
+            break  # every unit after it is as large
+        keep.update(group)
+        total += size
