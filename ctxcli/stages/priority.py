@@ -18,8 +18,11 @@ CLASSES = ("assistant", "user", "tool", "function", "summary")
 @dataclass(frozen=True)
 class Priority:
     """While the conversation is over budget, drop whole units, lowest class first and
-    oldest first within a class; then take back, the latest dropped first, each dropped
-    unit that fits in the room the last drop left.
+    oldest first within a class. What one drop leaves unused stays unused: a unit
+    dropped before a large one that alone would have been enough is not taken back,
+    for at a larger budget that large one alone goes, and the unit taken back at the
+    smaller budget would be lost at the larger (issue 15: a larger budget never keeps
+    fewer facts; no take-back can keep to that, whatever its order).
 
     ``order`` lists the classes from first to drop to last. A unit's class is the role
     of its first message, so an assistant message with its tool calls and results is
@@ -63,7 +66,8 @@ class Priority:
             keep.difference_update(group)
             total -= sum(messages[i].tokens for i in group)
             dropped.append(group)
-        _take_back(messages, dropped, keep, (total, context.max_tokens))
+        if total > context.max_tokens:
+            _take_back(messages, dropped, keep)
         return keep_only(conversation, keep, groups, must)
 
     def _candidates(
@@ -83,32 +87,7 @@ class Priority:
         return [group for _, _, group in sorted(candidates)]
 
 
-def _take_back(
-    messages: Sequence[Message],
-    dropped: list[list[int]],
-    keep: set[int],
-    sizes: tuple[int, int],
-) -> None:
-    """Put back into ``keep`` what :class:`Priority` dropped (``dropped``, in the order it
-    went) and need not have: with ``sizes`` (tokens kept, budget) within the budget,
-    the units before the last while they fit (a large unit dropped last may leave room
-    for some dropped before it), smallest first, and of one size a summary, then the
-    latest dropped; over it (what must be kept is over by itself), every summary.
-
-    Smallest first, so that what a budget takes back a larger one takes back too (the
-    units fit in a prefix of one order, as each is no smaller than the one before it):
-    latest first, a budget one token larger took back a 41-token unit that left no
-    room for the 19 and 7 tokens a smaller one took back, and kept fewer facts."""
-    total, budget = sizes
-    if total > budget:
-        keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
-        return
-    sized = [
-        (sum(messages[i].tokens for i in group), not messages[group[0]].is_summary, -k, group)
-        for k, group in enumerate(dropped[:-1])
-    ]
-    for size, _, _, group in sorted(sized):
-        if total + size > budget:
-            break  # every unit after it is as large
-        keep.update(group)
-        total += size
+def _take_back(messages: Sequence[Message], dropped: list[list[int]], keep: set[int]) -> None:
+    """Put back into ``keep`` every summary :class:`Priority` dropped (``dropped``),
+    when what must be kept is over the budget by itself."""
+    keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
