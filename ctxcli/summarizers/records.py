@@ -441,12 +441,21 @@ def _leaves(value: Any, key: str = "") -> Iterator[str]:
             else:
                 yield from _leaves(item, str(name))
     elif _scalar(value):
-        text = _told(str(value), key)
-        path = "/" in text and " " not in text  # a path is kept whole: what was touched
-        if not path and len(text) > ARGUMENT_CHARS and "/" in text:
-            text = _LONG_PATH.sub(_elided, text)
+        text = _scalar_told(str(value), key)
         if text:
-            yield shorten(text, RECORD_CHARS if path else ARGUMENT_CHARS)
+            yield text
+
+
+def _scalar_told(leaf: str, key: str) -> str:
+    """How one scalar argument (under ``key``) shows (:func:`_told`): a path whole, up
+    to :data:`RECORD_CHARS` (what was touched); other text within
+    :data:`ARGUMENT_CHARS`, the long paths in it elided (:func:`_elided`)."""
+    text = _told(leaf, key)
+    if "/" in text and " " not in text:
+        return shorten(text, RECORD_CHARS)
+    if len(text) > ARGUMENT_CHARS and "/" in text:
+        text = _LONG_PATH.sub(_elided, text)
+    return shorten(text, ARGUMENT_CHARS)
 
 
 #: A long path inside a command (``/Users/u/.codex/plugins/cache/…/SKILL.md``): of
