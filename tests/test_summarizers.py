@@ -491,7 +491,9 @@ def test_a_compact_summary_keeps_the_users_corrections_and_the_pending_tasks() -
     body = _continued(compact, "I'll continue with ARCHITECTURE.md.")
     requests = parse_summary(body)["requests"]
     assert requests[0] == "Review the sync of session metrics", body
-    assert "Pending: Update ARCHITECTURE.md with the simplified approach" in requests, body
+    # as of the compaction: the steps after it may have done it (624a4a58's next Edit)
+    pending = "Pending at the compaction: Update ARCHITECTURE.md with the simplified approach"
+    assert pending in requests, body
     assert "it's not a jsonl file, it's json with syncState" in requests, body
     assert "review the sync" not in requests  # the first is the request itself
     # where the session it continues stood is a note, not a request

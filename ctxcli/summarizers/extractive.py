@@ -371,8 +371,11 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
         return ()
     out: list[tuple[str, str, int, int]] = _task(text) if kind == "task" else []
     if kind == "task":  # what a compact summary says is left to do, with the acts
-        pending = _compact_lists(text)[1]
-        out += [("requests", f"Pending: {t}", ACTED, 60 + i) for i, t in enumerate(pending)]
+        pending = _compact_lists(text)[1]  # then: the steps after it may have done it
+        out += [
+            ("requests", f"Pending at the compaction: {t}", ACTED, 60 + i)
+            for i, t in enumerate(pending)
+        ]
     if kind in ("task", "user"):
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
