@@ -264,12 +264,14 @@ def _kinds(
 _SUB_AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
-def _reports(messages: Sequence[Mapping[str, Any]], kinds: list[str]) -> list[str]:
+def _reports(
+    messages: Sequence[Mapping[str, Any]], kinds: list[str], names: Mapping[int, str]
+) -> list[str]:
     """``kinds`` (:func:`_kinds`) with the result of a sub-agent's call
-    (:data:`_SUB_AGENT_TOOLS`) that did not fail as ``report``: prose read as an
-    answer is (:func:`_later_answer`: its notes and facts, ``Next.js: 15.5.2 (upgraded
-    from documented v14)``), not as a look-up's output."""
-    names = _result_names(messages) if "result" in kinds else {}
+    (:data:`_SUB_AGENT_TOOLS`; ``names``: each result's call name, by position) that
+    did not fail as ``report``: prose read as an answer is (:func:`_later_answer`: its
+    notes and facts, ``Next.js: 15.5.2 (upgraded from documented v14)``), not as a
+    look-up's output."""
     for i, name in names.items():
         if name in _SUB_AGENT_TOOLS and kinds[i] == "result" and not messages[i].get("is_error"):
             kinds[i] = "report"
@@ -1185,11 +1187,13 @@ def _stream(
     texts: Sequence[str],
     kinds: Sequence[str],
     earlier: Sequence[Item],
+    results: dict[int, str],
 ) -> Iterator[Item]:
     """Every item, best first (:meth:`Item.rank`): the first tiers at once, the later
     ones message by message as they are asked for (an earlier summary's last in each
-    tier: it is older than every message)."""
-    names = _polled_names(messages, texts, _result_names(messages))
+    tier: it is older than every message); ``results``: each result's call name
+    (:func:`_result_names`)."""
+    names = _polled_names(messages, texts, results)
     named = _user_named(messages, texts, kinds)
     first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
     for tier in ORDER:
@@ -1298,18 +1302,19 @@ class Extractive:
 
     def _read(
         self, messages: Sequence[Mapping[str, Any]], previous: str | None
-    ) -> tuple[list[Item], list[str], list[str], str]:
-        """``(earlier summary's items, texts, kinds, language)``; a result's text
-        without the lines Codex's exec tools open it with
+    ) -> tuple[list[Item], list[str], list[str], str, dict[int, str]]:
+        """``(earlier summary's items, texts, kinds, language, each result's call
+        name)``; a result's text without the lines Codex's exec tools open it with
         (:func:`ctxcli.summarizers.records.without_exec_head`)."""
         earlier = _previous_items(previous)
         texts = [message_text(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
-        kinds = _reports(messages, _kinds(messages, texts, has_task=has_task))
+        names = _result_names(messages)
+        kinds = _reports(messages, _kinds(messages, texts, has_task=has_task), names)
         texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]
-        return earlier, texts, kinds, language(requests + texts)
+        return earlier, texts, kinds, language(requests + texts), names
 
     def summarize(
         self,
@@ -1325,8 +1330,8 @@ class Extractive:
         known = _measured(messages, previous)
         if known:
             return _render(known[0], LABELS[known[1]], max_tokens, counter)
-        earlier, texts, kinds, lang = self._read(messages, previous)
-        ranked = _rank(_stream(messages, texts, kinds, earlier))
+        earlier, texts, kinds, lang, names = self._read(messages, previous)
+        ranked = _rank(_stream(messages, texts, kinds, earlier, names))
         return _render(ranked, LABELS[lang], max_tokens, counter)
 
     def measure(
@@ -1344,8 +1349,8 @@ class Extractive:
         then more than ``bound``, and the messages' later tiers are read only as far
         as that item (see the module docstring). The ranking is kept, read that far,
         for a :meth:`summarize` of the same messages."""
-        earlier, texts, kinds, lang = self._read(messages, previous)
-        ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier)))
+        earlier, texts, kinds, lang, names = self._read(messages, previous)
+        ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier, names)))
         _MEASURED.slot = (list(messages), previous, ranked, lang)
         used = 0
         for _, _, cost in _costed(ranked, LABELS[lang], counter):
