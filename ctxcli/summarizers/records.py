@@ -770,18 +770,27 @@ def hits(result: str) -> str:
     that heads them, :data:`_HIT_HEAD`) opens with a file's path (:data:`_HIT`): ``12
     lines in 3 files: src/a.ts, src/b.ts, tests/c.ts`` (at most :data:`HIT_FILES`
     named, ``+N`` for the rest), ``2 lines in src/a.ts``; of paths alone, ``5 files:
-    …`` or the one path. ``""`` for any other result: a file's text, a log."""
-    head = result.split("\n", HIT_LINES)[:HIT_LINES]
-    if len(head) < HIT_LINES:  # the whole result: without the state SWE-agent appends
-        head = _PROMPT_AFTER.sub("", result).split("\n")
-    lines = [_DIR_ENTRY.sub(r"\1/", line.strip()) for line in head if line.strip()]
-    if len(lines) > 1 and _HIT_HEAD.match(lines[0]) and not _HIT.fullmatch(lines[0]):
-        lines = lines[1:]
-    found = [_HIT.fullmatch(line) for line in lines]
-    matched = [m for m in found if m is not None]
-    if not found or len(matched) < len(found):
-        return ""
-    return _hits_told(matched)
+    …`` or the one path. ``""`` for any other result: JSON, a file's text, a log. It is
+    asked of every result that says ``ok``, so it stops at the first line that is no
+    hit, and reads at most :data:`HIT_LINES` lines."""
+    if result.lstrip()[:1] in ("{", "["):
+        return ""  # JSON: the records say what it found
+    if "\n(Current directory: " in result[-400:] or "\n(Open file: " in result[-400:]:
+        result = _PROMPT_AFTER.sub("", result)  # the state SWE-agent appends
+    found: list[re.Match[str]] = []
+    headed = False
+    for raw in result.split("\n", HIT_LINES)[:HIT_LINES]:
+        line = _DIR_ENTRY.sub(r"\1/", raw.strip())
+        if not line:
+            continue
+        match = _HIT.fullmatch(line)
+        if match is not None:
+            found.append(match)
+        elif found or headed or not _HIT_HEAD.match(line):
+            return ""
+        else:
+            headed = True  # the line that heads the list
+    return _hits_told(found) if found else ""
 
 
 def _hits_told(found: Sequence[re.Match[str]]) -> str:
