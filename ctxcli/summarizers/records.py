@@ -258,10 +258,13 @@ def arguments_text(arguments: str) -> str:
 def names_target(arguments: str) -> bool:
     """Whether a call's ``arguments`` (JSON) say what it acts on: any value its action
     shows (:func:`arguments_text`) but the first line of a text it writes
-    (:func:`_opening`) or an edit's text (:func:`without_edit`)."""
-    value = parse_json(without_edit(arguments)) if arguments.strip() else None
+    (:func:`_opening`) or an edit's text before and after (:data:`_EDIT_KEYS`)."""
+    value = parse_json(arguments) if arguments.strip() else None
     if value is None:
         return bool(arguments.strip())
+    if isinstance(value, Mapping):
+        edit = _edit_keys(value)
+        value = {k: v for k, v in value.items() if k not in edit}
     return bool(next(_leaves(value), None) or _small_ones(value))
 
 
@@ -492,16 +495,6 @@ def _edit_keys(value: Mapping[str, Any]) -> tuple[str, ...]:
         if all(isinstance(value.get(key), str) for key in pair):
             return pair
     return ()
-
-
-def without_edit(arguments: str) -> str:
-    """A call's ``arguments`` (JSON) without an edit's text before and after
-    (:data:`_EDIT_KEYS`); as they are when they hold none."""
-    value = parse_json(arguments) if "old_" in arguments or "replace" in arguments else None
-    keys = _edit_keys(value) if isinstance(value, Mapping) else ()
-    if not keys or not isinstance(value, Mapping):
-        return arguments
-    return orjson.dumps({k: v for k, v in value.items() if k not in keys}).decode()
 
 
 def _changed_line(old: str, new: str) -> str:
