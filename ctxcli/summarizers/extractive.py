@@ -886,13 +886,13 @@ def _plan_changes(calls: Sequence[tuple[str, str, str, int, int]]) -> dict[int, 
     where the run stands; the older ones, each the whole list again, said only the
     step or two that moved."""
     steps = [rec.plan_steps(arguments) for _, arguments, _, _, _ in calls]
+    newest = {calls[j][0]: j for j in range(len(calls)) if steps[j]}
     out: dict[int, str] = {}
     before: dict[str, list[str]] = {}
     for j, (name, _, _, _, _) in enumerate(calls):
         if not steps[j]:
             continue
-        later = any(steps[k] and calls[k][0] == name for k in range(j + 1, len(calls)))
-        if later:
+        if j != newest[name]:
             moved = [step for step in steps[j] if step not in before.get(name, ())]
             out[j] = shorten(", ".join(moved), rec.ACTION_ARGUMENT_CHARS) if moved else "no change"
         before[name] = steps[j]
