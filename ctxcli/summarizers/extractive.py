@@ -319,26 +319,37 @@ _COMPACT_INTENT = re.compile(
 )
 
 
-#: A section of Claude Code's compact summary after the request: what the user said
-#: (``6. All User Messages:``) and what is left to do (``7. Pending Tasks:``), each a
-#: list, up to the next numbered section.
-_COMPACT_LIST = re.compile(
-    r"^[#* ]*\d+\. *\**(All User Messages|Pending Tasks)\**:?\**\s*(.*?)"
-    r"(?=^[#* ]*\d+\. *\**[A-Z]|\Z)",
+#: A section of Claude Code's compact summary after the request, up to the next
+#: numbered section: what the user said (``6. All User Messages:``), what is left to
+#: do (``7. Pending Tasks:``), where the work stood (``8. Current Work:``) and what was
+#: found (``5. Problem Solving:``, ``4. Errors and Fixes:``).
+_COMPACT_SECTION = re.compile(
+    r"^[#* ]*\d+\. *\**(All User Messages|Pending Tasks|Current Work|Problem Solving"
+    r"|Errors and [Ff]ixes)\**:?\**\s*(.*?)(?=^[#* ]*\d+\. *\**[A-Z]|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 #: An entry of such a list: ``1. "text"`` or ``- text``.
 _COMPACT_ENTRY = re.compile(r'^\s*(?:\d+\.|[-*])\s+"?(.*?)"?\s*$', re.MULTILINE)
 
 
+def _compact_sections(text: str) -> list[tuple[str, str]]:
+    """``(title, body)`` of each :data:`_COMPACT_SECTION` of a compact summary, in
+    order (the title's "fixes" as "Fixes"); ``[]`` for any other text."""
+    if "Primary Request" not in text:
+        return []
+    return [
+        (title.replace("fixes", "Fixes"), body) for title, body in _COMPACT_SECTION.findall(text)
+    ]
+
+
 def _compact_lists(text: str) -> tuple[list[str], list[str]]:
     """The user's messages and the pending tasks a compact summary lists
-    (:data:`_COMPACT_LIST`), each entry as written; two empty lists for any other
+    (:func:`_compact_sections`), each entry as written; two empty lists for any other
     text."""
     found: dict[str, list[str]] = {"All User Messages": [], "Pending Tasks": []}
-    if "Primary Request" in text:
-        for match in _COMPACT_LIST.finditer(text):
-            found[match.group(1)] += [e for e in _COMPACT_ENTRY.findall(match.group(2)) if e]
+    for title, body in _compact_sections(text):
+        if title in found:
+            found[title] += [e for e in _COMPACT_ENTRY.findall(body) if e]
     return found["All User Messages"], found["Pending Tasks"]
 
 
@@ -410,34 +421,25 @@ def _later_compact(text: str) -> list[tuple[str, str, int]]:
     return [item for entry in said for item in _later_request(entry)] + _compact_notes(text)
 
 
-#: The sections of Claude Code's compact summary that say where the work stood and
-#: what was found: ``8. Current Work:`` (its first sentences, of :data:`REST`), ``5.
-#: Problem Solving:`` and ``4. Errors and Fixes:`` (each entry, of :data:`NOTES`).
-_COMPACT_NOTES = re.compile(
-    r"^[#* ]*\d+\. *\**(Current Work|Problem Solving|Errors and [Ff]ixes)\**:?\**\s*(.*?)"
-    r"(?=^[#* ]*\d+\. *\**[A-Z]|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
-
-
 def _compact_notes(text: str) -> list[tuple[str, str, int]]:
-    """The notes of a compact summary's :data:`_COMPACT_NOTES` sections: ``Current
-    work: …`` (the state the session it continues stood in, within
-    :data:`NOTE_CHARS`), then each entry of how problems were solved, in order."""
-    if "Primary Request" not in text:
-        return []
+    """The notes of a compact summary (:func:`_compact_sections`): ``Current work: …``
+    (the first sentences of where the session it continues stood, within
+    :data:`NOTE_CHARS`, of :data:`REST`), then each entry of its Problem Solving and
+    Errors and Fixes, in order (of :data:`NOTES`)."""
     out: list[tuple[str, str, int]] = []
-    for match in _COMPACT_NOTES.finditer(text):
-        body = match.group(2).strip()
-        if match.group(1) == "Current Work":
+    for title, body in _compact_sections(text):
+        body = body.strip()
+        if title == "Current Work":
             first = joined(sentences(body.partition("\n\n")[0])[:2])
             if first:
                 out.insert(0, ("notes", shorten(f"Current work: {first}", NOTE_CHARS), REST))
-            continue
-        entries = _COMPACT_ENTRY.findall(body) or sentences(body)
-        out += [
-            ("notes", shorten(e, NOTE_CHARS), NOTES) for e in entries if len(e) >= NOTE_MIN_CHARS
-        ]
+        elif title in ("Problem Solving", "Errors and Fixes"):
+            entries = _COMPACT_ENTRY.findall(body) or sentences(body)
+            out += [
+                ("notes", shorten(e, NOTE_CHARS), NOTES)
+                for e in entries
+                if len(e) >= NOTE_MIN_CHARS
+            ]
     return out
 
 
