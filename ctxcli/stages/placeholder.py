@@ -426,9 +426,9 @@ def _wider(
     when ``spare`` holds the original, it is put back whole instead, for a preview of
     all but a few characters would cost more than the result it stands for."""
     head, tail, tokens = (int(match.group(k)) for k in ("head", "tail", "tokens"))
-    if isinstance(original, str) and counter.text(original) <= counter.text(match.string) + spare:
+    if isinstance(original, str):
         whole = message.replace({**message.data, "content": original}, counter)
-        if message.tokens < whole.tokens <= message.tokens + spare:
+        if whole.tokens <= message.tokens + spare:
             return whole
     length = len(preview_text(original))
     tool = json.loads(match.group("tool"))
@@ -441,15 +441,17 @@ def _wider(
 
     low, high = 1, min(int(spare * length / max(1, tokens) * 0.9), length - head - tail - 1)
     best = wider(high) if high >= low else None
-    for _ in range(6 if best is None else 0):
-        if low > high:
-            break
-        middle = (low + high) // 2
-        found = wider(middle)
-        if found is None:
-            high = middle - 1
-        else:
-            best, low = found, middle + 1
+    if best is None:  # the widest that fits below it, by bisection (a few renders)
+        high -= 1
+        for _ in range(6):
+            if low > high:
+                break
+            middle = (low + high) // 2
+            found = wider(middle)
+            if found is None:
+                high = middle - 1
+            else:
+                best, low = found, middle + 1
     return best if best is not None and best.tokens > message.tokens else None
 
 
