@@ -66,8 +66,8 @@ class Priority:
             keep.difference_update(group)
             total -= sum(messages[i].tokens for i in group)
             dropped.append(group)
-        if total > context.max_tokens:
-            _take_back(messages, dropped, keep)
+        if total > context.max_tokens:  # over with what must be kept: the summaries stay
+            keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
         return keep_only(conversation, keep, groups, must)
 
     def _candidates(
@@ -85,9 +85,3 @@ class Priority:
             if cls in rank:
                 candidates.append((rank[cls], group[0], group))
         return [group for _, _, group in sorted(candidates)]
-
-
-def _take_back(messages: Sequence[Message], dropped: list[list[int]], keep: set[int]) -> None:
-    """Put back into ``keep`` every summary :class:`Priority` dropped (``dropped``),
-    when what must be kept is over the budget by itself."""
-    keep.update(i for group in dropped for i in group if messages[group[0]].is_summary)
