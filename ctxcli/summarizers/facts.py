@@ -112,6 +112,10 @@ Needs = tuple[str, ...] | re.Pattern[str] | None
 #: A UUID (RFC 9562's 8-4-4-4-12 hex digits), whole: the ids and number patterns
 #: would take one whose first group is all digits as a number and the rest.
 _UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
+_UUID_FACT: tuple[re.Pattern[str], Needs] = (_UUID, ("-",))
+#: An order number (``#4821``): the first of the patterns tool output is not read for
+#: (:data:`_STRICT_PATTERNS`).
+_ORDER_NUMBER: tuple[re.Pattern[str], Needs] = (re.compile(r"#\d+"), ("#",))
 #: A path: absolute, relative, or a file with an extension.
 PATH = re.compile(
     rf"{_PATH_START}(?:~|\.{{1,2}}|[\w.-]+)?(?:/[\w.@-]+){{2,}}/?"
@@ -121,7 +125,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     (_EMAIL, ("@",)),
     (re.compile(r"https?://[^\s\"'<>)]+"), ("://",)),  # URL
     (PATH, ("/",)),
-    (_UUID, ("-",)),
+    _UUID_FACT,
     (re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"), ("-",)),  # ISO date
     (_ADDRESS, ("号",)),
     (_STREET, re.compile(r"\d [A-Z][a-z]+ ")),
@@ -185,7 +189,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ),
         None,
     ),
-    (re.compile(r"#\d+"), ("#",)),  # order no.
+    _ORDER_NUMBER,
     (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
         # quantities: 2.5 kg, 3 天, 2 eggs, 4 people. A number is read from its first
@@ -199,11 +203,13 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         None,
     ),
 )
-#: The patterns that can match text without a digit (e-mail, URL, path).
-_NO_DIGIT_PATTERNS = FACT_PATTERNS[:3]
+#: The patterns that can match text without a digit (e-mail, URL, path): those before
+#: the UUID's.
+_NO_DIGIT_PATTERNS = FACT_PATTERNS[: FACT_PATTERNS.index(_UUID_FACT)]
 #: What is read from tool output that is not JSON (logs, code, file dumps): addresses,
-#: paths, dates, amounts and identifiers, not bare numbers, quantities or names.
-_STRICT_PATTERNS = FACT_PATTERNS[:17]
+#: paths, dates, amounts and identifiers, not bare numbers, quantities or names: the
+#: patterns before the order number's.
+_STRICT_PATTERNS = FACT_PATTERNS[: FACT_PATTERNS.index(_ORDER_NUMBER)]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
