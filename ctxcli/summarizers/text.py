@@ -260,8 +260,8 @@ def message_text(message: Mapping[str, Any]) -> str:
 #: this?", "Thanks! I'll definitely be in touch.").
 FILLER_WORDS = frozenset(
     "hi hello hey bonjour hola greetings dear thanks thank thankyou you so much very lot "
-    "great ok okay sure yes "
-    "yeah yep no nope perfect bye goodbye please that's thats that all have nice good day "
+    "great ok okay sure yes yeah yep no nope perfect bye goodbye please that's thats that "
+    "all have nice good day "
     "i i'm im i'll ill definitely be in touch appreciate it can could would will help me "
     "with this awesome got sounds sound alright cool morning afternoon evening there for "
     "your assistance the wonderful again need like do fine welcome cheers excellent "
