@@ -269,7 +269,7 @@ FILLER_WORDS = frozenset(
     "madam is was everything much appreciated looking forward hear soon today again "
     # a goodbye's promise: "Thanks, you too!", "I'll get back to you.", "Take care!"
     "too talk reach out get back once i've take care far as well later understand see "
-    "makes sense".split()
+    "makes sense patience understanding works".split()
 )
 _STOP_WORDS = frozenset("a an and or of to the in on at for by is are it this that".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*|\d+|[\u3400-\u9fff]")
@@ -298,13 +298,39 @@ def own_sentences(text: str) -> list[str]:
     return out
 
 
+#: A user's promise to come back with what was asked for ("Alright, I'll check my
+#: emails and get back to you.", "I'll make sure to find it first.", "I'm still
+#: searching for it."), or thanks for the way ("Thank you for guiding me through this
+#: process."): it opens so, and then says only :data:`_DEFERRAL_WORDS`.
+_DEFERRAL = re.compile(
+    r"^(?:(?:alright|okay|ok|got it|great|sure|thanks|thank you|well|in that case|i see)"
+    r"[,.!]*\s+)*(?:(?:i'll|i will|let me|i'm still|i am still)\s+(?:try to |make "
+    r"sure to |do that and |go )?(?:find|look|check|search|gather|get|reach out|dig|"
+    r"locate|let you know|have)|(?:thanks|thank you)(?: so much| very much)? for)",
+    re.IGNORECASE,
+)
+_DEFERRAL_WORDS = frozenset(
+    "try find them look check search searching gather dig locate make first my email "
+    "emails inbox records account details information those ready next time when as "
+    "possible shortly let know provide contact customer service necessary meanwhile "
+    "then do user id ids reservation number it still guiding through process explaining "
+    "clarifying checking letting detailed update walking".split()
+)
+
+
 def is_filler(sentence: str) -> bool:
     """True when ``sentence`` is a greeting, thanks or filler alone (see
-    :data:`FILLER_WORDS`), in English or Chinese."""
+    :data:`FILLER_WORDS`), or a promise to come back with what was asked for and no
+    more (:data:`_DEFERRAL`), in English or Chinese."""
     if _CJK.search(sentence):
         return bool(_CJK_FILLER.match(sentence.strip()))
+    sentence = sentence.replace("\u2019", "'")  # I’ll
     words = [w.lower() for w in _WORD.findall(sentence)]
-    return all(w in FILLER_WORDS or w in _STOP_WORDS for w in words)
+    if all(w in FILLER_WORDS or w in _STOP_WORDS for w in words):
+        return True
+    return bool(_DEFERRAL.match(sentence.strip())) and all(
+        w in FILLER_WORDS or w in _STOP_WORDS or w in _DEFERRAL_WORDS for w in words
+    )
 
 
 def content(sentence: str) -> int:
