@@ -39,7 +39,8 @@ the question it answered); then the assistant's notes. Within a tier the newest 
 first, but for the final state of what changed, where the messages whose items hold
 the most words that hold a fact per character come first, each message's items together
 (:func:`_by_density`: the most facts a bound can hold). An item already said (the same
-text, or a fact inside an item ranked before it) is skipped, and a record of an object is told
+text, or a fact inside an item ranked before it) is skipped, a bare fact goes when an
+item taken after it says it (:func:`_costed`), and a record of an object is told
 by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
@@ -1355,7 +1356,7 @@ class Extractive:
         ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier, names)))
         _MEASURED.slot = (list(messages), previous, ranked, lang)
         used = 0
-        for _, _, cost in _costed(ranked, LABELS[lang], counter):
+        for _, _, cost, _ in _costed(ranked, LABELS[lang], counter):
             used += cost
             if bound is not None and used > bound:
                 break
@@ -1440,12 +1441,13 @@ def _render(
     """The longest prefix of ``ranked`` whose body fits ``max_tokens`` tokens, written
     out (:func:`_text`): items are costed one by one with what leads them (their
     separator, and their section's label with the first: :func:`_lead`), the two
-    counted together as the joined body has them; the first that does not fit is cut
-    to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or more), so a
-    larger bound shows more of it. The joined text is measured at the end."""
+    counted together as the joined body has them, less the bare facts taken before
+    that the item says (:func:`_costed`: they go when it comes); the first that does
+    not fit is cut to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or
+    more), so a larger bound shows more of it. The joined text is measured at the end."""
     picked: list[Item] = []
     used = 0
-    for item, lead, cost in _costed(ranked, labels, counter):
+    for item, lead, cost, said in _costed(ranked, labels, counter):
         if used + cost > max_tokens:
             room = max_tokens - used
             inline = item.section in _INLINE
@@ -1457,6 +1459,7 @@ def _render(
             if _cut_says(cut, item):
                 picked.append(dataclasses.replace(item, text=cut))
             break
+        picked = [p for p in picked if not any(p is q for q in said)]
         picked.append(item)
         used += cost
     text = _text(picked, labels)
@@ -1468,17 +1471,43 @@ def _render(
 
 def _costed(
     ranked: Iterable[Item], labels: Mapping[str, str], counter: TokenCounter
-) -> Iterator[tuple[Item, str, int]]:
-    """``(item, lead, tokens)`` of each of ``ranked`` in turn, costed as the body joins
-    it after the ones before (:func:`_lead`, counted with its text), each taken as
-    written once the next is asked for."""
+) -> Iterator[tuple[Item, str, int, list[Item]]]:
+    """``(item, lead, tokens, said)`` of each of ``ranked`` in turn, costed as the body
+    joins it after the ones before (:func:`_lead`, counted with its text), each taken
+    as written once the next is asked for. ``said``: the bare facts taken before
+    (a fact item with no label, :data:`FACT_CHARS` or shorter) that the item's text
+    holds as a whole word (``6276644`` in ``payment_id gift_card_6276644``), which go
+    when it is taken; the tokens are net of what the body so far loses with them."""
     picked: list[Item] = []
     sections: set[str] = set()
     for item in ranked:
+        said = [] if _bare(item) else [p for p in picked if _bare(p) and _holds(item.text, p.text)]
+        refund = 0
+        if said:
+            before = counter.text(_text(picked, labels))
+            picked = [p for p in picked if not any(p is q for q in said)]
+            sections = {p.section for p in picked}
+            refund = before - counter.text(_text(picked, labels))
         lead = _lead(item, picked, sections, labels)
-        yield item, lead, counter.text(lead + item.text)
+        yield item, lead, counter.text(lead + item.text) - refund, said
         picked.append(item)
         sections.add(item.section)
+
+
+def _bare(item: Item) -> bool:
+    """Whether ``item`` is a bare fact: of the facts, with no label, short."""
+    return item.section == "facts" and len(item.text) <= FACT_CHARS and ": " not in item.text
+
+
+def _holds(text: str, fact: str) -> bool:
+    """Whether ``text`` holds ``fact`` as a whole word (no letter or digit beside it)."""
+    start = text.find(fact)
+    while start >= 0:
+        end = start + len(fact)
+        if not (start and text[start - 1].isalnum()) and not text[end : end + 1].isalnum():
+            return True
+        start = text.find(fact, start + 1)
+    return False
 
 
 def _cut_says(cut: str, item: Item) -> bool:

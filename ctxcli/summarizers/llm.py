@@ -225,9 +225,10 @@ def with_facts(text: str, extracted: str, max_tokens: int, counter: TokenCounter
     missing = _missing(wanted, text)
     if not missing:
         return text
-    items, label = _items_of(extracted), _facts_label(extracted)
+    (items, prose), label = _items_of(extracted), _facts_label(extracted)
     for _ in range(FACT_TRIES):
-        said = [next((item for item in items if fact in item), fact) for fact in missing]
+        said = [next((item for item in items if fact in item), None) or _word(fact, prose)
+                for fact in missing]  # fmt: skip
         line = f"{label} {'; '.join(dict.fromkeys(said))}"
         shown = _beside(text, line, max_tokens, counter)
         if shown is None:
@@ -257,14 +258,36 @@ def _beside(text: str, line: str, max_tokens: int, counter: TokenCounter) -> str
     return fit(text, room, counter) if room >= MIN_MODEL_TOKENS else None
 
 
-def _items_of(body: str) -> list[str]:
-    """The items of an extractive body, its facts (labelled records) first: what a
-    missing fact is said with."""
+def _items_of(body: str) -> tuple[list[str], list[str]]:
+    """The items of an extractive body a missing fact is said with, its facts
+    (labelled records) first, then its actions and error lines; and its requests and
+    notes, of which a fact is said by its word alone (:func:`_word`): the extraction
+    gives no bare fact a line of its own says
+    (:func:`ctxcli.summarizers.extractive._costed`)."""
     from ctxcli.summarizers.extractive import parse_summary
 
     sections = parse_summary(body)
-    order = ("facts", "actions", "errors", "requests", "notes")
-    return [item for key in order for item in sections.get(key, [])]
+    items = [item for key in ("facts", "actions", "errors") for item in sections[key]]
+    return items, sections["requests"] + sections["notes"]
+
+
+def _word(fact: str, prose: Sequence[str]) -> str:
+    """The word of the first of ``prose`` that holds ``fact``, without the punctuation
+    that ends it (``#W700`` of "where is order #W700?"); ``fact`` when none holds it
+    or the word is longer by more than :data:`WORD_EXTRA_CHARS`."""
+    for text in prose:
+        at = text.find(fact)
+        if at >= 0:
+            start = text.rfind(" ", 0, at) + 1
+            end = text.find(" ", at)
+            word = text[start : None if end < 0 else end].rstrip(".,;:?!)]）。，？！")
+            return word if len(word) <= len(fact) + WORD_EXTRA_CHARS else fact
+    return fact
+
+
+#: The most characters :func:`_word` adds to a fact (a sign, a unit); past that (a
+#: Chinese sentence, which has no spaces) the fact is said alone.
+WORD_EXTRA_CHARS = 8
 
 
 _FACTS_LINE = re.compile(r"^(?:Facts:|关键信息：)")
