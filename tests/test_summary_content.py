@@ -367,6 +367,20 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
+def test_a_thoughts_ids_and_dates_are_whole_words() -> None:
+    # tau-bench: think(XEHM4B 24 59 XX6W) and think(2024 05 02 24 10).
+    thought = (
+        "Reservation 59XX6W is an economy ticket with insurance, booked on 2024-05-12,"
+        " within 24 hours of booking, so it costs $1,200.50 to change."
+    )
+    function = {"name": "think", "arguments": json.dumps({"thought": thought})}
+    messages: Messages = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "function": function}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "{}"},
+    ]
+    assert "think(59XX6W 2024-05-12 24 $1,200.50) → ok" in _summary(messages, 400)
+
+
 def test_an_action_leaves_out_small_values_but_counts_and_the_prose_of_a_thought() -> None:
     calls = [
         ("think", {"thought": "The total is $152 + $103 = $255, so the user pays $255 now."}),

@@ -296,8 +296,11 @@ def _small_ones(value: Any) -> list[str]:
 
 
 #: What a score counts as a fact (:mod:`ctxcli.score`): a word with a digit, a number
-#: of three or more digits; an amount keeps its currency sign.
-_FACT_WORD = re.compile(r"[$€£¥]?\d[\d,.]*\d|[$€£¥]\d|[A-Za-z0-9][A-Za-z0-9_-]{3,}")
+#: of three or more digits; an amount keeps its currency sign. A number is one only
+#: where a word does not go on (``59XX6W`` and ``2024-05-01`` are words, whole).
+_FACT_WORD = re.compile(
+    r"(?>[$€£¥]?\d[\d,.]*\d)(?![A-Za-z_-])|[$€£¥]\d|[A-Za-z0-9][A-Za-z0-9_-]{3,}"
+)
 #: A small value with no label (a count ``3``, ``no``, ``true``): it says nothing alone.
 _SMALL = re.compile(r"(?i)\d|yes|no|true|false|none|null")
 _YES_NO = re.compile(r"(?i)yes|no|true|false")
