@@ -367,18 +367,38 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
-def test_a_thoughts_ids_and_dates_are_whole_words() -> None:
+def test_the_ids_and_dates_of_a_prose_argument_are_whole_words() -> None:
     # tau-bench: think(XEHM4B 24 59 XX6W) and think(2024 05 02 24 10).
-    thought = (
+    said = (
         "Reservation 59XX6W is an economy ticket with insurance, booked on 2024-05-12,"
         " within 24 hours of booking, so it costs $1,200.50 to change."
     )
-    function = {"name": "think", "arguments": json.dumps({"thought": thought})}
+    function = {"name": "transfer_to_human_agents", "arguments": json.dumps({"summary": said})}
     messages: Messages = [
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "function": function}]},
         {"role": "tool", "tool_call_id": "c0", "content": "{}"},
     ]
-    assert "think(59XX6W 2024-05-12 24 $1,200.50) → ok" in _summary(messages, 400)
+    body = _summary(messages, 400)
+    assert "transfer_to_human_agents(59XX6W 2024-05-12 24 $1,200.50) → ok" in body
+
+
+def test_a_thought_is_read_as_what_the_assistant_said_not_as_an_action() -> None:
+    # tau-bench's think tool (Anthropic's too): 184 calls, each "think(24 NQNU5R) → ok".
+    thought = (
+        "The reservation IFOYYZ is a basic economy ticket and was created more than 24"
+        " hours ago without travel insurance, so it cannot be canceled. The total for"
+        " the three passengers is $413."
+    )
+    function = {"name": "think", "arguments": json.dumps({"thought": thought})}
+    messages: Messages = [
+        {"role": "user", "content": "Please cancel IFOYYZ."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "function": function}]},
+        {"role": "tool", "tool_call_id": "c0", "content": ""},
+    ]
+    said = parse_summary(_summary(messages, 400))
+    assert not said["actions"], said
+    assert any("IFOYYZ" in note and "cannot be canceled" in note for note in said["notes"]), said
+    assert "$413" in " ".join(said["notes"] + said["facts"]), said
 
 
 def test_an_action_leaves_out_small_values_but_counts_and_the_prose_of_a_thought() -> None:
@@ -395,9 +415,12 @@ def test_an_action_leaves_out_small_values_but_counts_and_the_prose_of_a_thought
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"c{n}", "content": "{}"},
         ]
-    assert _summary(messages, 400) == (
-        "Actions: think($152 $103 $255) → ok; book_reservation(mia_li_3668, bags 3) → ok"
-    )
+    body = _summary(messages, 400)
+    assert "Actions: book_reservation(mia_li_3668, bags 3) → ok" in body
+    # The thought that was think($152 $103 $255) is said as such (a thought with no
+    # fact in it is not even a note).
+    assert "Assistant notes:\n- The total is $152 + $103 = $255" in body, body
+    assert "which flight" not in body
 
 
 def _calls(calls: list[tuple[str, dict[str, Any], Any]]) -> Messages:

@@ -726,6 +726,18 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
     return calls
 
 
+def _with_thoughts(message: Mapping[str, Any]) -> str:
+    """The text of ``message``, an assistant's with the thoughts its calls of the
+    "think" tool logged after it (:func:`ctxcli.summarizers.records.thought`): what it
+    reasoned is read as what it said (notes, facts), not as an action
+    (``think(24 NQNU5R) → ok``)."""
+    text = message_text(message)
+    if message.get("role") != "assistant" or not message.get("tool_calls"):
+        return text
+    thoughts = [rec.thought(name, arguments) for name, arguments, _ in _calls(message)]
+    return "\n".join([text, *(t for t in thoughts if t)]).strip() if any(thoughts) else text
+
+
 def _string(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -856,6 +868,8 @@ def _made(
     its command's (:func:`_polls_told`)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     for i, name, arguments, at in _results(messages):
+        if rec.thought(name, arguments) is not None:
+            continue  # the assistant's reasoning: its text's (:func:`_with_thoughts`)
         call = (name, arguments)
         said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
         asked = at in named and bool(_arguments(arguments))
@@ -1310,7 +1324,7 @@ class Extractive:
         name)``; a result's text without the lines Codex's exec tools open it with
         (:func:`ctxcli.summarizers.records.without_exec_head`)."""
         earlier = _previous_items(previous)
-        texts = [message_text(message) for message in messages]
+        texts = [_with_thoughts(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
         names = _result_names(messages)
         kinds = _reports(messages, _kinds(messages, texts, has_task=has_task), names)

@@ -526,6 +526,19 @@ def _list_leaves(value: list[Any], key: str = "") -> Iterator[str]:
         yield from told
 
 
+def thought(name: str, arguments: str) -> str | None:
+    """The thought of a call of the "think" tool (tau-bench's; Anthropic's "The 'think'
+    tool" gives it as ``{"name": "think", "input_schema": {"thought": …}}``, a tool
+    that "will not obtain new information or change the database, but just append the
+    thought to the log"): its ``thought`` argument, the assistant's reasoning, not an
+    action; ``None`` for any other call."""
+    if name != "think" or '"thought"' not in arguments:
+        return None
+    value = parse_json(arguments)
+    said = value.get("thought") if isinstance(value, Mapping) else None
+    return said if isinstance(said, str) else None
+
+
 #: The key of a plan step's text: Codex's ``update_plan`` (``step``), Claude Code's
 #: ``TodoWrite`` (``content``), Gemini CLI's ``write_todos`` (``description``).
 _STEP_TEXT = ("step", "content", "description", "task", "title", "text")
