@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 
 from ctxcli.compress import Compressor
 from ctxcli.config import resolve
+from ctxcli.formats import openai
 from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
 from ctxcli.summarizers.extractive import EXTRACTIVE, REST, Item, _cut_says, parse_summary
-from ctxcli.summarizers.records import difference, found, made, records
+from ctxcli.summarizers.facts import facts
+from ctxcli.summarizers.records import answer, difference, found, made, parse_json, records
 from ctxcli.summarizers.text import is_filler, own_sentences
 from ctxcli.tokens import TokenCounter
 
@@ -609,6 +611,53 @@ def test_the_chinese_sample_at_800_tokens_keeps_its_facts_whole(
 
 
 # --- agent runs ------------------------------------------------------------------------
+
+
+def test_parallel_results_in_one_message_are_each_calls_outcome() -> None:
+    # LLaMA-Factory's reason_tool_use: one tool message answers both calls, a JSON list
+    # of entries whose content is a Python dict's str(); each call read "→ ok".
+    entries = [
+        {"tool_call_id": f"call_{r}", "name": "circle_area", "content": str(area)}
+        for r, area in (
+            ("a", {"area": 7.0686, "radius": 1.5, "unit": "square meters"}),
+            ("b", {"area": 28.2743, "radius": 3, "unit": "square meters"}),
+        )
+    ]
+    calls = [
+        {
+            "type": "tool_call",
+            "value": json.dumps({"name": "circle_area", "arguments": {"radius": r}}),
+        }
+        for r in (1.5, 3)
+    ]
+    record = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "value": "Areas for 1.5 m and 3 m?"}]},
+            {"role": "assistant", "content": [{"type": "reasoning", "value": "Twice."}, *calls]},
+            {"role": "tool", "content": [{"type": "text", "value": json.dumps(entries)}]},
+        ]
+    }
+    conversation = openai.read(record, COUNTER, path="x.jsonl", line=1)
+    actions = parse_summary(_summary([m.data for m in conversation.messages], 300))["actions"]
+    assert len(actions) == 2, actions
+    assert actions[0].endswith("→ area 7.0686, radius 1.5, square meters"), actions
+    assert actions[1].endswith("→ area 28.2743, radius 3, square meters"), actions
+
+
+def test_a_python_literal_result_is_read_as_json_holds_and_no_further() -> None:
+    assert parse_json("{'ok': True, 'ids': ['a1', None], 'n': 2.5}") == {
+        "ok": True,
+        "ids": ["a1", None],
+        "n": 2.5,
+    }
+    assert parse_json("{'a': (1, 2)}") is None and parse_json("{'a': {1, 2}}") is None
+    assert parse_json("{'a': __import__('os')}") is None  # no code runs
+    # A small object with no id is its call's answer; one with an id is no answer.
+    assert answer('[{"converted_amount": 850.5, "from": "USD", "to": "EUR"}]') == (
+        "converted_amount 850.5, USD, EUR"
+    )
+    assert answer('{"reservation_id": "HATHAT", "status": "ok"}') == ""
+    assert facts("It is 5/9 equals Celsius, 3 bags plus 2 equals 5.") == ["3 bags"]
 
 
 def _compress(path: Path, budget: int, **options: Any) -> tuple[Messages, Messages]:

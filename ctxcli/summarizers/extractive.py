@@ -54,11 +54,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxcli.memo import TextMemo
+from ctxcli.model import result_ids
 from ctxcli.placeholders import looks_like as _is_placeholder
 from ctxcli.summarizers import records as rec
 from ctxcli.summarizers.facts import (
@@ -754,16 +756,17 @@ def _id(value: Any) -> str | None:
 
 def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str, int | None]]:
     """``(position, name, arguments, result position)`` of every call in order, its
-    result the first after it with its call id (ids may be reused: tau-bench's are),
-    else the next result without one (``None``: none)."""
+    result the first after it that names its call id (:func:`ctxcli.model.result_ids`:
+    one result may answer several, as LLaMA-Factory's do; ids may be reused:
+    tau-bench's are), else the next result that names none (``None``: none)."""
     by_id: dict[str, list[int]] = {}
     loose: list[int] = []
     for i, message in enumerate(messages):
         if str(message.get("role")) in ("tool", "function"):
-            call_id = message.get("tool_call_id")
-            if isinstance(call_id, str):
-                by_id.setdefault(call_id, []).append(i)
-            else:
+            ids = result_ids(message)
+            for answered in ids:
+                by_id.setdefault(answered, []).append(i)
+            if not ids:
                 loose.append(i)
     out: list[tuple[int, str, str, int | None]] = []
     next_loose = 0
@@ -867,11 +870,18 @@ def _made(
     only ``ok`` is left out, and so is a poll of a running process, whose outcome is
     its command's (:func:`_polls_told`)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
-    for i, name, arguments, at in _results(messages):
+    results = _results(messages)
+    sharing = Counter(at for _, _, _, at in results)
+    taken: Counter[int | None] = Counter()
+    for i, name, arguments, at in results:
         if rec.thought(name, arguments) is not None:
             continue  # the assistant's reasoning: its text's (:func:`_with_thoughts`)
         call = (name, arguments)
-        said = "?" if at is None else _outcome(messages, texts, kinds, call, at, at in named)
+        said = "?"
+        if at is not None:
+            text = _part(texts[at], taken[at], sharing[at])
+            said = _outcome(messages[at], kinds[at], call, text, at in named)
+        taken[at] += 1
         asked = at in named and bool(_arguments(arguments))
         calls.append((name, arguments, said, i, _call_tier(name, said, asked=asked)))
     calls = _polls_told(calls)
@@ -1002,16 +1012,41 @@ def _placed(
     return out[::-1]
 
 
+def _part(text: str, k: int, count: int) -> str:
+    """What result ``text`` says to the ``k``-th of the ``count`` calls it answers:
+    when it is a JSON list of as many entries, each naming its call, the ``k``-th
+    entry's ``content`` (LLaMA-Factory's results: ``[{"tool_call_id": …, "name":
+    "circle_area", "content": "{'area': 7.0686, …}"}, …]``, one for parallel calls);
+    else the whole ``text``."""
+    if not text.lstrip().startswith("["):
+        return text
+    value = rec.parse_json(text)
+    if not isinstance(value, list) or len(value) != count or not all(map(_names_call, value)):
+        return text
+    entry = value[k]["content"]
+    return entry if isinstance(entry, str) else _string(entry)
+
+
+def _names_call(entry: Any) -> bool:
+    """Whether a result's list ``entry`` is one call's: its ``content``, and the call's
+    ``name`` or ``tool_call_id``."""
+    return (
+        isinstance(entry, Mapping)
+        and "content" in entry
+        and ("name" in entry or "tool_call_id" in entry)
+    )
+
+
 def _outcome(
-    messages: Sequence[Mapping[str, Any]],
-    texts: Sequence[str],
-    kinds: Sequence[str],
+    message: Mapping[str, Any],
+    kind: str,
     call: tuple[str, str],
-    at: int,
+    text: str,
     named: bool,
 ) -> str:
-    """The outcome of a ``call`` (name, arguments) whose result is message ``at`` (see
-    :func:`_made`); of one that changed state, ``ok`` names what it made when its
+    """The outcome of a ``call`` (name, arguments) whose result is ``message`` (of
+    ``kind``, its text for this call ``text``: :func:`_part`; see :func:`_made`); of
+    one that changed state, ``ok`` names what it made when its
     arguments do not (``ok, reservation HATHAT``: the id the next turns reuse), or
     the file it changed when they name nothing but the text an edit wrote
     (``edit(return int(round(…))) → ok, /testbed/src/fields.py``: SWE-agent's edits
@@ -1020,23 +1055,25 @@ def _outcome(
     files (:func:`ctxcli.summarizers.records.hits`: ``12 lines in 3 files: …``), and
     so does a file list."""
     name, arguments = call
-    errors = [t[1] for t in _eager(texts[at], kinds[at]) if t[0] == "errors"]
-    failed = messages[at].get("is_error") is True
-    succeeded = kinds[at] == "output"
-    said = rec.outcome(texts[at], failed=failed, errors=errors[:1], succeeded=succeeded)
+    errors = [t[1] for t in _eager(text, kind) if t[0] == "errors"]
+    failed = message.get("is_error") is True
+    said = rec.outcome(text, failed=failed, errors=errors[:1], succeeded=kind == "output")
     if said == "exit 1" and rec.no_match(arguments):
         return "no match"
     if said != "ok":
         return said
-    found_files = _hits(texts[at])  # a search or a file list: what it found
+    found_files = _hits(text)  # a search or a file list: what it found
     if found_files:
         return found_files
+    answered = rec.answer(text)  # a small object with no id: circle_area → area 7.0686
+    if answered:
+        return answered
     if rec.changes_state(name):
         named_one = rec.names_target(arguments)  # what it changed, if said
-        own = rec.made(texts[at]) or ("" if named_one else rec.touched(texts[at]))
+        own = rec.made(text) or ("" if named_one else rec.touched(text))
         return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
     found = _gist if named else _found  # a named look-up's record is said once
-    return found(texts[at]) or said
+    return found(text) or said
 
 
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:

@@ -37,7 +37,8 @@ _STOP = frozenset(
 #: "2 eggs" or "4 people".
 _NOT_COUNTED = _STOP | frozenset(
     "please thanks thank now also just here there what which when where who will would "
-    "can could should have has had do does did you your my our their".split()
+    "can could should have has had do does did you your my our their equals equal plus "
+    "minus".split()
 )
 _NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
 #: What a number with a decimal point measures when a word follows it (``2.5 kg``,

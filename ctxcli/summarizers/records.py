@@ -9,6 +9,7 @@ outcome``, the outcome ``ok`` or the result's first error line.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -61,14 +62,37 @@ def changes_state(name: str) -> bool:
 
 
 def parse_json(text: str) -> Any:
-    """The JSON value ``text`` holds, or ``None`` when it holds none."""
+    """The JSON value ``text`` holds, or ``None`` when it holds none; also a Python
+    literal of one, up to :data:`LITERAL_CHARS` (``{'area': 7.0686, 'unit': 'square
+    meters'}``: the ``str()`` of a dict that glaive and LLaMA-Factory data log as a
+    tool's result), read by :func:`ast.literal_eval`, which runs no code."""
     stripped = text.strip()
     if stripped[:1] not in ("{", "["):
         return None
     try:
         return orjson.loads(stripped)
     except orjson.JSONDecodeError:
+        pass
+    if "'" not in stripped or len(stripped) > LITERAL_CHARS:
         return None
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) and _json_like(value) else None
+
+
+def _json_like(value: Any) -> bool:
+    """Whether ``value`` holds only what JSON has (no tuple, set, bytes, complex)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_like(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_like(item) for item in value)
+    return value is None or isinstance(value, (str, int, float))
+
+
+#: The longest text :func:`parse_json` reads as a Python literal (characters).
+LITERAL_CHARS = 20_000
 
 
 def records(value: Any, label: str) -> list[str]:
@@ -836,6 +860,25 @@ def made(result: str) -> str:
         return ""
     label, key = _label(value, "")
     return label if key is not None and " " in label else ""  # a kind and its id
+
+
+def answer(result: str) -> str:
+    """The values of a small JSON object ``result`` (or a list of that one object)
+    that names no object of its own (no id: a computation's answer, ``area 7.0686,
+    radius 1.5, square meters`` of ``circle_area``), within :data:`ANSWER_CHARS`: what
+    a call's outcome says rather than ``ok``; ``""`` for anything else."""
+    value = parse_json(result) if len(result) <= 4 * ANSWER_CHARS else None
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, Mapping) or not value or _label(value, "")[1] is not None:
+        return ""
+    first = next(_walk(value, ""), None)
+    said = ", ".join(first[1]) if first else ""
+    return said if len(said) <= ANSWER_CHARS else ""
+
+
+#: The longest answer (:func:`answer`) an outcome says, in characters.
+ANSWER_CHARS = 80
 
 
 def gist(result: str) -> str:
