@@ -403,6 +403,27 @@ def test_a_thought_is_read_as_what_the_assistant_said_not_as_an_action() -> None
     assert "$413" in " ".join(said["notes"] + said["facts"]), said
 
 
+def test_a_note_that_says_what_a_note_before_it_said_is_left_out() -> None:
+    # tau-bench run 34: the answer repeats the thought before it, word for word but two.
+    thought = "XEHM4B: It cannot be canceled for a refund unless the airline cancels the flight."
+    function = {"name": "think", "arguments": json.dumps({"thought": thought})}
+    answer = (
+        "XEHM4B: Unfortunately, it cannot be canceled for a refund unless the airline"
+        " cancels the flight. I cannot remove a passenger from reservation 59XX6W."
+    )
+    messages: Messages = [
+        {"role": "user", "content": "Cancel XEHM4B."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "function": function}]},
+        {"role": "tool", "tool_call_id": "c0", "content": ""},
+        {"role": "assistant", "content": answer},
+        {"role": "assistant", "content": "I cannot remove a passenger from reservation 8C8K4E."},
+    ]
+    notes = parse_summary(_summary(messages, 400))["notes"]
+    assert sum("cannot be canceled for a refund" in note for note in notes) == 1, notes
+    # alike in words, but not in facts: both stay
+    assert sum("cannot remove a passenger" in note for note in notes) == 2, notes
+
+
 def test_an_action_leaves_out_small_values_but_counts_and_the_prose_of_a_thought() -> None:
     calls = [
         ("think", {"thought": "The total is $152 + $103 = $255, so the user pays $255 now."}),

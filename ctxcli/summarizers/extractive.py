@@ -78,6 +78,7 @@ from ctxcli.summarizers.text import (
     REQUEST_CHARS,
     by_content,
     content,
+    content_words,
     is_filler,
     joined,
     language,
@@ -1419,13 +1420,20 @@ EXTRACTIVE = Extractive()
 
 
 def _rank(items: Iterable[Item]) -> Iterator[Item]:
-    """``items`` (best first) each text once, and without the short facts an item
-    ranked before them already says."""
+    """``items`` (best first) each text once, without the short facts an item ranked
+    before them already says, and without the notes a note ranked before them says
+    (:func:`_alike`: an answer that repeats the thought before it)."""
     seen: set[str] = set()
     said = ""  # what was said so far, one item a line
+    noted: list[tuple[frozenset[str], frozenset[str]]] = []  # each note's words, facts
     for item in items:
         if item.text in seen:
             continue
+        if item.section == "notes":
+            words, facts = content_words(item.text), frozenset(_DIGIT_WORD.findall(item.text))
+            if any(_alike(words, facts, earlier) for earlier in noted):
+                continue  # the answer that says what the thought before it said
+            noted.append((words, facts))
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
         if short and item.text in said:
             continue
@@ -1437,6 +1445,21 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         said += item.text + "\n"
         if shown is not None:
             yield shown
+
+
+#: How alike two notes' words must be for the later to say nothing new (the share
+#: of the words either says that both say): "XEHM4B: Unfortunately, it cannot be
+#: canceled for a refund …" after "XEHM4B: It cannot be canceled for a refund …".
+ALIKE_NOTES = 0.7
+
+
+def _alike(
+    words: frozenset[str], facts: frozenset[str], earlier: tuple[frozenset[str], frozenset[str]]
+) -> bool:
+    """Whether a note of ``words`` and ``facts`` says what an ``earlier`` one (its
+    words and facts) said: every fact of it, and words alike by :data:`ALIKE_NOTES`."""
+    before, known = earlier
+    return facts <= known and len(words & before) >= ALIKE_NOTES * len(words | before) > 0
 
 
 def _told_of(text: str, values: str, said: str) -> bool:

@@ -333,6 +333,20 @@ def is_filler(sentence: str) -> bool:
     )
 
 
+def content_words(sentence: str) -> frozenset[str]:
+    """The words of ``sentence`` that say something, lowercased: none of
+    :data:`FILLER_WORDS` and stop words, none shorter than three characters (CJK
+    characters each count as a word)."""
+    words = _WORD.findall(sentence.replace("\u2019", "'"))
+    return frozenset(
+        lower
+        for lower in (w.lower() for w in words)
+        if (len(lower) >= 3 or _CJK.match(lower))
+        and lower not in FILLER_WORDS
+        and lower not in _STOP_WORDS
+    )
+
+
 def content(sentence: str) -> int:
     """How much ``sentence`` says: its words that are not filler, a word holding a
     digit counting thrice (an id, an amount, a date)."""
