@@ -665,6 +665,14 @@ def test_parallel_results_in_one_message_are_each_calls_outcome() -> None:
     assert actions[1].endswith("→ area 28.2743, radius 3, square meters"), actions
 
 
+def test_a_long_list_of_ids_is_one_record() -> None:
+    # tau-bench's get_user_details: "reservations: 82K959; reservations: 790JYN; …"
+    ids = ["82K959", "790JYN", "BE2L57", "CXBB4L", "TAMSDK", "3RK2T9", "VAOW1B", "Q4MCUF"]
+    ids += ["JMO1MG", "H8Q05L", "WUNA5K", "S61CZX"]  # too many to write inline
+    user = {"name": "Anya Garcia", "membership": "silver", "reservations": ids}
+    assert records(user, "user")[-1] == "reservations: " + ", ".join(ids)
+
+
 def test_a_python_literal_result_is_read_as_json_holds_and_no_further() -> None:
     assert parse_json("{'ok': True, 'ids': ['a1', None], 'n': 2.5}") == {
         "ok": True,

@@ -109,11 +109,15 @@ def records(value: Any, label: str) -> list[str]:
 
 def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
     """``(label, values)`` of each object in ``value``, the outer one first; a nested
-    object short enough is written inside its parent's record."""
+    object short enough is written inside its parent's record, a list of scalars too
+    long for that is one record of its own."""
     if isinstance(value, list):
         flat = _flat_objects(value, label)
         if flat:
             yield label, flat  # ``passengers: Fatima Patel 1950-05-04, Omar Davis …``
+            return
+        if value and all(_scalar(item) for item in value):
+            yield label, [str(item) for item in value]  # ``reservations: 82K959, 790JYN``
             return
         shared = _shared_states(value)
         for item in value:
