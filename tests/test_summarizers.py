@@ -206,8 +206,9 @@ def test_summary_keeps_requests_and_json_facts_within_its_bound() -> None:
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
     assert "- Please cancel reservation ZFA04Y." in body
     # Each object's values under its own label, never mixed with another's.
-    # The record of a look-up of what the user named is told in its action, once.
-    assert "Actions: get_reservation_details(ZFA04Y) → SFO→JFK" in body
+    # The record of a look-up of what the user named is told once, under its label.
+    assert "Actions: get_reservation_details(ZFA04Y) → ok" in body
+    assert "reservation ZFA04Y: SFO→JFK" in body
     assert "flight HAT001: 2024-05-20, price 150" in body and body.count("SFO→JFK") == 1
     small = SUMMARIZER.summarize(messages, previous=None, max_tokens=15, counter=COUNTER)
     assert COUNTER.text(small) <= 15

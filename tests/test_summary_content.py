@@ -364,8 +364,10 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
             {"role": "tool", "tool_call_id": f"c{n}", "content": json.dumps(result)},
         ]
     body = _summary(messages, 60)
-    # The record of the look-up the user named is told in its action, once.
-    assert "get_user_details(mia_li_3668) → reservations NO6JO3 AIXC49" in body
+    # The record of the look-up the user named is told once, under its own label (its
+    # action says ok), and before the later look-up.
+    assert "get_user_details(mia_li_3668) → ok" in body
+    assert "user mia_li_3668: reservations NO6JO3 AIXC49" in body
     assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
@@ -552,8 +554,9 @@ def test_a_cut_item_keeps_whole_values_and_a_record_said_before_tells_the_rest()
         ]
     )
     body = _summary(messages, 400)
-    assert "get_reservation_details(GV1N64) → james_9828, business" in body
-    assert "reservation GV1N64: cancelled" in body
+    assert "get_reservation_details(GV1N64) → ok" in body
+    assert "reservation GV1N64: james_9828, business" in body
+    assert "reservation GV1N64: cancelled" in body and body.count("james_9828") == 1
 
 
 def test_a_record_leaves_out_the_values_a_line_naming_its_object_gave() -> None:
