@@ -28,7 +28,8 @@ failed (a booking refused changed nothing: a cancellation made before it says mo
 then the records of what the state-changing calls returned (the final state of what
 changed) and of the look-ups of what the user named (:func:`_user_named`: what they
 asked about), the amounts the assistant stated (:data:`_AMOUNT`: totals and prices it
-told the user, each after the words that say what it is: :func:`_what_amount`) and
+told the user, each after the words that say what it is: :func:`_what_amount`; one
+said with no such words is of the rest: ``$338`` alone tells nothing) and
 the limits it stated (a note of what cannot be done, :data:`_REFUSAL`); then the
 look-ups of what the user named, their outcome ``ok`` when it is a record said before
 (:func:`_gist_unsaid`: a profile's gist of 80 tokens says less per token than the
@@ -534,7 +535,8 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
     ]
     for fact in _facts(prose):  # not of its code blocks: examples, a proposal
         if _AMOUNT.match(fact):
-            out.append(("facts", _what_amount(prose, fact), CHANGED))
+            told = _what_amount(prose, fact)
+            out.append(("facts", told, CHANGED if told != fact else REST))
         elif fact.endswith("元"):
             out.append(("facts", _what_yuan(prose, fact), REST))
         else:
