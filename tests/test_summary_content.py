@@ -178,6 +178,9 @@ def test_greetings_and_thanks_are_filler(line: str) -> None:
         "I'll look for a cheaper flight.",
         "I'll check my email, and please cancel HAT123.",
         "Thanks for checking, but I need a refund.",
+        "Thank you for explaining, please provide my reservation details.",
+        "Thanks for the details, let me know my reservation number.",
+        "Thanks for checking, then do it.",
     ],
 )
 def test_a_request_beside_a_greeting_is_no_filler(line: str) -> None:
@@ -371,6 +374,20 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
+def test_a_bare_fact_stays_beside_a_longer_id_that_holds_it() -> None:
+    # "7091239" is not said by "voucher 7091239-3", nor "24" by "2024-05-24".
+    said = "Your old voucher 7091239-2 expired; the refund goes to voucher 7091239-3."
+    messages: Messages = [
+        {"role": "user", "content": "I want to return an item."},
+        {"role": "assistant", "content": said},
+        {"role": "user", "content": "ok " + "blah words " * 40 + " my card is 7091239"},
+        {"role": "assistant", "content": "Ok."},
+    ]
+    for bound in (120, 200, 400):
+        body = _summary(messages, bound)
+        assert re.search(r"(?<![\w-])7091239(?![\w-])", body), (bound, body)
+
+
 def test_the_ids_and_dates_of_a_prose_argument_are_whole_words() -> None:
     # tau-bench: think(XEHM4B 24 59 XX6W) and think(2024 05 02 24 10).
     said = (
@@ -399,10 +416,15 @@ def test_a_thought_is_read_as_what_the_assistant_said_not_as_an_action() -> None
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "function": function}]},
         {"role": "tool", "tool_call_id": "c0", "content": ""},
     ]
-    said = parse_summary(_summary(messages, 400))
-    assert not said["actions"], said
-    assert any("IFOYYZ" in note and "cannot be canceled" in note for note in said["notes"]), said
-    assert "$413" in " ".join(said["notes"] + said["facts"]), said
+    for legacy in (False, True):  # a legacy function_call (ShareGPT's) thinks alike
+        if legacy:
+            messages[1] = {"role": "assistant", "content": None, "function_call": function}
+            messages[2] = {"role": "function", "name": "think", "content": ""}
+        said = parse_summary(_summary(messages, 400))
+        assert not said["actions"], said
+        notes = said["notes"]
+        assert any("IFOYYZ" in note and "cannot be canceled" in note for note in notes), said
+        assert "$413" in " ".join(said["notes"] + said["facts"]), said
 
 
 def test_a_note_that_says_what_a_note_before_it_said_is_left_out() -> None:
@@ -676,6 +698,34 @@ def test_a_long_list_of_ids_is_one_record() -> None:
     assert records(user, "user")[-1] == "reservations: " + ", ".join(ids)
 
 
+def test_parallel_results_go_to_their_calls_by_id_and_a_thought_takes_its_place() -> None:
+    # The entries name their calls in another order; a think call answered in the same
+    # list takes its entry, so the others keep theirs.
+    think = {"name": "think", "arguments": json.dumps({"thought": "Book it, then convert."})}
+    book = {"name": "book_seat", "arguments": json.dumps({"seat": "12A"})}
+    convert = {"name": "convert", "arguments": json.dumps({"amount": 100})}
+    calls = [
+        {"id": n, "type": "function", "function": f} for n, f in zip("tab", (think, book, convert))
+    ]
+    entries = [
+        {"tool_call_id": "t", "name": "think", "content": "Thought logged."},
+        {"tool_call_id": "b", "name": "convert", "content": {"converted_amount": 92.5}},
+        {"tool_call_id": "a", "name": "book_seat", "content": {"seat": "12A", "price": 45}},
+    ]
+    messages: Messages = [
+        {"role": "user", "content": "Book seat 12A and convert 100 USD."},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_ids": ["t", "a", "b"], "content": json.dumps(entries)},
+    ]
+    actions = parse_summary(_summary(messages, 300))["actions"]
+    assert actions == ["book_seat(12A) → 12A, price 45", "convert(100) → converted_amount 92.5"]
+    del entries[0]["tool_call_id"], entries[1]["tool_call_id"], entries[2]["tool_call_id"]
+    entries[1:] = entries[:0:-1]  # by place, with no ids to go by
+    messages[-1] = {**messages[-1], "content": json.dumps(entries)}
+    actions = parse_summary(_summary(messages, 300))["actions"]
+    assert actions == ["book_seat(12A) → 12A, price 45", "convert(100) → converted_amount 92.5"]
+
+
 def test_a_python_literal_result_is_read_as_json_holds_and_no_further() -> None:
     assert parse_json("{'ok': True, 'ids': ['a1', None], 'n': 2.5}") == {
         "ok": True,
@@ -684,6 +734,10 @@ def test_a_python_literal_result_is_read_as_json_holds_and_no_further() -> None:
     }
     assert parse_json("{'a': (1, 2)}") is None and parse_json("{'a': {1, 2}}") is None
     assert parse_json("{'a': __import__('os')}") is None  # no code runs
+    # what orjson could not write back: str() of 0xfff… refuses past 4,300 digits
+    assert parse_json("{'n': 0x" + "f" * 3600 + "}") is None
+    assert parse_json("{'n': 18446744073709551616}") is None
+    assert parse_json("{'n': 1e400}") is None
     # A small object with no id is its call's answer; one with an id is no answer.
     assert answer('[{"converted_amount": 850.5, "from": "USD", "to": "EUR"}]') == (
         "converted_amount 850.5, USD, EUR"

@@ -740,7 +740,7 @@ def _with_thoughts(message: Mapping[str, Any]) -> str:
     reasoned is read as what it said (notes, facts), not as an action
     (``think(24 NQNU5R) → ok``)."""
     text = message_text(message)
-    if message.get("role") != "assistant" or not message.get("tool_calls"):
+    if message.get("role") != "assistant":
         return text
     thoughts = [rec.thought(name, arguments) for name, arguments, _ in _calls(message)]
     return "\n".join([text, *(t for t in thoughts if t)]).strip() if any(thoughts) else text
@@ -760,8 +760,10 @@ def _id(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str, int | None]]:
-    """``(position, name, arguments, result position)`` of every call in order, its
+def _results(
+    messages: Sequence[Mapping[str, Any]],
+) -> list[tuple[int, str, str, int | None, str | None]]:
+    """``(position, name, arguments, result position, call id)`` of every call in order, its
     result the first after it that names its call id (:func:`ctxcli.model.result_ids`:
     one result may answer several, as LLaMA-Factory's do; ids may be reused:
     tau-bench's are), else the next result that names none (``None``: none)."""
@@ -774,7 +776,7 @@ def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str,
                 by_id.setdefault(answered, []).append(i)
             if not ids:
                 loose.append(i)
-    out: list[tuple[int, str, str, int | None]] = []
+    out: list[tuple[int, str, str, int | None, str | None]] = []
     next_loose = 0
     for i, message in enumerate(messages):
         for name, arguments, call_id in _calls(message):
@@ -783,7 +785,7 @@ def _results(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, str,
                 next_loose += 1
             if at is None and next_loose < len(loose):
                 at = loose[next_loose]
-            out.append((i, name, arguments, at))
+            out.append((i, name, arguments, at, call_id))
     return out
 
 
@@ -877,17 +879,18 @@ def _made(
     its command's (:func:`_polls_told`)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
     results = _results(messages)
-    sharing = Counter(at for _, _, _, at in results)
+    sharing = Counter(at for _, _, _, at, _ in results)
     taken: Counter[int | None] = Counter()
-    for i, name, arguments, at in results:
+    for i, name, arguments, at, call_id in results:
+        k = taken[at]
+        taken[at] += 1
         if rec.thought(name, arguments) is not None:
             continue  # the assistant's reasoning: its text's (:func:`_with_thoughts`)
         call = (name, arguments)
         said = "?"
         if at is not None:
-            text = _part(texts[at], taken[at], sharing[at])
+            text = _part(texts[at], (k, sharing[at]), call_id)
             said = _outcome(messages[at], kinds[at], call, text, at in named)
-        taken[at] += 1
         asked = at in named and bool(_arguments(arguments))
         calls.append((name, arguments, said, i, _call_tier(name, said, asked=asked)))
     calls = _polls_told(calls)
@@ -979,7 +982,7 @@ def _polled_names(
     are that command's (``exec_command: …``, not ``write_stdin: …``)."""
     if "write_stdin" not in names.values():
         return names
-    answered = [(name, a, at) for _, name, a, at in _results(messages) if at is not None]
+    answered = [(name, a, at) for _, name, a, at, _ in _results(messages) if at is not None]
     heads = [(name, a, texts[at].partition("\n")[0]) for name, a, at in answered]
     for k, starter in _poll_links(heads).items():
         names[answered[k][2]] = answered[starter][0]
@@ -1018,19 +1021,22 @@ def _placed(
     return out[::-1]
 
 
-def _part(text: str, k: int, count: int) -> str:
-    """What result ``text`` says to the ``k``-th of the ``count`` calls it answers:
-    when it is a JSON list of as many entries, each naming its call, the ``k``-th
-    entry's ``content`` (LLaMA-Factory's results: ``[{"tool_call_id": …, "name":
-    "circle_area", "content": "{'area': 7.0686, …}"}, …]``, one for parallel calls);
-    else the whole ``text``."""
+def _part(text: str, place: tuple[int, int], call_id: str | None) -> str:
+    """What result ``text`` says to a call (``call_id``), the ``k``-th of the ``count``
+    it answers (``place``): when it is a JSON list of as many entries, each naming its
+    call, the ``content`` of the entry with that id, else of the ``k``-th
+    (LLaMA-Factory's results: ``[{"tool_call_id": …, "name": "circle_area", "content":
+    "{'area': 7.0686, …}"}, …]``, one for parallel calls, ids of its own); else the
+    whole ``text``."""
+    k, count = place
     if not text.lstrip().startswith("["):
         return text
     value = rec.parse_json(text)
     if not isinstance(value, list) or len(value) != count or not all(map(_names_call, value)):
         return text
-    entry = value[k]["content"]
-    return entry if isinstance(entry, str) else _string(entry)
+    entry = next((e for e in value if call_id and e.get("tool_call_id") == call_id), value[k])
+    content = entry["content"]
+    return content if isinstance(content, str) else _string(content)
 
 
 def _names_call(entry: Any) -> bool:
@@ -1230,7 +1236,7 @@ def _user_named(
     typed: set[str] = set()
     out: set[int] = set()
     by_message: dict[int, list[tuple[str, int]]] = {}
-    for i, _, arguments, at in _results(messages):
+    for i, _, arguments, at, _ in _results(messages):
         if at is not None:
             by_message.setdefault(i, []).append((arguments, at))
     for i, (text, kind) in enumerate(zip(texts, kinds)):
@@ -1440,7 +1446,7 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
                 continue  # the answer that says what the thought before it said
             noted.append((words, facts))
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
-        if short and item.text in said:
+        if short and _holds(said, item.text):
             continue
         values = item.text.partition(": ")[2] if item.section == "facts" else ""
         if values and values in said and _told_of(item.text, values, said):
@@ -1591,12 +1597,28 @@ def _bare(item: Item) -> bool:
     return item.section == "facts" and len(item.text) <= FACT_CHARS and ": " not in item.text
 
 
+#: What may follow a fact in a word that says it still: an ordinal's ending (``May
+#: 20th``), an ISO date's time (``2024-05-14T05:35``).
+_SAME_AFTER = re.compile(r"(?:st|nd|rd|th)\b|T\d")
+
+
 def _holds(text: str, fact: str) -> bool:
-    """Whether ``text`` holds ``fact`` as a whole word (no letter or digit beside it)."""
+    """Whether ``text`` holds ``fact`` as a whole word: no letter or digit beside it,
+    nor a joiner that goes on to one (``7091239`` is not in ``7091239-2`` nor ``900``
+    in ``SKU-900-XL``), nor before it one that follows a digit (``24`` is not in
+    ``2024-05-24``); an id's tail after ``_`` is whole (``6276644`` of
+    ``gift_card_6276644``), and so is a date before :data:`_SAME_AFTER`."""
     start = text.find(fact)
     while start >= 0:
         end = start + len(fact)
-        if not (start and text[start - 1].isalnum()) and not text[end : end + 1].isalnum():
+        before, after = text[max(0, start - 2) : start], text[end : end + 2]
+        joined_before = before[-1:].isalnum() or (
+            len(before) == 2 and before[1] in "-./" and before[0].isdigit()
+        )
+        joined_after = (after[:1].isalnum() and not _SAME_AFTER.match(text, end)) or (
+            after[:1] in "-_./" and after[1:].isalnum()
+        )
+        if not joined_before and not joined_after:
             return True
         start = text.find(fact, start + 1)
     return False

@@ -10,6 +10,7 @@ outcome``, the outcome ``ok`` or the result's first error line.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -83,12 +84,18 @@ def parse_json(text: str) -> Any:
 
 
 def _json_like(value: Any) -> bool:
-    """Whether ``value`` holds only what JSON has (no tuple, set, bytes, complex)."""
+    """Whether ``value`` holds only what JSON has as orjson reads it: no tuple, set,
+    bytes or complex, no integer past 64 bits (``0xfff…`` of 3,600 digits, which
+    ``str()`` refuses past 4,300 decimal digits), no infinite float (``1e400``)."""
     if isinstance(value, dict):
         return all(isinstance(k, str) and _json_like(v) for k, v in value.items())
     if isinstance(value, list):
         return all(_json_like(item) for item in value)
-    return value is None or isinstance(value, (str, int, float))
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str)
 
 
 #: The longest text :func:`parse_json` reads as a Python literal (characters).

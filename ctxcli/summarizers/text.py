@@ -300,37 +300,49 @@ def own_sentences(text: str) -> list[str]:
 
 #: A user's promise to come back with what was asked for ("Alright, I'll check my
 #: emails and get back to you.", "I'll make sure to find it first.", "I'm still
-#: searching for it."), or thanks for the way ("Thank you for guiding me through this
-#: process."): it opens so, and then says only :data:`_DEFERRAL_WORDS`.
+#: searching for it."): it opens so, and then says only :data:`_DEFERRAL_WORDS`.
 _DEFERRAL = re.compile(
     r"^(?:(?:alright|okay|ok|got it|great|sure|thanks|thank you|well|in that case|i see)"
-    r"[,.!]*\s+)*(?:(?:i'll|i will|let me|i'm still|i am still)\s+(?:try to |make "
+    r"[,.!]*\s+)*(?:i'll|i will|let me|i'm still|i am still)\s+(?:try to |make "
     r"sure to |do that and |go )?(?:find|look|check|search|gather|get|reach out|dig|"
-    r"locate|let you know|have)|(?:thanks|thank you)(?: so much| very much)? for)",
+    r"locate|let you know|have)",
     re.IGNORECASE,
+)
+#: Thanks for the way ("Thank you for guiding me through this process."): it opens so,
+#: and then says only :data:`_WAY_WORDS` (no "please provide my reservation details").
+_THANKS_FOR = re.compile(r"^(?:thanks|thank you)(?: so much| very much)? for\b", re.IGNORECASE)
+_WAY_WORDS = frozenset(
+    "guiding through process explaining clarifying checking letting detailed update "
+    "walking information details explanation".split()
 )
 _DEFERRAL_WORDS = frozenset(
     "try find them look check search searching gather dig locate make first my email "
     "emails inbox records account details information those ready next time when as "
     "possible shortly let know provide contact customer service necessary meanwhile "
-    "then do user id ids reservation number it still guiding through process explaining "
-    "clarifying checking letting detailed update walking".split()
+    "then do user id ids reservation number it still".split()
 )
 
 
 def is_filler(sentence: str) -> bool:
     """True when ``sentence`` is a greeting, thanks or filler alone (see
-    :data:`FILLER_WORDS`), or a promise to come back with what was asked for and no
-    more (:data:`_DEFERRAL`), in English or Chinese."""
+    :data:`FILLER_WORDS`), a promise to come back with what was asked for and no more
+    (:data:`_DEFERRAL`) or thanks for the way (:data:`_THANKS_FOR`), in English or
+    Chinese."""
     if _CJK.search(sentence):
         return bool(_CJK_FILLER.match(sentence.strip()))
     sentence = sentence.replace("\u2019", "'")  # I’ll
     words = [w.lower() for w in _WORD.findall(sentence)]
     if all(w in FILLER_WORDS or w in _STOP_WORDS for w in words):
         return True
-    return bool(_DEFERRAL.match(sentence.strip())) and all(
-        w in FILLER_WORDS or w in _STOP_WORDS or w in _DEFERRAL_WORDS for w in words
+    lead = sentence.strip()
+    own = (
+        _DEFERRAL_WORDS
+        if _DEFERRAL.match(lead)
+        else _WAY_WORDS
+        if _THANKS_FOR.match(lead)
+        else None
     )
+    return own is not None and all(w in FILLER_WORDS or w in _STOP_WORDS or w in own for w in words)
 
 
 def content_words(sentence: str) -> frozenset[str]:
