@@ -1557,7 +1557,8 @@ def _render(
             if _cut_says(cut, item):
                 picked.append(dataclasses.replace(item, text=cut))
             break
-        picked = [p for p in picked if not any(p is q for q in said)]
+        if said:
+            picked = _without(picked, said)
         picked.append(item)
         used += cost
     text = _text(picked, labels)
@@ -1575,21 +1576,32 @@ def _costed(
     as written once the next is asked for. ``said``: the bare facts taken before
     (a fact item with no label, :data:`FACT_CHARS` or shorter) that the item's text
     holds as a whole word (``6276644`` in ``payment_id gift_card_6276644``), which go
-    when it is taken; the tokens are net of what the body so far loses with them."""
+    when it is taken; the tokens are net of theirs (each as it was costed: its label
+    goes with the first, so the join may count a token or two more or fewer)."""
     picked: list[Item] = []
+    bare: list[tuple[Item, int]] = []  # the bare facts among them, each with its tokens
     sections: set[str] = set()
     for item in ranked:
-        said = [] if _bare(item) else [p for p in picked if _bare(p) and _holds(item.text, p.text)]
-        refund = 0
+        fact = _bare(item)
+        gone = [] if fact else [b for b in bare if _holds(item.text, b[0].text)]
+        said = [p for p, _ in gone]
         if said:
-            before = counter.text(_text(picked, labels))
-            picked = [p for p in picked if not any(p is q for q in said)]
+            picked = _without(picked, said)
+            bare = [b for b in bare if all(b[0] is not q for q in said)]
             sections = {p.section for p in picked}
-            refund = before - counter.text(_text(picked, labels))
         lead = _lead(item, picked, sections, labels)
-        yield item, lead, counter.text(lead + item.text) - refund, said
+        cost = counter.text(lead + item.text)
+        yield item, lead, cost - sum(tokens for _, tokens in gone), said
         picked.append(item)
+        if fact:
+            bare.append((item, cost))
         sections.add(item.section)
+
+
+def _without(items: list[Item], gone: list[Item]) -> list[Item]:
+    """``items`` but those of ``gone`` (the very items)."""
+    ids = {id(item) for item in gone}
+    return [item for item in items if id(item) not in ids]
 
 
 def _bare(item: Item) -> bool:
