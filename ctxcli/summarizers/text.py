@@ -335,14 +335,13 @@ def is_filler(sentence: str) -> bool:
     if all(w in FILLER_WORDS or w in _STOP_WORDS for w in words):
         return True
     lead = sentence.strip()
-    own = (
-        _DEFERRAL_WORDS
-        if _DEFERRAL.match(lead)
-        else _WAY_WORDS
-        if _THANKS_FOR.match(lead)
-        else None
-    )
-    return own is not None and all(w in FILLER_WORDS or w in _STOP_WORDS or w in own for w in words)
+    if _DEFERRAL.match(lead):
+        own = _DEFERRAL_WORDS
+    elif _THANKS_FOR.match(lead):
+        own = _WAY_WORDS
+    else:
+        return False
+    return all(w in FILLER_WORDS or w in _STOP_WORDS or w in own for w in words)
 
 
 def content_words(sentence: str) -> frozenset[str]:
