@@ -760,9 +760,12 @@ def _id(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _results(
-    messages: Sequence[Mapping[str, Any]],
-) -> list[tuple[int, str, str, int | None, str | None]]:
+#: Every call with its result (:func:`_results`): ``(position, name, arguments,
+#: result position or None, call id or None)``, in order.
+Paired = list[tuple[int, str, str, int | None, str | None]]
+
+
+def _results(messages: Sequence[Mapping[str, Any]]) -> Paired:
     """``(position, name, arguments, result position, call id)`` of every call in order, its
     result the first after it that names its call id (:func:`ctxcli.model.result_ids`:
     one result may answer several, as LLaMA-Factory's do; ids may be reused:
@@ -776,7 +779,7 @@ def _results(
                 by_id.setdefault(answered, []).append(i)
             if not ids:
                 loose.append(i)
-    out: list[tuple[int, str, str, int | None, str | None]] = []
+    out: Paired = []
     next_loose = 0
     for i, message in enumerate(messages):
         for name, arguments, call_id in _calls(message):
@@ -803,6 +806,7 @@ def _actions(
     texts: Sequence[str],
     kinds: Sequence[str],
     named: frozenset[int],
+    paired: Paired,
 ) -> list[Item]:
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changed
@@ -812,7 +816,7 @@ def _actions(
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`); calls that differ in one value alone are one item
     (:func:`_merged`)."""
-    made = _made(messages, texts, kinds, named)
+    made = _made(messages, texts, kinds, named, paired)
     where = {text: (i, tier) for text, i, _, tier in made}
     out = []
     for order, (text, count) in enumerate(rec.collapse([t for t, _, _, _ in made])):
@@ -868,6 +872,7 @@ def _made(
     texts: Sequence[str],
     kinds: Sequence[str],
     named: frozenset[int],
+    results: Paired,
 ) -> list[tuple[str, int, str, int]]:
     """``(action, position, name, tier)`` of every call in order (see :func:`_actions`),
     a look-up's outcome the ids it found (:func:`ctxcli.summarizers.records.found`),
@@ -878,7 +883,6 @@ def _made(
     only ``ok`` is left out, and so is a poll of a running process, whose outcome is
     its command's (:func:`_polls_told`)."""
     calls: list[tuple[str, str, str, int, int]] = []  # (name, arguments, outcome, i, tier)
-    results = _results(messages)
     sharing = Counter(at for _, _, _, at, _ in results)
     taken: Counter[int | None] = Counter()
     for i, name, arguments, at, call_id in results:
@@ -974,15 +978,13 @@ def _polls_told(
     return [call for k, call in enumerate(out) if k not in links]
 
 
-def _polled_names(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], names: dict[int, str]
-) -> dict[int, str]:
+def _polled_names(texts: Sequence[str], names: dict[int, str], paired: Paired) -> dict[int, str]:
     """``names`` (each result's call name, by position) with a poll's result named by
     the call that started the process it polls (:func:`_poll_links`): its error lines
     are that command's (``exec_command: …``, not ``write_stdin: …``)."""
     if "write_stdin" not in names.values():
         return names
-    answered = [(name, a, at) for _, name, a, at, _ in _results(messages) if at is not None]
+    answered = [(name, a, at) for _, name, a, at, _ in paired if at is not None]
     heads = [(name, a, texts[at].partition("\n")[0]) for name, a, at in answered]
     for k, starter in _poll_links(heads).items():
         names[answered[k][2]] = answered[starter][0]
@@ -1104,24 +1106,17 @@ def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | N
     return f"as the next, but {changed}" if changed else None
 
 
-def _result_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
-    """The name of the call each result (by position) answers: its own ``name``, or
-    its call's by id, else the latest call's."""
-    names: dict[str, str] = {}
-    out: dict[int, str] = {}
-    last = ""
-    for i, message in enumerate(messages):
-        for name, _, call_id in _calls(message):
-            last = name
-            if call_id:
-                names[call_id] = name
-        if str(message.get("role")) in ("tool", "function"):
-            call_id = message.get("tool_call_id")
-            own = message.get("name")
-            if isinstance(own, str) and own:
-                out[i] = own
-            else:
-                out[i] = names.get(call_id, last) if isinstance(call_id, str) else last
+def _result_names(messages: Sequence[Mapping[str, Any]], paired: Paired) -> dict[int, str]:
+    """The name of the call each result (by position) answers: its own ``name``, else
+    that of the call :func:`_results` pairs it with; ``""`` for a result of no call."""
+    out = {i: "" for i, m in enumerate(messages) if str(m.get("role")) in ("tool", "function")}
+    for _, name, _, at, _ in paired:
+        if at is not None:
+            out[at] = name
+    for i in out:
+        own = messages[i].get("name")
+        if isinstance(own, str) and own:
+            out[i] = own
     return out
 
 
@@ -1131,11 +1126,13 @@ def _first_items(
     kinds: Sequence[str],
     names: Mapping[int, str],
     named: frozenset[int],
+    paired: Paired,
 ) -> list[Item]:
     """The items of the first tiers (the task, what the user typed, errors, actions)
     of every message, each result's error after its call's name (``names``); the
-    results of ``named`` (:func:`_user_named`) told in their action."""
-    actions = _actions(messages, texts, kinds, named)
+    results of ``named`` (:func:`_user_named`) told in their action; ``paired``: the
+    calls and their results (:func:`_results`)."""
+    actions = _actions(messages, texts, kinds, named, paired)
     # An error line an action shows as its outcome is said there, whole or cut (the
     # outcome and the error line are cut to different lengths: compare their heads).
     outcomes = [action.text.rpartition(" → ")[2] for action in actions]
@@ -1226,9 +1223,7 @@ def _answer_of_changed(text: str, kind: str) -> bool:
     return _PRICED(text) is not None or _REFUSAL.search(text) is not None
 
 
-def _user_named(
-    messages: Sequence[Mapping[str, Any]], texts: Sequence[str], kinds: Sequence[str]
-) -> frozenset[int]:
+def _user_named(texts: Sequence[str], kinds: Sequence[str], paired: Paired) -> frozenset[int]:
     """The positions of the results of calls whose arguments hold a fact the user
     typed before them (``get_user_details(mia_li_3668)``): what the user is, and
     what they asked about. Only earlier messages count, so the messages older than
@@ -1236,7 +1231,7 @@ def _user_named(
     typed: set[str] = set()
     out: set[int] = set()
     by_message: dict[int, list[tuple[str, int]]] = {}
-    for i, _, arguments, at, _ in _results(messages):
+    for i, _, arguments, at, _ in paired:
         if at is not None:
             by_message.setdefault(i, []).append((arguments, at))
     for i, (text, kind) in enumerate(zip(texts, kinds)):
@@ -1253,15 +1248,16 @@ def _stream(
     texts: Sequence[str],
     kinds: Sequence[str],
     earlier: Sequence[Item],
-    results: dict[int, str],
+    results: tuple[dict[int, str], Paired],
 ) -> Iterator[Item]:
     """Every item, best first (:meth:`Item.rank`): the first tiers at once, the later
     ones message by message as they are asked for (an earlier summary's last in each
     tier: it is older than every message); ``results``: each result's call name
-    (:func:`_result_names`)."""
-    names = _polled_names(messages, texts, results)
-    named = _user_named(messages, texts, kinds)
-    first = sorted(_first_items(messages, texts, kinds, names, named), key=Item.rank)
+    (:func:`_result_names`) and the calls with their results (:func:`_results`)."""
+    names, paired = results
+    names = _polled_names(texts, names, paired)
+    named = _user_named(texts, kinds, paired)
+    first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=Item.rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
@@ -1368,19 +1364,21 @@ class Extractive:
 
     def _read(
         self, messages: Sequence[Mapping[str, Any]], previous: str | None
-    ) -> tuple[list[Item], list[str], list[str], str, dict[int, str]]:
-        """``(earlier summary's items, texts, kinds, language, each result's call
-        name)``; a result's text without the lines Codex's exec tools open it with
+    ) -> tuple[list[Item], list[str], list[str], str, tuple[dict[int, str], Paired]]:
+        """``(earlier summary's items, texts, kinds, language, (each result's call
+        name, the calls with their results))``; a result's text without the lines
+        Codex's exec tools open it with
         (:func:`ctxcli.summarizers.records.without_exec_head`)."""
         earlier = _previous_items(previous)
         texts = [_with_thoughts(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
-        names = _result_names(messages)
+        paired = _results(messages)
+        names = _result_names(messages, paired)
         kinds = _reports(messages, _kinds(messages, texts, has_task=has_task), names)
         texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]
-        return earlier, texts, kinds, language(requests + texts), names
+        return earlier, texts, kinds, language(requests + texts), (names, paired)
 
     def summarize(
         self,
