@@ -303,7 +303,7 @@ def own_sentences(text: str) -> list[str]:
 #: searching for it."): it opens so, and then says only :data:`_DEFERRAL_WORDS`.
 _DEFERRAL = re.compile(
     r"^(?:(?:alright|okay|ok|got it|great|sure|thanks|thank you|well|in that case|i see)"
-    r"[,.!]*\s+)*(?:i'll|i will|let me|i'm still|i am still)\s+(?:try to |make "
+    r"[,.!]*\s+)*(?:i['’]ll|i will|let me|i['’]m still|i am still)\s+(?:try to |make "
     r"sure to |do that and |go )?(?:find|look|check|search|gather|get|reach out|dig|"
     r"locate|let you know|have)",
     re.IGNORECASE,
@@ -330,8 +330,7 @@ def is_filler(sentence: str) -> bool:
     Chinese."""
     if _CJK.search(sentence):
         return bool(_CJK_FILLER.match(sentence.strip()))
-    sentence = sentence.replace("\u2019", "'")  # I’ll
-    words = [w.lower() for w in _WORD.findall(sentence)]
+    words = _words(sentence)
     if all(w in FILLER_WORDS or w in _STOP_WORDS for w in words):
         return True
     lead = sentence.strip()
@@ -348,13 +347,12 @@ def content_words(sentence: str) -> frozenset[str]:
     """The words of ``sentence`` that say something, lowercased: none of
     :data:`FILLER_WORDS` and stop words, none shorter than three characters (CJK
     characters each count as a word)."""
-    words = _WORD.findall(sentence.replace("\u2019", "'"))
     return frozenset(
-        lower
-        for lower in (w.lower() for w in words)
-        if (len(lower) >= 3 or _CJK.match(lower))
-        and lower not in FILLER_WORDS
-        and lower not in _STOP_WORDS
+        word
+        for word in _words(sentence)
+        if (len(word) >= 3 or _CJK.match(word))
+        and word not in FILLER_WORDS
+        and word not in _STOP_WORDS
     )
 
 
@@ -362,12 +360,17 @@ def content(sentence: str) -> int:
     """How much ``sentence`` says: its words that are not filler, a word holding a
     digit counting thrice (an id, an amount, a date)."""
     score = 0
-    for word in _WORD.findall(sentence):
-        lower = word.lower()
-        if lower in FILLER_WORDS or lower in _STOP_WORDS:
+    for word in _words(sentence):
+        if word in FILLER_WORDS or word in _STOP_WORDS:
             continue
         score += 3 if word[:1].isdigit() else 1
     return score
+
+
+def _words(sentence: str) -> list[str]:
+    """The words of ``sentence`` (:data:`_WORD`), lowercased, a curly apostrophe read
+    as a straight one (``I’ll`` is ``i'll``)."""
+    return [word.lower() for word in _WORD.findall(sentence.replace("\u2019", "'"))]
 
 
 def by_content(text: str, fits: Callable[[str], bool]) -> str:
