@@ -883,8 +883,7 @@ def answer(result: str) -> str:
         value = value[0]
     if not isinstance(value, Mapping) or not value or _label(value, "")[1] is not None:
         return ""
-    first = next(_walk(value, ""), None)
-    said = ", ".join(first[1]) if first else ""
+    said = _own_values(value)
     return said if len(said) <= ANSWER_CHARS else ""
 
 
@@ -901,8 +900,13 @@ def gist(result: str) -> str:
     value = parse_json(result) if not ids else None
     if not isinstance(value, Mapping):
         return ids
+    return shorten(_own_values(value), RECORD_CHARS)
+
+
+def _own_values(value: Mapping[str, Any]) -> str:
+    """The values of an object's own record (:func:`_walk`'s first), joined."""
     first = next(_walk(value, ""), None)
-    return shorten(", ".join(first[1]), RECORD_CHARS) if first else ""
+    return ", ".join(first[1]) if first else ""
 
 
 def action(name: str, arguments: str, result: str | None, *, failed: bool = False) -> str:
