@@ -374,6 +374,16 @@ def test_a_look_up_of_what_the_user_named_ranks_before_later_look_ups() -> None:
     assert body.count("NO6JO3") == 1 and "flight HAT069" not in body
 
 
+def test_a_bare_fact_goes_when_a_longer_fact_taken_after_it_says_it() -> None:
+    # tau-bench run 14 at 1500: "Facts: cost $1,200; $600; cost $600".
+    messages: Messages = [
+        {"role": "user", "content": "Please change my booking."},
+        {"role": "user", "content": "I can pay $600."},
+        {"role": "assistant", "content": "The total cost is $600."},
+    ]
+    assert parse_summary(_summary(messages, 20))["facts"] == ["total cost $600"]
+
+
 def test_a_bare_fact_stays_beside_a_longer_id_that_holds_it() -> None:
     # "7091239" is not said by "voucher 7091239-3", nor "24" by "2024-05-24".
     said = "Your old voucher 7091239-2 expired; the refund goes to voucher 7091239-3."

@@ -1581,7 +1581,7 @@ def _costed(
     sections: set[str] = set()
     for item in ranked:
         fact = _bare(item)
-        gone = [] if fact else [b for b in bare if _holds(item.text, b[0].text)]
+        gone = [b for b in bare if _holds(item.text, b[0].text)]
         said = [p for p, _ in gone]
         if said:
             picked = _without(picked, said)
