@@ -66,6 +66,51 @@ def sealed(text: str) -> bool:
     return match is not None and match["seal"] == _seal_of(match["header"], text[match.end() :])
 
 
+#: What a writer puts between a summary and the user text it joins in one string
+#: (ShareGPT's ``value``: :func:`joined_pieces`).
+PIECE_JOINER = "\n\n"
+
+
+def joined_pieces(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into the pieces a writer joined with :data:`PIECE_JOINER`: each
+    ctxcli summary (sealed: :func:`sealed`) it holds, and the text between them, in
+    order, each with whether it is a summary; ``[(text, False)]`` when it holds none
+    (the usual case, found with one substring search). A summary starts the text or
+    follows a joiner, and ends it or comes before one; since its seal covers its
+    whole body, the first such end where the seal holds is where it ends."""
+    if SUMMARY_MARKER not in text:
+        return [(text, False)]
+    pieces: list[tuple[str, bool]] = []
+    plain_from = 0  # where the text not yet taken starts
+    start = 0
+    while start < len(text):
+        end = _sealed_end(text, start) if text.startswith(SUMMARY_MARKER, start) else None
+        if end is not None:
+            if plain_from < start:
+                pieces.append((text[plain_from : start - len(PIECE_JOINER)], False))
+            pieces.append((text[start:end], True))
+            plain_from = start = end + len(PIECE_JOINER)
+            continue
+        found = text.find(PIECE_JOINER + SUMMARY_MARKER, start)
+        start = len(text) if found < 0 else found + len(PIECE_JOINER)
+    if plain_from < len(text):
+        pieces.append((text[plain_from:], False))
+    return pieces
+
+
+def _sealed_end(text: str, start: int) -> int | None:
+    """Where the summary that starts ``text`` at ``start`` ends (see
+    :func:`joined_pieces`), or ``None`` when no sealed summary starts there."""
+    end = start
+    while True:
+        found = text.find(PIECE_JOINER, end + 1)
+        end = len(text) if found < 0 else found
+        if sealed(text[start:end]):
+            return end
+        if found < 0:
+            return None
+
+
 def summary_header(count: int, language: str = "en") -> str:
     """A summary's first line before its seal (:func:`seal`): that it folded ``count``
     earlier messages, in Chinese for ``language`` ``zh``, else in English."""
@@ -212,9 +257,10 @@ class Conversation:
     ``alternating`` is true for formats whose turns must alternate between the user
     side and the assistant side (:func:`side`), as trainers read ShareGPT data.
     ``joins_user`` is true for such formats whose writer puts a message a stage wrote
-    right after a user message into that message, as one more part (Gemini, whose
+    next to a user message into that message: as one more part (Gemini, whose
     Contents hold parts: "Please ensure that multiturn requests alternate between
-    user and model"), so a summary may follow the latest user turn there too.
+    user and model"), or as more of its text (ShareGPT's ``value``), so a summary may
+    meet a user message there too, and follow the latest user turn.
     ``summary_role`` is the role a summary takes whatever the summary stage's option
     (``None``: the option's): ``user`` in formats whose system prompt stands apart
     from the dialogue (Anthropic's top-level ``system``, ShareGPT's leading system

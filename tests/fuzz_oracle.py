@@ -21,7 +21,10 @@ README gives it). It reads what ctxcli wrote to disk: the output record, the sta
   last assistant message is kept exactly, thinking blocks and signatures included.
   ShareGPT: the first turn after the system turns is a human turn, system turns stand
   only first, sides alternate (human and observation, gpt and function_call), a
-  function_call is followed by an observation and an observation follows one.
+  function_call is followed by an observation and an observation follows one. A human
+  turn may hold ctxcli summaries joined to its text by a blank line (each known by its
+  seal, the README's SHA-256 rule); for matching, keeping and counting, the turn is
+  those pieces, each a turn of its own.
 - **Protected.** System and developer messages (and a record's top-level ``system``)
   are kept unchanged, as are the latest user message (its own text) and the last
   message (a tool result there may hold a placeholder).
@@ -35,6 +38,7 @@ README gives it). It reads what ctxcli wrote to disk: the output record, the sta
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,6 +48,8 @@ from typing import Any
 import tiktoken
 
 SUMMARY_START = "[ctxcli summary]"
+_SEAL_LINE = re.compile(r"(\[ctxcli summary\] [^\n]*) #(\d{9})")
+_JOINER = "\n\n"
 _PLACEHOLDER_ID = re.compile(r"\[ctxcli placeholder id=([0-9a-f]{12,64}) ")
 _ARGS_KEY = "ctxcli_placeholder"
 _IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
@@ -149,7 +155,7 @@ class Counter:
     def record(self, record: Mapping[str, Any]) -> int:
         """Tokens of a whole record of any of the three formats."""
         if "conversations" in record:
-            total = sum(self._sharegpt(t) for t in record["conversations"])
+            total = sum(self._sharegpt(t) for t in unjoined(record["conversations"]))
             if record.get("system"):
                 total += self.message("system", record["system"])
         elif any(k in record for k in ("system",)) or _anthropic_blocks(record["messages"]):
@@ -200,6 +206,60 @@ class Counter:
             return self.message("assistant", None, function=(call["name"], arguments))
         role = {"human": "user", "gpt": "assistant", "observation": "function", "tool": "function"}
         return self.message(role.get(sender, sender), value)
+
+
+def _sealed(text: str) -> bool:
+    """True for a summary as the README says ctxcli seals one: its first line ends in
+    `` #`` and nine digits, the first 8 bytes (big-endian) of the SHA-256 of
+    ``ctxcli summary\0`` + that line's header + line end + body, modulo 10**9."""
+    head, line_end, body = text.partition("\n")
+    seal = _SEAL_LINE.fullmatch(head)
+    if seal is None or not line_end:
+        return False
+    data = f"ctxcli summary\0{seal[1]}\n{body}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big") % 10**9 == int(seal[2])
+
+
+def pieces(value: str) -> list[tuple[str, bool]]:
+    """A human turn's value cut at the blank lines that join ctxcli summaries to it:
+    each summary, and the text between, each with whether it is a summary."""
+    parts = value.split(_JOINER)
+    out: list[tuple[str, bool]] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(parts):
+        end = next(
+            (
+                j
+                for j in range(i + 1, len(parts) + 1)
+                if parts[i].startswith(SUMMARY_START) and _sealed(_JOINER.join(parts[i:j]))
+            ),
+            None,
+        )
+        if end is None:
+            plain.append(parts[i])
+            i += 1
+            continue
+        if plain:
+            out.append((_JOINER.join(plain), False))
+            plain = []
+        out.append((_JOINER.join(parts[i:end]), True))
+        i = end
+    if plain or not out:
+        out.append((_JOINER.join(plain), False))
+    return out
+
+
+def unjoined(turns: Sequence[Any]) -> list[Any]:
+    """``turns`` with each human turn that holds joined summaries as its pieces."""
+    out: list[Any] = []
+    for turn in turns:
+        human = isinstance(turn, Mapping) and turn.get("from") in ("human", "user")
+        if not human or not isinstance(turn.get("value"), str):
+            out.append(turn)
+            continue
+        out += [{**turn, "value": piece} for piece, _ in pieces(turn["value"])]
+    return out
 
 
 def _anthropic_blocks(messages: Sequence[Mapping[str, Any]]) -> bool:
@@ -566,6 +626,8 @@ def check_record(before: Mapping[str, Any], after: Mapping[str, Any], store: Sto
     broken = list(RULES[fmt](outputs))
     if broken and not list(RULES[fmt](inputs)):
         raise Bad("invalid", "; ".join(broken))
+    if fmt == "sharegpt":
+        outputs = unjoined(outputs)
     found = match(fmt, inputs, outputs, store)
     check_kept(fmt, inputs, outputs, found)
     if -2 in found:

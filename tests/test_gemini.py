@@ -218,6 +218,22 @@ def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> Non
     assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
+def test_a_chat_summary_that_meets_the_latest_turn_joins_it(tmp_path: Path) -> None:
+    # A chat's fold could not end at a user Content (the summary would be a second
+    # user turn in a row): turns were dropped with no summary. The writer joins them.
+    contents = []
+    for i in range(4):
+        contents.append(user(f"What does order ORD-{7100 + i} hold?"))
+        contents.append({"role": "model", "parts": [{"text": f"It holds {i + 2} lamps. " * 12}]})
+    contents += [user("Which of them shipped?"), {"role": "model", "parts": [{"text": "All."}]}]
+    (out,) = compress(tmp_path, [{"contents": contents}], "--max-tokens", "150")
+    assert api_errors(contents, out["contents"]) == []
+    summary, latest = out["contents"][0]["parts"]
+    assert summary["text"].startswith("[ctxcli summary] 8 earlier messages folded.")
+    assert "ORD-7100" in summary["text"] and latest == contents[-2]["parts"][0]
+    assert out["contents"][1:] == contents[-1:]
+
+
 def test_steps_after_a_turn_that_opens_with_responses_are_folded_too(tmp_path: Path) -> None:
     # The user's latest words may share a Content with the responses to the calls
     # before them. The steps after that turn were never folded: priority dropped them,

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ctxcli.cli import cli
 from ctxcli.config import resolve
+from ctxcli.formats import sharegpt
 from ctxcli.model import SUMMARY_MARKER, make_conversation
 from ctxcli.pipeline import Context, build_stage, run
 from ctxcli.stages.placeholder import settle_store
@@ -452,11 +453,51 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "run.jsonl", [{"conversations": turns}])
     out = tmp_path / "out.jsonl"
     stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
-    assert "steps_summarized" not in stats["stage_events"]["summary"]
     written = read_jsonl(out)[0]["conversations"]
     sides = ["user" if t["from"] in ("human", "observation") else "assistant" for t in written]
     assert all(a != b for a, b in itertools.pairwise(sides))
-    assert written[0] == turns[0] and written[-1] == turns[-1]
+    assert written[-1] == turns[-1]
+    # The steps' summary joins the task's turn (a second human turn would break the
+    # dialogue; they used to be dropped with no summary), and reads back as one.
+    assert stats["stage_events"]["summary"]["steps_summarized"] > 0
+    task, joiner, summary = written[0]["value"].partition("\n\n" + SUMMARY_MARKER)
+    assert written[0]["from"] == "human" and task == TASK and "ORD-1000" in summary
+    again = sharegpt.read(read_jsonl(out)[0], COUNTER, path="out.jsonl", line=1)
+    assert [m.is_summary for m in again.messages[:2]] == [False, True]
+    assert again.messages[0].data["content"] == TASK
+    assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
+
+
+def test_a_sharegpt_chat_gets_a_summary_joined_to_the_latest_human_turn(tmp_path: Path) -> None:
+    """Turns alternate, so a chat's summary cannot stand before a human turn: one that
+    meets one joins its text (glaive records at 300 tokens: 126 of 300 dropped turns
+    with no summary). A later run reads the joined turn as the summary and the user's
+    text, and merges the summary, never stacks it."""
+    turns = []
+    for i in range(4):
+        turns.append({"from": "human", "value": f"What does order ORD-{7100 + i} hold?"})
+        turns.append({"from": "gpt", "value": f"Order ORD-{7100 + i} holds {i + 2} lamps. " * 12})
+    latest = {"from": "human", "value": "Which of them shipped?"}
+    turns += [latest, {"from": "gpt", "value": "All but one. " * 20}]
+    source = write_jsonl(tmp_path / "chat.jsonl", [{"conversations": turns}])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--max-tokens 200")
+    written = read_jsonl(out)[0]["conversations"]
+    assert [t["from"] for t in written] == ["human", "gpt"]
+    summary, joiner, own = written[0]["value"].rpartition("\n\n")
+    assert summary.startswith(SUMMARY_MARKER) and own == latest["value"]
+    assert "ORD-7100" in summary and stats["tokens"]["after"] <= 200
+    # Two more turns, and a later run: the joined turn reads as the summary and the
+    # user's text, the summary is merged into the new one.
+    more = [{"from": "human", "value": "And ORD-7103?"}, {"from": "gpt", "value": "Monday."}]
+    longer = write_jsonl(tmp_path / "longer.jsonl", [{"conversations": written + more}])
+    again = tmp_path / "again.jsonl"
+    compress_file(longer, again, "--max-tokens 200")
+    twice = read_jsonl(again)[0]["conversations"]
+    assert twice[-2:] == more and twice[0]["value"].startswith(SUMMARY_MARKER)
+    text = "".join(t["value"] for t in twice)
+    assert text.count(SUMMARY_MARKER) == 1 and "9 earlier messages folded" in text
+    assert "- Which of them shipped?" in twice[0]["value"]  # now an earlier request
 
 
 def session_event(

@@ -9,7 +9,12 @@ message) and are kept or dropped together. A record-level ``system`` string
 (LLaMA-Factory's ``system`` column) is one more ``system`` message, never dropped.
 
 Writing back: a turn no stage changed is the very entry read; a summary becomes a
-``human`` turn (a ``system`` turn when its role is ``system``).
+``human`` turn (a ``system`` turn when its role is ``system``), or, where it meets a
+human turn, part of that turn's ``value``, joined by a blank line
+(:data:`ctxcli.model.PIECE_JOINER`): turns alternate, so two human turns in a row would
+break the dialogue. Read back, such a turn is its pieces again
+(:func:`ctxcli.model.joined_pieces`): each summary a message of its own, then the
+user's text, so a later run merges the summary rather than taking it for a request.
 
 Rules (LLaMA-Factory's ShareGPT loader, ``data/converter.py``): the first turn after
 the system turns is a ``human`` turn; a ``function_call`` is followed by its
@@ -20,6 +25,7 @@ the system turns is a ``human`` turn; a ``function_call`` is followed by its
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,9 +33,9 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import function_of, kind, messages_of
+from ctxcli.formats._common import function_of, joined, kind, messages_of
 from ctxcli.formats.base import no_kept_problems, rewrites
-from ctxcli.model import Conversation, Message, read_messages
+from ctxcli.model import PIECE_JOINER, Conversation, Message, joined_pieces, read_messages
 from ctxcli.model import content_text as text_of
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
@@ -104,8 +110,9 @@ def read(
         if sender not in ROLES:
             bad.append(f"turn {i} has unknown 'from' {sender!r}")
             continue
-        neutral.append(_neutral(sender, turn.get("value")))
-        sources.append(i)
+        for message in _neutral(sender, turn.get("value")):
+            neutral.append(message)
+            sources.append(i)
     if bad:
         known = ", ".join(ROLES)
         raise InputError(path, line, "; ".join(bad) + f" (known 'from' values: {known})")
@@ -120,37 +127,55 @@ def read(
         meta={"entries": turns, "sources": sources},
         user_first=True,
         alternating=True,
+        joins_user=True,
         summary_role="user",
     )
 
 
-def _neutral(sender: str, value: Any) -> dict[str, Any]:
-    if sender != _CALL:
-        return {"role": ROLES[sender], "content": value}
-    call = function_of(value)
-    return {"role": "assistant", "content": None, "function_call": call}
+def _neutral(sender: str, value: Any) -> list[dict[str, Any]]:
+    """The neutral messages of one turn: one, but for a human turn that holds ctxcli
+    summaries joined to its text (module docstring), one per piece."""
+    role = ROLES[sender]
+    if sender == _CALL:
+        return [{"role": "assistant", "content": None, "function_call": function_of(value)}]
+    if role != "user" or not isinstance(value, str):
+        return [{"role": role, "content": value}]
+    return [{"role": role, "content": piece} for piece, _ in joined_pieces(value)]
 
 
 def write(
     record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> dict[str, Any]:
-    """``record`` with its turns rebuilt from ``conversation`` (other keys kept)."""
+    """``record`` with its turns rebuilt from ``conversation`` (other keys kept), each
+    summary joined to the human turn it meets (module docstring)."""
     turns: Sequence[Any] = conversation.meta.get("entries", ())
     sources: Sequence[int | None] = conversation.meta.get("sources", ())
+    pieced = {s for s, n in Counter(sources).items() if s is not None and n > 1}
     written: list[Any] = []
+    made: set[int] = set()  # the turns a summary became, by identity
     for message in conversation.messages:
         source = sources[message.index] if message.index is not None else None
-        if message.index is not None and not message.changed:
+        if message.index is not None and not message.changed and source not in pieced:
             if source is not None:
                 written.append(turns[source])
             continue
-        if source is not None:  # rewritten in place: the turn keeps its other keys
-            written.append({**turns[source], **_turn(message, turns[source].get("from"))})
+        if source is None or message.is_summary:  # a summary: joins the turn it meets
+            written.append(_turn(message))
+            made.add(id(written[-1]))
             continue
-        written.append(_turn(message))
+        # rewritten in place, or one piece of a turn: the turn keeps its other keys
+        written.append({**turns[source], **_turn(message, turns[source].get("from"))})
     out = dict(record)
-    out[messages_key or DEFAULT_KEY] = written
+    out[messages_key or DEFAULT_KEY] = joined(written, made, joins=_is_human, join=_join)
     return out
+
+
+def _is_human(turn: Any) -> bool:
+    return isinstance(turn, Mapping) and turn.get("from") in ("human", "user")
+
+
+def _join(own: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:
+    return {**own, "value": f"{before['value']}{PIECE_JOINER}{after['value']}"}
 
 
 def _turn(message: Message, sender: str | None = None) -> dict[str, Any]:

@@ -56,9 +56,9 @@ class Summary:
     So a chat gets one summary after the system prompt, a single-task run (nothing
     before the task) one after the task, and a run after a chat both. A system message
     is never folded (one among the older messages stays where it is), nor is the
-    latest user turn. Steps are not folded for formats whose turns alternate
-    (ShareGPT), where the summary would be a second user turn in a row, unless their
-    writer joins it to that turn (Gemini: ``Conversation.joins_user``), nor when the
+    latest user turn. Steps are not folded for formats whose turns alternate, where
+    the summary would be a second user turn in a row, unless their writer joins it to
+    that turn (``Conversation.joins_user``: Gemini, ShareGPT), nor when the
     latest turn opens with an assistant call (Anthropic tool results read beside the
     user's text). An earlier ctxcli summary among the messages folded on one side is
     merged into that side's new summary, never stacked; a side with nothing new to
@@ -189,7 +189,9 @@ class Summary:
             first = self._steps_start(conversation, groups, turn) or turn[-1] + 1
         after, steps = _step_ends(conversation, groups, turn, first)
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
-        befores = _before_ends(messages, groups, turn, (start, lead), role, len(steps) > 1)
+        # A chat's user summary meets no user message, unless the writer joins them.
+        apart = role == "user" and len(steps) <= 1 and not conversation.joins_user
+        befores = _before_ends(messages, groups, turn, (start, lead), apart, len(steps) > 1)
         chat = role == "user" and len(steps) <= 1 and self.keep_last is None
         if chat and not conversation.alternating and turn and befores[-1] < turn[0]:
             # The last resort, after every other cut: fold up to the latest user turn
@@ -496,20 +498,20 @@ def _before_ends(
     groups: list[list[int]],
     turn: list[int],
     start_lead: tuple[int, int],
-    role: str,
+    apart: bool,
     steps: bool,
 ) -> list[int]:
     """Where the fold before the latest user turn may end: ``start`` (the least it
-    folds), then each later unit start up to that turn; in a chat (no ``steps``) with a
-    user summary, never at a user message (see :class:`Summary`). What comes before a
-    task is folded only when a summary of it saves tokens."""
+    folds), then each later unit start up to that turn; when the summary must stay
+    ``apart`` from user messages (a user summary in a chat whose writer does not join
+    them: see :class:`Summary`), never at a user message. What comes before a task
+    is folded only when a summary of it saves tokens."""
     start, lead = start_lead
     limit = turn[0] if turn else len(messages) - 1
-    lone_user = role == "user" and not steps
     ends = [
         g[0]
         for g in groups
-        if start < g[0] <= limit and not (lone_user and messages[g[0]].role == "user")
+        if start < g[0] <= limit and not (apart and messages[g[0]].role == "user")
     ]
     before = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
     if steps and before <= 2 * MIN_SUMMARY_TOKENS:
