@@ -852,6 +852,7 @@ def test_after_a_compact_boundary_only_what_the_model_sees_is_compressed(tmp_pat
         "user",
         "This session is being continued. " + "summary " * 40,
         isCompactSummary=True,
+        isVisibleInTranscriptOnly=True,
     )
     after = [
         chat(
@@ -882,3 +883,9 @@ def test_after_a_compact_boundary_only_what_the_model_sees_is_compressed(tmp_pat
     stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
     assert stats["out_of_context"] == len(before)
     assert stats["messages"]["before"] == 1 + len(after) > stats["messages"]["after"]
+    # The summary that folded the compact summary stands in for it, marks and all: Claude
+    # Code shows it as the compact summary, not as a prompt the user typed.
+    (written,) = (json.loads(line) for line in out if json.loads(line).get("parentUuid") == "cb")
+    assert written["message"]["content"].startswith(SUMMARY_MARKER)
+    assert written["isCompactSummary"] is written["isVisibleInTranscriptOnly"] is True
+    assert sum(bool(json.loads(line).get("isCompactSummary")) for line in out) == 1

@@ -20,7 +20,11 @@ blocks. A dropped event is unlinked, and every ``parentUuid`` that pointed at on
 re-linked to its nearest kept ancestor. A summary becomes a new ``user`` event in the
 same style (``cwd``, ``sessionId``, ``version``, ... copied from the event it
 precedes), with a fresh ``uuid`` (UUID5 of that event's uuid and the text, so a run
-is reproducible) linked into the chain in front of that event.
+is reproducible) linked into the chain in front of that event. A summary that stands
+where Claude Code's own compact summary stood (it folded that event, and follows the
+same ``compact_boundary``) keeps its marks (``isCompactSummary``,
+``isVisibleInTranscriptOnly``), so Claude Code still shows it as the compact summary
+rather than as a prompt the user typed.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ kept_problems = no_kept_problems
 _CHAT = ("user", "assistant")
 #: Keys a summary event copies from the event it is put in front of.
 _STYLE = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+#: Keys a summary event copies from the compact summary it stands in for.
+_COMPACT_MARKS = ("isCompactSummary", "isVisibleInTranscriptOnly")
 _NAMESPACE = uuid.UUID("6f2b1c4e-9a57-4b8e-8d3e-2f1c0a9b7d10")
 
 Source = list[tuple[int, tuple[int, ...] | None]]
@@ -210,13 +216,17 @@ def write(
     dropped = {e for e in chat if e not in kept}
     parents = {ev.get("uuid"): ev.get("parentUuid") for ev in events if isinstance(ev, Mapping)}
     gone = {events[e].get("uuid") for e in dropped} - {None}
+    # The compact summaries folded, by the boundary each follows.
+    compacts = {
+        events[e].get("parentUuid"): events[e] for e in dropped if events[e].get("isCompactSummary")
+    }
     out: list[Any] = []
     for e, event in enumerate(events):
         if e in dropped:
             continue
         parent = _live_parent(event.get("parentUuid"), gone, parents)
         for message in inserts.get(e, ()):
-            new = _summary_event(event, parent, message)
+            new = _summary_event(event, parent, message, compacts.pop(parent, None))
             out.append(new)
             parent = new["uuid"]
         if e in chat:
@@ -296,12 +306,21 @@ def _trimmed(
     return event
 
 
-def _summary_event(style: Mapping[str, Any], parent: Any, message: Message) -> dict[str, Any]:
+def _summary_event(
+    style: Mapping[str, Any],
+    parent: Any,
+    message: Message,
+    compact: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The event of a summary ``message``, linked to ``parent``, with the keys of
+    :data:`_STYLE` from ``style`` (the event it precedes) and those of
+    :data:`_COMPACT_MARKS` from ``compact`` (the compact summary it stands in for)."""
     text = text_of(message.data.get("content"))
     seed = f"{style.get('uuid')}\n{text}"
     event: dict[str, Any] = {"parentUuid": parent}
     event.update({k: style[k] for k in _STYLE if k in style})
     event["isSidechain"] = False
+    event.update({k: compact[k] for k in _COMPACT_MARKS if compact and k in compact})
     event["type"] = "user"
     event["message"] = {"role": "user", "content": text}
     event["uuid"] = str(uuid.uuid5(_NAMESPACE, seed))
