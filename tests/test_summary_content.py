@@ -892,6 +892,19 @@ def test_a_request_cut_before_its_value_is_left_out() -> None:
         ("退款金额为¥299，请查收。", "退款金额 ¥299"),
         ("I can offer $100.", "$100"),
         ("The fare is $305 in all; the bag fee is $30.", "bag fee $30"),
+        # A field of a list item is of the id its item, or the field above, names
+        # (tau-bench run 7-0 at 1500: "Facts: Price $122; Price $121; Price $115; …").
+        (
+            "Options:\n1. **Option 1:**\n   - Flight Number: HAT004\n"
+            "   - Departure: 14:00 EST\n   - Price: $122",
+            "HAT004 price $122",
+        ),
+        (
+            "Flights:\n1. **JFK to SFO**: HAT023 on 2024-05-26\n   - Price: $364",
+            "HAT023 price $364",
+        ),
+        ("Pairs:\n- HAT069 & HAT274 (JFK to SFO)\n  - Price: $321", "HAT069 & HAT274 price $321"),
+        ("Yours:\n1. **Flight 1**: JFK to SFO\n   - Price: $364", "Price $364"),  # no id
     ],
 )
 def test_an_amount_the_assistant_stated_keeps_what_it_is(sentence: str, fact: str) -> None:

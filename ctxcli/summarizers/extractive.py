@@ -642,12 +642,53 @@ def _what_amount(text: str, amount: str) -> str:
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
+            subject = "" if lead or ids else _item_subject(text, at)
+            if subject:  # ``JFK to SFO price $364``, not ``Price $364``
+                return f"{subject} {words[j].lower()} {amount}"
             return " ".join([*lead, words[j], *ids, amount])
     after = _WORD_AFTER.match(text, at + len(amount))
     if after and after.group(1).lower() in _MONEY_WORDS:
         return f"{amount} {after.group(1)}"
     cjk = _CJK_LABEL.search(_CJK_GLUE.sub("", clause.rstrip()))
     return f"{cjk.group()} {amount}" if cjk else amount
+
+
+#: A Markdown list item's indent.
+_LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|\d{1,2}[.)])[ \t]")
+_ITEM_WORD = re.compile(r"[\w-]+")
+#: How many lines up :func:`_item_subject` looks for the item above, and the most ids
+#: it names (``HAT069 & HAT274 price $321``: the price of two flights).
+ITEM_LINES = 8
+ITEM_IDS = 2
+
+
+def _item_subject(text: str, at: int) -> str:
+    """The ids the amount at ``at`` of ``text`` is of, when it stands in an indented
+    Markdown list item: those (:data:`_ID_WORD`, at most :data:`ITEM_IDS`) of the
+    nearest item above it of the same level that holds one (``- Flight Number:
+    HAT004`` above ``- Price: $122``), else of the item one level up (``1. Flight
+    HAT023 …`` above ``   - Price: $364``); ``""`` when the line at ``at`` is no
+    indented item, or no such id is within :data:`ITEM_LINES` lines of items above it."""
+    start = text.rfind("\n", 0, at) + 1
+    item = _LIST_ITEM.match(text, start)
+    if item is None or not item.group(1):
+        return ""
+    indent = len(item.group(1).expandtabs(4))
+    for _ in range(ITEM_LINES):
+        if start == 0:
+            return ""
+        end, start = start - 1, text.rfind("\n", 0, start - 1) + 1
+        above = _LIST_ITEM.match(text, start, end)
+        if above is None:
+            return ""  # prose between: not one list
+        level = len(above.group(1).expandtabs(4))
+        if level > indent:
+            continue  # what an item before it holds
+        line = text[above.end() : end]
+        named = [w for w in _ITEM_WORD.findall(line) if _ID_WORD.fullmatch(w)]
+        if named or level < indent:
+            return " & ".join(named[:ITEM_IDS])
+    return ""
 
 
 def _facts(text: str, *, strict: bool = False) -> list[str]:
