@@ -20,7 +20,16 @@ from ctxcli.formats import openai
 from ctxcli.model import make_conversation
 from ctxcli.score import conversation_facts, facts_of
 from ctxcli.score import message_text as score_text
-from ctxcli.summarizers.extractive import EXTRACTIVE, REST, Item, _cut_says, parse_summary
+from ctxcli.summarizers.extractive import (
+    ACTED,
+    EXTRACTIVE,
+    REST,
+    Item,
+    _cut_call,
+    _cut_says,
+    _render,
+    parse_summary,
+)
 from ctxcli.summarizers.facts import facts
 from ctxcli.summarizers.records import answer, difference, found, made, parse_json, records
 from ctxcli.summarizers.text import is_filler, own_sentences
@@ -876,6 +885,28 @@ def test_a_request_cut_before_its_value_is_left_out() -> None:
     assert not _cut_says("Yes, please …", request)  # filler
     error = Item("errors", "Error: total price is 305, but paid 255", REST, 3, 0, 0)
     assert _cut_says("Error: total price is …", error)  # an error's kind says something
+
+
+def test_an_action_cut_to_fit_keeps_its_outcome() -> None:
+    """The action that does not fit is cut in its arguments, its outcome whole: cut at
+    its end (tau-bench run 8-1 at 2000: ``book_reservation(…, credit_card_2198526…) ×3
+    → Error: payment amount does not add up …``), it said neither whether it was done
+    nor by how much the payment was off."""
+    error = "Error: payment amount does not add up, total price is 1203, but paid 833"
+    text = (
+        f"book_reservation(mia_li_3668, JFK→SFO, economy, HAT023, gift_card_7091239) ×3 → {error}"
+    )
+    cut = _cut_call(text, 44, COUNTER, "Actions: ")
+    assert cut == f"book_reservation(mia_li_3668, JFK→SFO, economy …) ×3 → {error}"
+    assert COUNTER.text("Actions: " + cut) <= 44
+    assert _cut_call(text, 34, COUNTER, "Actions: ") == ""  # no room for one argument
+    assert _cut_call("get_user_details(mia_li_3668, 12)", 40, COUNTER) == ""  # no outcome
+    first = Item("requests", "Please rebook me and pay with my gift card.", REST, 0, 0, 0)
+    action = Item("actions", text, ACTED, 1, 0, 0)
+    body = _render(
+        [first, action], {"requests": "User requests:", "actions": "Actions:"}, 62, COUNTER
+    )
+    assert body.endswith(f" …) ×3 → {error}") and COUNTER.text(body) <= 62
 
 
 @pytest.mark.parametrize(

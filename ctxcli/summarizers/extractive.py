@@ -1588,11 +1588,11 @@ def _render(
         if used + cost > max_tokens:
             room = max_tokens - used
             inline = item.section in _INLINE
-            cut = (
-                _cut_to(item.text, room, counter, lead, values=inline)
-                if room >= MIN_CUT_TOKENS
-                else ""
-            )
+            cut = ""
+            if room >= MIN_CUT_TOKENS and item.section == "actions":
+                cut = _cut_call(item.text, room, counter, lead)
+            if room >= MIN_CUT_TOKENS and not cut:
+                cut = _cut_to(item.text, room, counter, lead, values=inline)
             if _cut_says(cut, item):
                 picked.append(dataclasses.replace(item, text=cut))
             break
@@ -1720,6 +1720,33 @@ def _cut_to(
         else:
             high = middle - 1
     return text[: ends[low - 1]] + " …" if low else ""
+
+
+#: An action's call and how many times it was made (``book_reservation(…) ×3``).
+_CALL_COUNT = re.compile(r"(?P<call>[^(]+\(.*)\)(?P<count> ×\d+)?", re.DOTALL)
+
+
+def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> str:
+    """An action ``text`` (``name(arguments) → outcome``) with its arguments cut
+    between values, its outcome whole, that fits ``tokens`` tokens after ``lead``
+    (``update_reservation_flights(EQ1G6C, economy …) → ok``: whether it was done, and
+    its error, say more than its last arguments); ``""`` when no such cut fits, or the
+    action has no outcome."""
+    call, arrow, outcome = text.rpartition(" → ")
+    parts = _CALL_COUNT.fullmatch(call) if arrow else None
+    if parts is None:
+        return ""
+    head, count = parts["call"], parts["count"] or ""
+    tail = f" …){count} → {outcome}"
+    ends = [m.start() for m in re.finditer(", ", head)]
+    low, high = 0, len(ends)  # bisection: how many of ``ends`` fit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter.text(lead + head[: ends[middle - 1]] + tail) <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return head[: ends[low - 1]] + tail if low else ""
 
 
 def _unrepeated(requests: list[str]) -> list[str]:
