@@ -72,12 +72,15 @@ PIECE_JOINER = "\n\n"
 
 
 def joined_pieces(text: str) -> list[tuple[str, bool]]:
-    """``text`` cut into the pieces a writer joined with :data:`PIECE_JOINER`: each
-    ctxcli summary (sealed: :func:`sealed`) it holds, and the text between them, in
-    order, each with whether it is a summary; ``[(text, False)]`` when it holds none
-    (the usual case, found with one substring search). A summary starts the text or
-    follows a joiner, and ends it or comes before one; since its seal covers its
-    whole body, the first such end where the seal holds is where it ends."""
+    """``text`` cut into the pieces a writer joined with :data:`PIECE_JOINER`: the
+    ctxcli summaries (sealed: :func:`sealed`) that open it and those that close it,
+    and the text between (empty when a joiner ends or opens it), in order, each with
+    whether it is a summary; ``[(text, False)]`` when it holds none (the usual case,
+    found with one substring search). A writer joins a summary before the user's
+    text or after it, never inside it: a sealed summary amid the text is the text's
+    own (a user who pasted one). A summary starts the text or follows a joiner, and
+    ends it or comes before one; since its seal covers its whole body, the first such
+    end where the seal holds is where it ends."""
     if SUMMARY_MARKER not in text:
         return [(text, False)]
     pieces: list[tuple[str, bool]] = []
@@ -93,8 +96,13 @@ def joined_pieces(text: str) -> list[tuple[str, bool]]:
             continue
         found = text.find(PIECE_JOINER + SUMMARY_MARKER, start)
         start = len(text) if found < 0 else found + len(PIECE_JOINER)
-    if plain_from < len(text):
+    if plain_from <= len(text):  # the text after the last summary's joiner
         pieces.append((text[plain_from:], False))
+    plain = [k for k, (_, summary) in enumerate(pieces) if not summary]
+    if len(plain) > 1:  # summaries amid the text are of the text
+        first, last = plain[0], plain[-1]
+        middle = PIECE_JOINER.join(piece for piece, _ in pieces[first : last + 1])
+        pieces[first : last + 1] = [(middle, False)]
     return pieces
 
 

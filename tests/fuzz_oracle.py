@@ -22,9 +22,9 @@ README gives it). It reads what ctxcli wrote to disk: the output record, the sta
   ShareGPT: the first turn after the system turns is a human turn, system turns stand
   only first, sides alternate (human and observation, gpt and function_call), a
   function_call is followed by an observation and an observation follows one. A human
-  turn may hold ctxcli summaries joined to its text by a blank line (each known by its
-  seal, the README's SHA-256 rule); for matching, keeping and counting, the turn is
-  those pieces, each a turn of its own.
+  turn may open and close with ctxcli summaries joined to its text by a blank line
+  (each known by its seal, the README's SHA-256 rule); for matching, keeping and
+  counting, the turn is those pieces, each a turn of its own.
 - **Protected.** System and developer messages (and a record's top-level ``system``)
   are kept unchanged, as are the latest user message (its own text) and the last
   message (a tool result there may hold a placeholder).
@@ -222,7 +222,8 @@ def _sealed(text: str) -> bool:
 
 def pieces(value: str) -> list[tuple[str, bool]]:
     """A human turn's value cut at the blank lines that join ctxcli summaries to it:
-    each summary, and the text between, each with whether it is a summary."""
+    the summaries that open and close it, and the text between, each with whether it
+    is a summary."""
     parts = value.split(_JOINER)
     out: list[tuple[str, bool]] = []
     plain: list[str] = []
@@ -247,6 +248,10 @@ def pieces(value: str) -> list[tuple[str, bool]]:
         i = end
     if plain or not out:
         out.append((_JOINER.join(plain), False))
+    texts = [k for k, (_, summary) in enumerate(out) if not summary]
+    if len(texts) > 1:  # a summary amid the text is the user's own
+        first, last = texts[0], texts[-1]
+        out[first : last + 1] = [(_JOINER.join(piece for piece, _ in out[first : last + 1]), False)]
     return out
 
 

@@ -16,7 +16,7 @@ from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import anthropic, claude_code, openai, sharegpt
-from ctxcli.model import SUMMARY_MARKER, Message
+from ctxcli.model import SUMMARY_MARKER, Message, seal, summary_header
 from ctxcli.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, TokenCounter
 from ctxcli.validate import validate_file
 
@@ -207,6 +207,40 @@ def test_sharegpt_a_summary_is_a_human_turn_and_the_system_column_stays() -> Non
     assert out["conversations"][1:] == SHAREGPT["conversations"][3:]
     out = sharegpt.write(SHAREGPT, keep(conversation, [0, 5], summary("system")))
     assert out["conversations"][0]["from"] == "system"
+
+
+def test_sharegpt_summaries_go_by_the_records_names_and_join_the_human_turn_they_meet() -> None:
+    conversation = read(sharegpt, SHAREGPT)  # its human turns are "human", then "user"
+    out = sharegpt.write(SHAREGPT, keep(conversation, [0, 4, 5], summary()))
+    assert out["conversations"][0] == {"from": "human", "value": summary().data["content"]}
+    named = {
+        **SHAREGPT,
+        "conversations": [
+            {**t, "from": "user"} if t["from"] == "human" else t for t in SHAREGPT["conversations"]
+        ],
+    }
+    out = sharegpt.write(named, keep(read(sharegpt, named), [0, 4, 5], summary()))
+    assert out["conversations"][0]["from"] == "user"  # a "human" turn: another dialect
+    # Met by a human turn, a summary is joined to its text, and read back apart.
+    text = seal(summary_header(4), "Facts: 4.828")
+    data = {"role": "user", "content": text}
+    out = sharegpt.write(SHAREGPT, keep(conversation, [0, 5], Message(data, 9, None, True)))
+    assert out["conversations"] == [{"from": "user", "value": text + "\n\nThanks."}]
+    again = read(sharegpt, out)
+    assert [(m.role, m.data["content"]) for m in again.messages[1:]] == [
+        ("user", text),
+        ("user", "Thanks."),
+    ]
+    assert sharegpt.write(out, again) == out
+    # A human turn with no text takes none: the record's summaries then stand apart.
+    listed = {
+        **SHAREGPT,
+        "conversations": [
+            *SHAREGPT["conversations"][:4],
+            {"from": "user", "value": [{"text": "Thanks."}]},
+        ],
+    }
+    assert read(sharegpt, SHAREGPT).joins_user and not read(sharegpt, listed).joins_user
 
 
 def test_sharegpt_bad_turns_are_all_named() -> None:

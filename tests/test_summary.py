@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.formats import sharegpt
-from ctxcli.model import SUMMARY_MARKER, make_conversation
+from ctxcli.model import SUMMARY_MARKER, make_conversation, seal, summary_header
 from ctxcli.pipeline import Context, build_stage, run
 from ctxcli.stages.placeholder import settle_store
 from ctxcli.summarizers.extractive import Extractive
@@ -498,6 +498,68 @@ def test_a_sharegpt_chat_gets_a_summary_joined_to_the_latest_human_turn(tmp_path
     text = "".join(t["value"] for t in twice)
     assert text.count(SUMMARY_MARKER) == 1 and "9 earlier messages folded" in text
     assert "- Which of them shipped?" in twice[0]["value"]  # now an earlier request
+
+
+SEALED = seal(summary_header(2), "User requests:\n- hi")
+
+
+@pytest.mark.parametrize(
+    ("turns", "budget"),
+    [
+        # A summary amid a human turn's text is the user's own (pasted): the turn is not
+        # cut into pieces, and is kept whole, in place (it came out as two human turns).
+        pytest.param(
+            [
+                {"from": "human", "value": f"Notes:\n\n{SEALED}\n\nPlease go on."},
+                {"from": "function_call", "value": '{"name": "dump", "arguments": {}}'},
+                {"from": "observation", "value": "row 1234 ok; " * 400},
+                {"from": "gpt", "value": "Done."},
+            ],
+            1000,
+            id="pasted-summary",
+        ),
+        # A system turn the fold keeps stands between its summary and a human turn: the
+        # fold may not end there (the summary stage fell back: two user turns in a row).
+        pytest.param(
+            [
+                {"from": "human", "value": "Q1 " + "Order ORD-7781 shipped. " * 12},
+                {"from": "gpt", "value": "A1 " + "Order ORD-7781 shipped. " * 12},
+                {"from": "system", "value": "Be brief."},
+                {"from": "human", "value": "Q2 " + "Order ORD-7782 shipped. " * 12},
+                {"from": "gpt", "value": "A2 " + "Order ORD-7782 shipped. " * 12},
+                {"from": "human", "value": "Last question?"},
+                {"from": "gpt", "value": "Final answer."},
+            ],
+            150,
+            id="system-turn-between",
+        ),
+        # A human turn with no text is joined by no summary (its value became the repr
+        # of the list or None); the record gets its summary elsewhere, or none.
+        pytest.param(
+            [
+                {"from": "human", "value": "Q1 " + "Order ORD-7781 shipped. " * 12},
+                {"from": "gpt", "value": "A1 " + "Order ORD-7781 shipped. " * 12},
+                {"from": "human", "value": [{"type": "text", "text": "describe"}]},
+                {"from": "gpt", "value": "ok"},
+            ],
+            120,
+            id="list-value",
+        ),
+    ],
+)
+def test_sharegpt_summaries_join_only_where_the_writer_can(
+    tmp_path: Path, turns: list[dict[str, Any]], budget: int
+) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [{"conversations": turns}])
+    result = CliRunner().invoke(
+        cli,
+        ["compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--max-tokens", str(budget)],
+    )
+    assert result.exit_code == 0 and "broke a rule" not in result.output, result.output
+    assert list(validate_file(str(tmp_path / "out.jsonl"))) == []
+    written = read_jsonl(tmp_path / "out.jsonl")[0]["conversations"]
+    latest, kept = ([t["value"] for t in ts if t["from"] == "human"][-1] for ts in (turns, written))
+    assert kept == latest or (isinstance(latest, str) and kept.endswith("\n\n" + latest))
 
 
 def session_event(

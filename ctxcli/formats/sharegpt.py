@@ -12,9 +12,11 @@ Writing back: a turn no stage changed is the very entry read; a summary becomes 
 ``human`` turn (a ``system`` turn when its role is ``system``), or, where it meets a
 human turn, part of that turn's ``value``, joined by a blank line
 (:data:`ctxcli.model.PIECE_JOINER`): turns alternate, so two human turns in a row would
-break the dialogue. Read back, such a turn is its pieces again
-(:func:`ctxcli.model.joined_pieces`): each summary a message of its own, then the
-user's text, so a later run merges the summary rather than taking it for a request.
+break the dialogue; a record with a human turn whose ``value`` is no string has no
+joins (``Conversation.joins_user``). Read back, such a turn is its pieces again
+(:func:`ctxcli.model.joined_pieces`): each summary that opens or closes it a message
+of its own, and the user's text, so a later run merges the summary rather than
+taking it for a request.
 
 Rules (LLaMA-Factory's ShareGPT loader, ``data/converter.py``): the first turn after
 the system turns is a ``human`` turn; a ``function_call`` is followed by its
@@ -59,6 +61,7 @@ ROLES = {
     "tool": "function",
 }
 _CALL, _RESULTS = "function_call", frozenset({"observation", "tool"})
+_HUMAN = ("human", "user")
 #: The side of the dialogue each sender is on; turns alternate sides (LLaMA-Factory
 #: reads human/observation at even positions and gpt/function_call at odd ones).
 _SIDES = {
@@ -127,7 +130,8 @@ def read(
         meta={"entries": turns, "sources": sources},
         user_first=True,
         alternating=True,
-        joins_user=True,
+        # its writer joins a summary to a human turn's text: each must have one
+        joins_user=all(_is_human(t) for t in turns if _is_human_sender(t)),
         summary_role="user",
     )
 
@@ -147,31 +151,52 @@ def write(
     record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> dict[str, Any]:
     """``record`` with its turns rebuilt from ``conversation`` (other keys kept), each
-    summary joined to the human turn it meets (module docstring)."""
+    summary joined to the human turn it meets (module docstring), and sent by the
+    name the record's human turns go by (``human``, else ``user``)."""
     turns: Sequence[Any] = conversation.meta.get("entries", ())
     sources: Sequence[int | None] = conversation.meta.get("sources", ())
-    pieced = {s for s, n in Counter(sources).items() if s is not None and n > 1}
+    pieced, human = _pieced(sources), _human_name(turns)
     written: list[Any] = []
-    made: set[int] = set()  # the turns a summary became, by identity
+    made: set[int] = set()  # the turns to join with the human turn they meet, by identity
     for message in conversation.messages:
         source = sources[message.index] if message.index is not None else None
         if message.index is not None and not message.changed and source not in pieced:
-            if source is not None:
-                written.append(turns[source])
+            written += [turns[source]] if source is not None else []
             continue
-        if source is None or message.is_summary:  # a summary: joins the turn it meets
-            written.append(_turn(message))
+        written.append(_rebuilt(message, None if source is None else turns[source], human))
+        if source is None or source in pieced:
             made.add(id(written[-1]))
-            continue
-        # rewritten in place, or one piece of a turn: the turn keeps its other keys
-        written.append({**turns[source], **_turn(message, turns[source].get("from"))})
     out = dict(record)
     out[messages_key or DEFAULT_KEY] = joined(written, made, joins=_is_human, join=_join)
     return out
 
 
+def _pieced(sources: Sequence[int | None]) -> set[int]:
+    """The turns read as several messages (a summary joined to a human turn's text)."""
+    return {s for s, n in Counter(sources).items() if s is not None and n > 1}
+
+
+def _human_name(turns: Sequence[Any]) -> str:
+    """What the record's human turns are sent by: ``human`` or ``user``."""
+    return next((t["from"] for t in turns if _is_human_sender(t)), "human")
+
+
+def _rebuilt(message: Message, turn: Mapping[str, Any] | None, human: str) -> dict[str, Any]:
+    """The turn of a ``message`` a stage wrote (``turn`` ``None``: a summary, from
+    ``human`` when of the user side) or changed, or of one piece of ``turn``, whose
+    other keys it keeps."""
+    if turn is None:
+        return _turn(message, human if message.role == "user" else None)
+    return {**turn, **_turn(message, turn.get("from"))}
+
+
+def _is_human_sender(turn: Any) -> bool:
+    return isinstance(turn, Mapping) and turn.get("from") in _HUMAN
+
+
 def _is_human(turn: Any) -> bool:
-    return isinstance(turn, Mapping) and turn.get("from") in ("human", "user")
+    """Whether ``turn`` is a human turn with text, which a summary may join."""
+    return _is_human_sender(turn) and isinstance(turn.get("value"), str)
 
 
 def _join(own: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:

@@ -189,9 +189,8 @@ class Summary:
             first = self._steps_start(conversation, groups, turn) or turn[-1] + 1
         after, steps = _step_ends(conversation, groups, turn, first)
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
-        # A chat's user summary meets no user message, unless the writer joins them.
-        apart = role == "user" and len(steps) <= 1 and not conversation.joins_user
-        befores = _before_ends(messages, groups, turn, (start, lead), apart, len(steps) > 1)
+        barred = _barred_after(conversation, role, len(steps) > 1, lead)
+        befores = _before_ends(messages, groups, turn, (start, lead), barred, len(steps) > 1)
         chat = role == "user" and len(steps) <= 1 and self.keep_last is None
         if chat and not conversation.alternating and turn and befores[-1] < turn[0]:
             # The last resort, after every other cut: fold up to the latest user turn
@@ -498,25 +497,38 @@ def _before_ends(
     groups: list[list[int]],
     turn: list[int],
     start_lead: tuple[int, int],
-    apart: bool,
+    barred: int,
     steps: bool,
 ) -> list[int]:
     """Where the fold before the latest user turn may end: ``start`` (the least it
-    folds), then each later unit start up to that turn; when the summary must stay
-    ``apart`` from user messages (a user summary in a chat whose writer does not join
-    them: see :class:`Summary`), never at a user message. What comes before a task
-    is folded only when a summary of it saves tokens."""
+    folds), then each later unit start up to that turn, but for user messages past
+    ``barred`` (:func:`_barred_after`). What comes before a task is folded only when
+    a summary of it saves tokens."""
     start, lead = start_lead
     limit = turn[0] if turn else len(messages) - 1
     ends = [
         g[0]
         for g in groups
-        if start < g[0] <= limit and not (apart and messages[g[0]].role == "user")
+        if start < g[0] <= limit and not (g[0] > barred and messages[g[0]].role == "user")
     ]
     before = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
     if steps and before <= 2 * MIN_SUMMARY_TOKENS:
         return [start]
     return [start, *ends]
+
+
+def _barred_after(conversation: Conversation, role: str, steps: bool, lead: int) -> int:
+    """The position past which the fold before the latest user turn may not end at a
+    user message (which the summary would then meet): in a chat (no ``steps``) with a
+    user summary, ``lead`` (the fold's start), unless the format's writer joins the
+    two (``conversation.joins_user``); then the first system message from ``lead``,
+    which stays where it is, between them. Else none (the end of the messages)."""
+    messages = conversation.messages
+    if role != "user" or steps:
+        return len(messages)
+    if not conversation.joins_user:
+        return lead
+    return next((i for i in range(lead, len(messages)) if messages[i].is_system), len(messages))
 
 
 def _compacts(messages: Sequence[Message], groups: list[list[int]], turn: list[int]) -> list[int]:
