@@ -58,7 +58,7 @@ import dataclasses
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -628,7 +628,9 @@ def _what_amount(text: str, amount: str) -> str:
     """``amount`` (``$305``) with the words that say what it is where ``text`` first
     states it: the nearest of :data:`_MONEY_WORDS` among the last seven words of its
     clause, after a word of :data:`_MONEY_MODIFIERS` before it and with the ids after it
-    (``total cost $305``, ``Remaining balance $55``, ``certificate 7504069 $250``); else
+    (``total cost $305``, ``Remaining balance $55``, ``certificate 7504069 $250``), or,
+    with neither, after the ids of the list item it is a field of
+    (:func:`_item_subject`: ``HAT004 price $122``); else
     one right after it (``$500 certificate``); else up to six CJK characters before it
     (``退款金额 ¥299``); else the amount alone. Rule of the summary's facts: a fact keeps
     its label (issue 15)."""
@@ -643,7 +645,7 @@ def _what_amount(text: str, amount: str) -> str:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
             subject = "" if lead or ids else _item_subject(text, at)
-            if subject:  # ``JFK to SFO price $364``, not ``Price $364``
+            if subject:  # ``HAT004 price $122``, not ``Price $122``
                 return f"{subject} {words[j].lower()} {amount}"
             return " ".join([*lead, words[j], *ids, amount])
     after = _WORD_AFTER.match(text, at + len(amount))
@@ -1712,14 +1714,23 @@ def _cut_to(
     points = _CUT_BETWEEN_VALUES if values else _CUT_AT
     ends = [m.start() for m in points.finditer(text)]
     ends = [end for end in ends if end > 0]
-    low, high = 0, len(ends)
+    low = _most_that_fit(
+        len(ends), lambda k: counter.text(lead + text[: ends[k - 1]] + " …") <= tokens
+    )
+    return text[: ends[low - 1]] + " …" if low else ""
+
+
+def _most_that_fit(count: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``k`` of ``0..count`` for which ``fits(k)`` holds (``fits`` holds
+    for every ``k`` below one it holds for; ``0`` is taken to fit), by bisection."""
+    low, high = 0, count
     while low < high:
         middle = (low + high + 1) // 2
-        if counter.text(lead + text[: ends[middle - 1]] + " …") <= tokens:
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return text[: ends[low - 1]] + " …" if low else ""
+    return low
 
 
 #: An action's call and how many times it was made (``book_reservation(…) ×3``).
@@ -1739,13 +1750,9 @@ def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> 
     head, count = parts["call"], parts["count"] or ""
     tail = f" …){count} → {outcome}"
     ends = [m.start() for m in re.finditer(", ", head)]
-    low, high = 0, len(ends)  # bisection: how many of ``ends`` fit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if counter.text(lead + head[: ends[middle - 1]] + tail) <= tokens:
-            low = middle
-        else:
-            high = middle - 1
+    low = _most_that_fit(
+        len(ends), lambda k: counter.text(lead + head[: ends[k - 1]] + tail) <= tokens
+    )
     return head[: ends[low - 1]] + tail if low else ""
 
 
