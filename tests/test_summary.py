@@ -503,6 +503,12 @@ def test_a_sharegpt_chat_gets_a_summary_joined_to_the_latest_human_turn(tmp_path
 SEALED = seal(summary_header(2), "User requests:\n- hi")
 
 
+def order_chat(n: int) -> list[dict[str, Any]]:
+    """A human question on order ORD-778``n`` and the answer, each about 80 tokens."""
+    said = f"Order ORD-778{n} shipped. " * 12
+    return [{"from": "human", "value": f"Q{n} {said}"}, {"from": "gpt", "value": f"A{n} {said}"}]
+
+
 @pytest.mark.parametrize(
     ("turns", "budget"),
     [
@@ -522,11 +528,9 @@ SEALED = seal(summary_header(2), "User requests:\n- hi")
         # fold may not end there (the summary stage fell back: two user turns in a row).
         pytest.param(
             [
-                {"from": "human", "value": "Q1 " + "Order ORD-7781 shipped. " * 12},
-                {"from": "gpt", "value": "A1 " + "Order ORD-7781 shipped. " * 12},
+                *order_chat(1),
                 {"from": "system", "value": "Be brief."},
-                {"from": "human", "value": "Q2 " + "Order ORD-7782 shipped. " * 12},
-                {"from": "gpt", "value": "A2 " + "Order ORD-7782 shipped. " * 12},
+                *order_chat(2),
                 {"from": "human", "value": "Last question?"},
                 {"from": "gpt", "value": "Final answer."},
             ],
@@ -537,8 +541,7 @@ SEALED = seal(summary_header(2), "User requests:\n- hi")
         # of the list or None); the record gets its summary elsewhere, or none.
         pytest.param(
             [
-                {"from": "human", "value": "Q1 " + "Order ORD-7781 shipped. " * 12},
-                {"from": "gpt", "value": "A1 " + "Order ORD-7781 shipped. " * 12},
+                *order_chat(1),
                 {"from": "human", "value": [{"type": "text", "text": "describe"}]},
                 {"from": "gpt", "value": "ok"},
             ],
