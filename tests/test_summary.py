@@ -537,6 +537,39 @@ def order_chat(n: int) -> list[dict[str, Any]]:
             150,
             id="system-turn-between",
         ),
+        # The same where the system turn stands right before the latest human turn,
+        # and where it stands right after it, before steps the stage would fold.
+        pytest.param(
+            [
+                *order_chat(1),
+                *order_chat(2),
+                {"from": "system", "value": ""},
+                {"from": "human", "value": "Last question?"},
+                {"from": "gpt", "value": "Final answer."},
+            ],
+            150,
+            id="system-turn-before-the-latest",
+        ),
+        pytest.param(
+            [
+                {"from": "human", "value": TASK},
+                {"from": "system", "value": "Tools are slow today."},
+                *[
+                    turn
+                    for i in range(6)
+                    for turn in (
+                        {
+                            "from": "function_call",
+                            "value": f'{{"name": "f", "arguments": {{"q": "{i}"}}}}',
+                        },
+                        {"from": "observation", "value": f"ORD-{1000 + i} " + "x " * 60},
+                    )
+                ],
+                {"from": "gpt", "value": "Fixed."},
+            ],
+            300,
+            id="system-turn-after-the-latest",
+        ),
         # A human turn with no text is joined by no summary (its value became the repr
         # of the list or None); the record gets its summary elsewhere, or none.
         pytest.param(

@@ -501,15 +501,19 @@ def _before_ends(
     steps: bool,
 ) -> list[int]:
     """Where the fold before the latest user turn may end: ``start`` (the least it
-    folds), then each later unit start up to that turn, but for user messages past
-    ``barred`` (:func:`_barred_after`). What comes before a task is folded only when
-    a summary of it saves tokens."""
+    folds), then each later unit start up to that turn, but, from ``barred`` on
+    (:func:`_barred_after`), those where the kept part opens with a user message,
+    system messages aside (they stay where they are, the summary before them). What
+    comes before a task is folded only when a summary of it saves tokens."""
     start, lead = start_lead
     limit = turn[0] if turn else len(messages) - 1
+    opens = [""] * (len(messages) + 1)  # the role of the first non-system message from i
+    for i in range(len(messages) - 1, -1, -1):
+        opens[i] = opens[i + 1] if messages[i].is_system else messages[i].role
     ends = [
         g[0]
         for g in groups
-        if start < g[0] <= limit and not (g[0] > barred and messages[g[0]].role == "user")
+        if start < g[0] <= limit and not (g[0] >= barred and opens[g[0]] == "user")
     ]
     before = sum(m.tokens for m in messages[lead:limit] if not m.is_system)
     if steps and before <= 2 * MIN_SUMMARY_TOKENS:
@@ -519,16 +523,15 @@ def _before_ends(
 
 def _barred_after(conversation: Conversation, role: str, steps: bool, lead: int) -> int:
     """The position past which the fold before the latest user turn may not end at a
-    user message (which the summary would then meet): in a chat (no ``steps``) with a
-    user summary, ``lead`` (the fold's start), unless the format's writer joins the
-    two (``conversation.joins_user``); then the first system message from ``lead``,
-    which stays where it is, between them. Else none (the end of the messages)."""
+    user message (which the summary would then meet): where the format's writer joins
+    the two (``conversation.joins_user``), the first system message from ``lead`` (the
+    fold's start), which stays where it is, between them; else in a chat (no
+    ``steps``) with a user summary, ``lead``; else none (the end of the messages)."""
     messages = conversation.messages
-    if role != "user" or steps:
-        return len(messages)
-    if not conversation.joins_user:
-        return lead
-    return next((i for i in range(lead, len(messages)) if messages[i].is_system), len(messages))
+    if conversation.joins_user:
+        systems = (i for i in range(lead, len(messages)) if messages[i].is_system)
+        return next(systems, len(messages))
+    return lead if role == "user" and not steps else len(messages)
 
 
 def _compacts(messages: Sequence[Message], groups: list[list[int]], turn: list[int]) -> list[int]:
@@ -594,12 +597,16 @@ def _steps_allowed(conversation: Conversation, turn: list[int]) -> bool:
     turns must alternate (the summary would be a second user turn in a row) unless
     their writer joins it to that turn (``conversation.joins_user``: Gemini, whose
     writer makes it one more text part of the turn's Content, after any function
-    responses it opens with), nor, in another format, when that turn opens with other
-    messages than the user's own (an Anthropic tool result read beside the user's
-    text), which would then open the output."""
+    responses it opens with; ShareGPT, more of the turn's text), and there only when
+    no system message, which stays where it is, comes right after the turn; nor, in
+    another format, when that turn opens with other messages than the user's own (an
+    Anthropic tool result read beside the user's text), which would then open the
+    output."""
     messages = conversation.messages
-    if conversation.joins_user:
-        return bool(turn)
+    if conversation.joins_user:  # but not past a system message right after the turn
+        return bool(turn) and not (
+            turn[-1] + 1 < len(messages) and messages[turn[-1] + 1].is_system
+        )
     return not conversation.alternating and bool(turn) and messages[turn[0]].role == "user"
 
 
