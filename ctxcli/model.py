@@ -73,14 +73,14 @@ PIECE_JOINER = "\n\n"
 
 def joined_pieces(text: str) -> list[tuple[str, bool]]:
     """``text`` cut into the pieces a writer joined with :data:`PIECE_JOINER`: the
-    ctxcli summaries (sealed: :func:`sealed`) that open it and those that close it,
-    and the text between (empty when a joiner ends or opens it), in order, each with
-    whether it is a summary; ``[(text, False)]`` when it holds none (the usual case,
-    found with one substring search). A writer joins a summary before the user's
-    text or after it, never inside it: a sealed summary amid the text is the text's
-    own (a user who pasted one). A summary starts the text or follows a joiner, and
-    ends it or comes before one; since its seal covers its whole body, the first such
-    end where the seal holds is where it ends."""
+    ctxcli summaries (sealed: :func:`sealed`) that open it and the one that closes
+    it, and the text between (empty when a joiner ends or opens it), in order, each
+    with whether it is a summary; ``[(text, False)]`` when it holds none (the usual
+    case, found with one substring search). A writer joins summaries before the
+    user's text and one after it, never inside it: any other sealed summary is the
+    text's own (a user who pasted one: :func:`_one_text`). A summary starts the text
+    or follows a joiner, and ends it or comes before one; since its seal covers its
+    whole body, the first such end where the seal holds is where it ends."""
     if SUMMARY_MARKER not in text:
         return [(text, False)]
     pieces: list[tuple[str, bool]] = []
@@ -98,11 +98,21 @@ def joined_pieces(text: str) -> list[tuple[str, bool]]:
         start = len(text) if found < 0 else found + len(PIECE_JOINER)
     if plain_from <= len(text):  # the text after the last summary's joiner
         pieces.append((text[plain_from:], False))
+    return _one_text(pieces)
+
+
+def _one_text(pieces: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """``pieces`` with the summaries amid the text, and all but the last of those
+    after it, made part of the text: a writer puts the summaries of what comes before
+    the text first and one summary of the steps after it last, so only those are read
+    as summaries."""
     plain = [k for k, (_, summary) in enumerate(pieces) if not summary]
-    if len(plain) > 1:  # summaries amid the text are of the text
-        first, last = plain[0], plain[-1]
-        middle = PIECE_JOINER.join(piece for piece, _ in pieces[first : last + 1])
-        pieces[first : last + 1] = [(middle, False)]
+    if not plain:
+        return pieces
+    first, last = plain[0], max(plain[-1], len(pieces) - 2)
+    if last > first:
+        text = PIECE_JOINER.join(piece for piece, _ in pieces[first : last + 1])
+        pieces[first : last + 1] = [(text, False)]
     return pieces
 
 

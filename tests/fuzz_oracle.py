@@ -22,7 +22,7 @@ README gives it). It reads what ctxcli wrote to disk: the output record, the sta
   ShareGPT: the first turn after the system turns is a human turn, system turns stand
   only first, sides alternate (human and observation, gpt and function_call), a
   function_call is followed by an observation and an observation follows one. A human
-  turn may open and close with ctxcli summaries joined to its text by a blank line
+  turn may open with ctxcli summaries, and close with one, joined by a blank line
   (each known by its seal, the README's SHA-256 rule); for matching, keeping and
   counting, the turn is those pieces, each a turn of its own.
 - **Protected.** System and developer messages (and a record's top-level ``system``)
@@ -222,8 +222,8 @@ def _sealed(text: str) -> bool:
 
 def pieces(value: str) -> list[tuple[str, bool]]:
     """A human turn's value cut at the blank lines that join ctxcli summaries to it:
-    the summaries that open and close it, and the text between, each with whether it
-    is a summary."""
+    the summaries that open it and the one that closes it, and the text between, each
+    with whether it is a summary."""
     parts = value.split(_JOINER)
     out: list[tuple[str, bool]] = []
     plain: list[str] = []
@@ -249,8 +249,9 @@ def pieces(value: str) -> list[tuple[str, bool]]:
     if plain or not out:
         out.append((_JOINER.join(plain), False))
     texts = [k for k, (_, summary) in enumerate(out) if not summary]
-    if len(texts) > 1:  # a summary amid the text is the user's own
-        first, last = texts[0], texts[-1]
+    # A summary amid the text, or closing it but the last, is the user's own.
+    if texts and max(texts[-1], len(out) - 2) > texts[0]:
+        first, last = texts[0], max(texts[-1], len(out) - 2)
         out[first : last + 1] = [(_JOINER.join(piece for piece, _ in out[first : last + 1]), False)]
     return out
 
