@@ -14,9 +14,9 @@ human turn, part of that turn's ``value``, joined by a blank line
 (:data:`ctxcli.model.PIECE_JOINER`): turns alternate, so two human turns in a row would
 break the dialogue; a record with a human turn whose ``value`` is no string has no
 joins (``Conversation.joins_user``). Read back, such a turn is its pieces again
-(:func:`ctxcli.model.joined_pieces`): each summary that opens or closes it a message
-of its own, and the user's text, so a later run merges the summary rather than
-taking it for a request.
+(:func:`ctxcli.model.joined_pieces`): each summary that opens it, and the one that
+closes it, a message of its own, and the user's text, so a later run merges the
+summary rather than taking it for a request.
 
 Rules (LLaMA-Factory's ShareGPT loader, ``data/converter.py``): the first turn after
 the system turns is a ``human`` turn; a ``function_call`` is followed by its
