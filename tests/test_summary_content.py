@@ -1075,3 +1075,38 @@ def test_a_records_lines_of_its_parts_never_come_without_it() -> None:
         body = _summary(messages, bound)
         if "flight HAT023" in body or "payment gift_card_6136092" in body:
             assert "reservation K1NW8N:" in body, (bound, body)
+
+
+def test_a_list_of_records_is_labelled_by_its_calls_name() -> None:
+    # glaive at 400: "search_bookss: 哈利·波特与火焰杯 …": the generic key "results" lost
+    # "result" to the call's name, and kept its "s".
+    messages: Messages = [
+        {"role": "user", "content": "Find books by J.K. Rowling."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search_books", "arguments": '{"author": "Rowling"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": json.dumps(
+                {
+                    "results": [
+                        {"title": "Goblet of Fire", "year": 2000},
+                        {"title": "Half-Blood Prince", "year": 2005},
+                    ]
+                }
+            ),
+        },
+        {"role": "assistant", "content": "Here are two."},
+    ]
+    facts = parse_summary(_summary(messages, 200))["facts"]
+    assert any(f.startswith("search_books: ") for f in facts), facts
+    assert not any(f.startswith("search_bookss") for f in facts), facts

@@ -1253,9 +1253,14 @@ def _later_items(
                 own = CHANGED
             if own != tier:
                 continue
-            if section == "facts" and name and said.startswith("result"):
-                said = name + said[len("result") :]
+            if section == "facts" and name:  # ``search_books: …``, not ``search_bookss``
+                said = _RESULT_LABEL.sub(name, said, count=1)
             yield Item(section, said, own, i, order, seq)
+
+
+#: The label :func:`ctxcli.summarizers.records.records` gives a result's record(s),
+#: which the call's name replaces.
+_RESULT_LABEL = re.compile(r"^results?\b")
 
 
 def _answer_of_changed(text: str, kind: str) -> bool:
