@@ -509,6 +509,13 @@ def order_chat(n: int) -> list[dict[str, Any]]:
     return [{"from": "human", "value": f"Q{n} {said}"}, {"from": "gpt", "value": f"A{n} {said}"}]
 
 
+#: A chat's last exchange, short.
+LAST_EXCHANGE = [
+    {"from": "human", "value": "Last question?"},
+    {"from": "gpt", "value": "Final answer."},
+]
+
+
 @pytest.mark.parametrize(
     ("turns", "budget"),
     [
@@ -531,8 +538,7 @@ def order_chat(n: int) -> list[dict[str, Any]]:
                 *order_chat(1),
                 {"from": "system", "value": "Be brief."},
                 *order_chat(2),
-                {"from": "human", "value": "Last question?"},
-                {"from": "gpt", "value": "Final answer."},
+                *LAST_EXCHANGE,
             ],
             150,
             id="system-turn-between",
@@ -540,13 +546,7 @@ def order_chat(n: int) -> list[dict[str, Any]]:
         # The same where the system turn stands right before the latest human turn,
         # and where it stands right after it, before steps the stage would fold.
         pytest.param(
-            [
-                *order_chat(1),
-                *order_chat(2),
-                {"from": "system", "value": ""},
-                {"from": "human", "value": "Last question?"},
-                {"from": "gpt", "value": "Final answer."},
-            ],
+            [*order_chat(1), *order_chat(2), {"from": "system", "value": ""}, *LAST_EXCHANGE],
             150,
             id="system-turn-before-the-latest",
         ),
