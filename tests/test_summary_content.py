@@ -30,7 +30,7 @@ from ctxcli.summarizers.extractive import (
     _render,
     parse_summary,
 )
-from ctxcli.summarizers.facts import facts
+from ctxcli.summarizers.facts import FACT_SCAN_CHARS, facts
 from ctxcli.summarizers.records import answer, difference, found, made, parse_json, records
 from ctxcli.summarizers.text import is_filler, own_sentences
 from ctxcli.tokens import TokenCounter
@@ -646,6 +646,14 @@ def test_a_path_in_code_quotes_keeps_its_spaces() -> None:
     facts = body.partition("Facts:")[2]
     assert "~/Library/Application Support/opencode/storage/" in body, body
     assert "; Support/" not in facts and "Support/opencode" not in facts, body
+
+
+def test_the_fact_scan_ends_at_a_word_end() -> None:
+    """The Codex session's summary listed ``src/agents/plugins/openc``: the scan of a
+    long tool output stopped inside that path, at :data:`FACT_SCAN_CHARS`."""
+    path = "src/agents/plugins/opencode/opencode-dynamic-models.ts"
+    head = "x" * (FACT_SCAN_CHARS - 24) + " "
+    assert facts(head + path + ":72: if (id)", strict=True) == [path]
 
 
 # --- Chinese ---------------------------------------------------------------------------

@@ -214,6 +214,9 @@ _STRICT_PATTERNS = FACT_PATTERNS[: FACT_PATTERNS.index(_ORDER_NUMBER)]
 _DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 FACT_SCAN_CHARS = 4000
+#: The rest of the word the scan's end falls in (at most 200 characters more), which
+#: the scan reads too: a path cut there is no path (``src/agents/plugins/openc``).
+_CUT_WORD = re.compile(r"\S{0,200}")
 ERROR_SCAN_CHARS = 20000
 FACTS_PER_MESSAGE = 12
 _SHAPE_DIGITS = re.compile(r"\d+")
@@ -285,10 +288,12 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     is no quantity; a phone number or an e-mail address keeps the words before it that
     say whose it is (``快递员张师傅 138-0000-1234``); a path a span of code quotes keeps
     its spaces (``~/Library/Application Support/opencode/``). Only the first
-    :data:`FACT_SCAN_CHARS` characters are read: past that, a message is a dump whose
-    facts a summary cannot hold anyway.
+    :data:`FACT_SCAN_CHARS` characters are read, and the rest of the word there
+    (:data:`_CUT_WORD`): past that, a message is a dump whose facts a summary cannot
+    hold anyway.
     """
-    text = text[:FACT_SCAN_CHARS]
+    cut = _CUT_WORD.match(text, FACT_SCAN_CHARS) if len(text) > FACT_SCAN_CHARS else None
+    text = text[: cut.end()] if cut else text
     result: list[str] = []
     end = -1
     for start, fact in _matches(text, strict):
