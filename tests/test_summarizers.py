@@ -55,6 +55,10 @@ def test_sentences_collapse_every_unicode_space_within_them() -> None:
 def test_language_follows_the_share_of_cjk_letters() -> None:
     assert language(["你好，我想退货。"]) == "zh"
     assert language(["Hello, order 12345 please"]) == "en"
+    # Code says nothing of the language: a Chinese question on a Ruby snippet.
+    code = "require 'opencv'\ndef contrast_detection(image_path, x1, y1)\n" * 4
+    assert language([f"如何用Ruby代码检测图像中特定区域的对比度？\n\n```ruby\n{code}```"]) == "zh"
+    assert language(["`x = 1`", "12345"], default="") == ""
 
 
 def test_facts_find_ids_dates_amounts_and_quantities() -> None:

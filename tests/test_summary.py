@@ -468,6 +468,26 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
 
 
+def test_a_summary_of_steps_alone_is_in_the_users_language(tmp_path: Path) -> None:
+    """A Chinese record's steps (calls and JSON results, no word of Chinese) were
+    summarized in English ("2 earlier messages folded", "Actions:"): the language
+    came from the folded text alone. It now falls back to the user's."""
+    turns = [
+        {"from": "human", "value": "请帮我查一下这些文件里的订单号，然后告诉我哪个订单已经发货。"}
+    ]
+    for i in range(20):
+        call_value = json.dumps({"name": "read_file", "arguments": {"path": f"m{i}.py"}})
+        turns.append({"from": "function_call", "value": call_value})
+        turns.append({"from": "observation", "value": f"ORD-{1000 + i} " + "x " * 60})
+    turns.append({"from": "gpt", "value": "订单已发货。"})
+    source = write_jsonl(tmp_path / "run.jsonl", [{"conversations": turns}])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
+    assert stats["stage_events"]["summary"]["steps_summarized"] > 0
+    summary = read_jsonl(out)[0]["conversations"][0]["value"].partition(SUMMARY_MARKER)[2]
+    assert "已折叠较早的" in summary and "操作" in summary and "Actions" not in summary
+
+
 def test_a_sharegpt_chat_gets_a_summary_joined_to_the_latest_human_turn(tmp_path: Path) -> None:
     """Turns alternate, so a chat's summary cannot stand before a human turn: one that
     meets one joins its text (glaive records at 300 tokens: 126 of 300 dropped turns

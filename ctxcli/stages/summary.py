@@ -221,7 +221,8 @@ class Summary:
         role, bound = role_bound
         # The header is in the body's language, foreseen as the extractive summarizer
         # picks it; its cost is reserved before the body, with the seal's.
-        foreseen = _EXTRACTIVE.language_of(fresh, previous=previous)
+        hint = users_language(conversation)
+        foreseen = _EXTRACTIVE.language_of(fresh, previous=previous, hint=hint)
         header_cost = counter.text(summary_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
@@ -311,14 +312,16 @@ def _cap(
     messages = conversation.messages
     counter = context.counter
     need = 0
+    hint = users_language(conversation)
     for part in filter(None, widest):
         if need > limit:
             break
         folded = [messages[i] for i in part]
         fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
-        body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter, bound=limit - need)
-        lang = _EXTRACTIVE.language_of(fresh, previous=previous)  # from measure's reading
+        room = limit - need
+        body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter, bound=room, hint=hint)
+        lang = _EXTRACTIVE.language_of(fresh, previous=previous, hint=hint)  # measure's
         need += counter.text(summary_header(len(folded), lang) + _SEAL_LIKE) + 8 + body
     need = max(min(need, limit), MIN_SUMMARY_TOKENS)
     return need if max_tokens is None else min(need, max_tokens)
@@ -397,7 +400,12 @@ def _body_of(
     previous, bound = previous_bound
     summarizer = context.summarizer or _EXTRACTIVE
     counter = context.counter
+    hint = users_language(conversation)
     try:
+        if summarizer is _EXTRACTIVE:
+            return _EXTRACTIVE.summarize(
+                fresh, previous=previous, max_tokens=bound, counter=counter, hint=hint
+            ), False
         return summarizer.summarize(
             fresh, previous=previous, max_tokens=bound, counter=counter
         ), False
@@ -408,8 +416,19 @@ def _body_of(
             f"conversation {conversation.label}: summary failed ({exc}); "
             "used the extractive summary instead"
         )
-    body = _EXTRACTIVE.summarize(fresh, previous=previous, max_tokens=bound, counter=counter)
+    body = _EXTRACTIVE.summarize(
+        fresh, previous=previous, max_tokens=bound, counter=counter, hint=hint
+    )
     return body, True
+
+
+def users_language(conversation: Conversation) -> str:
+    """The language (``"en"`` or ``"zh"``, :func:`ctxcli.summarizers.text.language`)
+    of the user's own messages in ``conversation`` (no summary): what the extractive
+    summary of folded messages that hold no request (steps alone: a call and its JSON
+    result) writes its labels in, and not English for a Chinese chat."""
+    messages = conversation.messages
+    return language(message_text(m.data) for m in messages if m.role == "user" and not m.is_summary)
 
 
 def _away_from_user(

@@ -1356,6 +1356,11 @@ def _previous_items(previous: str | None) -> list[Item]:
     return items
 
 
+#: How many characters of the requests (code left out) say the language a summary's
+#: labels are in: a request opens with what the user asks, in their words, and may
+#: go on with code or data (glaive: a Chinese question, then a Scala listing).
+REQUEST_SAMPLE_CHARS = 200
+
 #: The ranking :meth:`Extractive.measure` computed last in this thread, for the
 #: :meth:`Extractive.summarize` of the same messages that often follows it.
 _MEASURED = threading.local()
@@ -1382,12 +1387,13 @@ class _Ranking:
 
 
 def _measured(
-    messages: Sequence[Mapping[str, Any]], previous: str | None
+    messages: Sequence[Mapping[str, Any]], previous: str | None, hint: str | None
 ) -> tuple[_Ranking, str] | None:
     """The ranking and language :meth:`Extractive.measure` found for these very
-    ``messages`` (equal ones) and ``previous``, if they were the last measured."""
+    ``messages`` (equal ones), ``previous`` and ``hint``, if they were the last
+    measured."""
     slot = getattr(_MEASURED, "slot", None)
-    if slot is None or slot[1] != previous or len(slot[0]) != len(messages):
+    if slot is None or slot[1] != (previous, hint) or len(slot[0]) != len(messages):
         return None
     if not all(a is b or a == b for a, b in zip(slot[0], messages)):
         return None
@@ -1403,20 +1409,31 @@ class Extractive:
     offline = True
     stats = None
 
-    def language_of(self, messages: Sequence[Mapping[str, Any]], *, previous: str | None) -> str:
+    def language_of(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        previous: str | None,
+        hint: str | None = None,
+    ) -> str:
         """The language (``"en"`` or ``"zh"``) :meth:`summarize` writes its labels in
-        for the same arguments: that of the requests (the previous summary's, then the
-        user's messages), then of the messages' text."""
-        known = _measured(messages, previous)
-        return known[1] if known else self._read(messages, previous)[3]
+        for the same arguments: that of the requests' first
+        :data:`REQUEST_SAMPLE_CHARS` characters, their code left out (the previous
+        summary's, then the user's messages; not of the calls and JSON results beside
+        them, which would make a Chinese chat's labels English); with no request
+        among them, or none with a letter (steps alone: a call and its result),
+        ``hint`` when given (the conversation's: the user's language), else that of
+        the messages' text."""
+        known = _measured(messages, previous, hint)
+        return known[1] if known else self._read(messages, previous, hint)[3]
 
     def _read(
-        self, messages: Sequence[Mapping[str, Any]], previous: str | None
+        self, messages: Sequence[Mapping[str, Any]], previous: str | None, hint: str | None
     ) -> tuple[list[Item], list[str], list[str], str, tuple[dict[int, str], Paired]]:
         """``(earlier summary's items, texts, kinds, language, (each result's call
-        name, the calls with their results))``; a result's text without the lines
-        Codex's exec tools open it with
-        (:func:`ctxcli.summarizers.records.without_exec_head`)."""
+        name, the calls with their results))`` (the language: see
+        :meth:`language_of`); a result's text without the lines Codex's exec tools
+        open it with (:func:`ctxcli.summarizers.records.without_exec_head`)."""
         earlier = _previous_items(previous)
         texts = [_with_thoughts(message) for message in messages]
         has_task = any(item.tier == TASK for item in earlier)
@@ -1426,7 +1443,8 @@ class Extractive:
         texts = [rec.without_exec_head(t) if k in _RESULTS else t for t, k in zip(texts, kinds)]
         requests = [item.text for item in earlier if item.section == "requests"]
         requests += [t for t, k in zip(texts, kinds) if k in ("task", "user")]
-        return earlier, texts, kinds, language(requests + texts), (names, paired)
+        lang = language(requests, REQUEST_SAMPLE_CHARS, "") or hint or language(texts)
+        return earlier, texts, kinds, lang, (names, paired)
 
     def summarize(
         self,
@@ -1435,14 +1453,16 @@ class Extractive:
         previous: str | None,
         max_tokens: int,
         counter: TokenCounter,
+        hint: str | None = None,
     ) -> str:
         """Summary body of ``messages`` merged with ``previous``, within ``max_tokens``
         tokens (as counted by ``counter``): the longest prefix of the ranking that fits
-        (see the module docstring). Never raises for odd content."""
-        known = _measured(messages, previous)
+        (see the module docstring), its labels in the language :meth:`language_of`
+        gives with ``hint``. Never raises for odd content."""
+        known = _measured(messages, previous, hint)
         if known:
             return _render(known[0], LABELS[known[1]], max_tokens, counter)
-        earlier, texts, kinds, lang, names = self._read(messages, previous)
+        earlier, texts, kinds, lang, names = self._read(messages, previous, hint)
         ranked = _rank(_stream(messages, texts, kinds, earlier, names))
         return _render(ranked, LABELS[lang], max_tokens, counter)
 
@@ -1453,17 +1473,19 @@ class Extractive:
         previous: str | None,
         counter: TokenCounter,
         bound: int | None = None,
+        hint: str | None = None,
     ) -> int:
         """Tokens the body of :meth:`summarize` takes with no bound: every ranked item
         with what leads it (:func:`_lead`), as :func:`_render` costs them (the joined
         text may count a token or two more or fewer). With ``bound`` (tokens), reading
         stops at the first item that takes the count past it: the count returned is
         then more than ``bound``, and the messages' later tiers are read only as far
-        as that item (see the module docstring). The ranking is kept, read that far,
-        for a :meth:`summarize` of the same messages."""
-        earlier, texts, kinds, lang, names = self._read(messages, previous)
+        as that item (see the module docstring); ``hint``: see :meth:`language_of`.
+        The ranking is kept, read that far, for a :meth:`summarize` of the same
+        messages and ``hint``."""
+        earlier, texts, kinds, lang, names = self._read(messages, previous, hint)
         ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier, names)))
-        _MEASURED.slot = (list(messages), previous, ranked, lang)
+        _MEASURED.slot = (list(messages), (previous, hint), ranked, lang)
         used = 0
         for _, _, cost, _ in _costed(ranked, LABELS[lang], counter):
             used += cost

@@ -37,17 +37,26 @@ _ITEM_END = ".;,。；，、 "
 ITEM_MIN_CHARS = 16
 
 
-def language(texts: Iterable[str], sample: int = 1000) -> str:
+#: Code in Markdown, which says nothing of the language a text is written in: a fenced
+#: block (to the text's end when it is not closed) and a span in backticks.
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+
+
+def language(texts: Iterable[str], sample: int = 1000, default: str = "en") -> str:
     """``"zh"`` when CJK characters are at least a third of the letters in the first
-    ``sample`` characters of ``texts``, else ``"en"``."""
+    ``sample`` characters of ``texts``, their code left out (:data:`_CODE`: a Chinese
+    question about a Ruby snippet is Chinese), ``default`` when they hold no letter,
+    else ``"en"``."""
     text = ""
     for item in texts:
+        if "`" in item:
+            item = _CODE.sub(" ", item[: 8 * sample])
         text += item[: sample - len(text)]
         if len(text) >= sample:
             break
     cjk = len(_CJK.findall(text))
     if not cjk:
-        return "en"
+        return "en" if _LETTER.search(text) else default
     return "zh" if cjk * 3 >= len(_LETTER.findall(text)) else "en"
 
 
