@@ -48,8 +48,9 @@ by the values no line before that named it gave (:func:`_unsaid`). The body
 holds the longest prefix of that ranking that fits, so a larger bound never keeps less,
 and neither does a subset of the same messages (an item's rank depends only on its
 own message). The sections are written in :data:`SECTIONS` order, each item in the
-order things happened; labels follow the conversation's language (Chinese when CJK
-characters make up a third of its letters).
+order things happened; labels follow the user's language (Chinese when CJK
+characters make up a third of the letters of the requests' opening words:
+:meth:`Extractive.language_of`).
 """
 
 from __future__ import annotations
