@@ -99,6 +99,19 @@ def test_a_chinese_amount_keeps_the_word_that_says_what_it_is() -> None:
     assert not [fact for fact in facts if "统会" in fact or "减去" in fact], body
 
 
+def test_a_chinese_unit_is_the_longest_that_follows_the_number() -> None:
+    """A new user's chat gave ``5000日`` (days) for 5000日元 (yen), ``12个`` for 12个月,
+    ``2448`` for 2448.5 公里 and ``0686`` for 7.0686 平方米; 300英镑 gave nothing."""
+    text = (
+        "5000日元约合240元，保修期为12个月，3 个工作日内到账。距离约 2448.5 公里，"
+        "面积是 7.0686 平方米。费用是300英镑，或者200港币。"
+    )
+    assert facts(text) == [
+        "5000日元", "240元", "12个月", "3 个工作日", "2448.5 公里", "7.0686 平方米",
+        "300英镑", "200港币",
+    ]  # fmt: skip
+
+
 def test_an_answers_headings_plans_and_code_examples_are_no_notes_nor_facts() -> None:
     """A Claude Code session's notes were "**Corrected Phase 4.1 Proposal**:" and a
     Gemini CLI one's "I will then move on to examining lead_memory_v1.txt" (read

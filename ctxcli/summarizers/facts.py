@@ -25,9 +25,12 @@ _UNITS = (
     r"(?:kg|g|mg|lb|lbs|oz|ml|l|cl|km|m|cm|mm|mi|ft|in|gb|mb|kb|tb|ms|s|sec|min|h|hrs?"
     r"|%|mph|kwh|w|v|°c|°f|c|f)"
 )
+#: Chinese units after a number, each before the shorter one it opens with (``12个月``,
+#: not ``12个``; ``5000日元``, not ``5000日``: the first that matches is taken).
 _CJK_UNITS = (
-    r"(?:(?:万|亿)(?:像素|元|人|次|台|件|公里|毫安)?|个|件|台|部|期|天|周|月|年|日|号|元|块"
-    r"|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤|毫升|升|折|像素|毫安时?|%)"
+    r"(?:(?:万|亿)(?:像素|元|人|次|台|件|公里|毫安)?|个工作日|个小时|个月|个|件|台|部|期|天"
+    r"|周|月|年|工作日|日元|日|号|元|块|港币|英镑|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤"
+    r"|毫升|升|折|像素|毫安时?|平方米|平方公里|公里|米|%)"
 )
 _STOP = frozenset(
     "a an and or of to the in on at for by with from is are was were be it its this that "
@@ -54,7 +57,7 @@ _GLUE = r"(?:and|but|for|from|the|then|that|this|with|are|was|were|each|per)"
 _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
 #: (pattern, substrings one of which every match contains, or ``None``): they are
 #: looked for first, so a pattern is not run over text it cannot match.
-_CJK_CURRENCY = r"(?:元|块|美元|欧元)"
+_CJK_CURRENCY = r"(?:元|块|美元|欧元|港币|英镑)"
 _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
 #: Words that say what kind of a thing is counted, before its noun (``7 business
 #: days``, ``3 free checked bags``): a quantity takes them with the noun.
@@ -152,9 +155,10 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     ),  # $1.50
     (
         re.compile(
-            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?|euros?|yuan)"
+            r"\d[\d,]*(?:\.\d+)?\s?(?:日元|港币|英镑|元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?"
+            r"|euros?|yuan)"
         ),
-        ("元", "块", "dollar", "euro", "yuan", *_CURRENCY_CODES),
+        ("元", "块", "港币", "英镑", "dollar", "euro", "yuan", *_CURRENCY_CODES),
     ),
     (
         # a product's model: a name with a hyphen or an inner capital and its number
@@ -191,7 +195,8 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         None,
     ),
     _ORDER_NUMBER,
-    (re.compile(rf"\d(?<![A-Za-z0-9_]\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
+    # a number of three or more digits, not a decimal's fraction (``0686`` of ``7.0686``)
+    (re.compile(rf"\d(?<![A-Za-z0-9_]\d)(?<!\d\.\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
         # quantities: 2.5 kg, 3 天, 2 eggs, 4 people. A number is read from its first
         # digit and never given back (no digit starts what follows it): where it is
