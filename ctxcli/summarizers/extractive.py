@@ -561,28 +561,22 @@ def _notes(said: list[str]) -> list[str]:
     what "it" or "this reservation" is (``FQ8APE: However, this reservation is in basic
     economy class, which cannot be modified.``)."""
     out = []
+    subject, read = "", 0  # the last id the sentences before ``read`` name
     for k, sentence in enumerate(said):
         if not _noted(sentence):
             continue
         limit = _REFUSAL.search(sentence) and not _subject_ids(sentence)
-        subject = _last_subject(said[:k]) if limit else ""
-        out.append(f"{subject}: {sentence}" if subject else sentence)
+        if limit:  # the sentences before it are read for ids only now, each once
+            for earlier in said[read:k]:
+                subject = next(reversed(_subject_ids(earlier)), subject)
+            read = k
+        out.append(f"{subject}: {sentence}" if limit and subject else sentence)
     return out
 
 
 def _subject_ids(sentence: str) -> list[str]:
     """The ids a limit may be of in ``sentence`` (:data:`_SUBJECT_ID`), in order."""
     return [m.group(1) or m.group() for m in _SUBJECT_ID.finditer(sentence)]
-
-
-def _last_subject(said: Sequence[str]) -> str:
-    """The last id the sentences ``said`` name (:func:`_subject_ids`), ``""`` if none:
-    read back from the end only for a limit, the few sentences that need it."""
-    for sentence in reversed(said):
-        ids = _subject_ids(sentence)
-        if ids:
-            return ids[-1]
-    return ""
 
 
 #: Chinese words that say what an amount is (``售价 4999 元``, ``实付 4799 元``), and up to

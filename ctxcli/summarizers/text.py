@@ -50,7 +50,7 @@ def language(texts: Iterable[str], sample: int = 1000, default: str = "en") -> s
     text = ""
     for item in texts:
         if "`" in item:
-            item = _CODE.sub(" ", item[: 8 * sample])
+            item = _CODE.sub("", item[: 8 * sample])
         text += item[: sample - len(text)]
         if len(text) >= sample:
             break
