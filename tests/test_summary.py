@@ -468,6 +468,28 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
 
 
+def test_a_summary_that_is_all_there_is_to_fold_shrinks_to_fit(tmp_path: Path) -> None:
+    """An output compressed again at a smaller budget, where the earlier summary is all
+    that may be folded, lost it whole to the priority stage (16 of 20 tau-bench runs
+    compressed at 1800, then at 1500): it is now written again into the room left."""
+    facts = "; ".join(f"ORD-{7000 + i} {i + 2} lamps" for i in range(40))
+    summary = {"role": "user", "content": seal(summary_header(30), f"Facts: {facts}")}
+    latest = {"role": "user", "content": "Which of them shipped?"}
+    record = {"messages": [{"role": "system", "content": "Be brief."}, summary, latest]}
+    source = write_jsonl(tmp_path / "again.jsonl", [record])
+    kept = []
+    for budget in (260, 200, 120):
+        out = tmp_path / f"out{budget}.jsonl"
+        stats = compress_file(source, out, f"--max-tokens {budget}")
+        messages = read_jsonl(out)[0]["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "user"]
+        assert messages[-1] == latest and stats["tokens"]["after"] <= budget
+        assert "30 earlier messages folded" in messages[1]["content"]
+        assert stats["stage_events"]["summary"] == {"summaries_shrunk": 1}
+        kept.append(set(re.findall(r"ORD-\d+", messages[1]["content"])))
+    assert kept[0] > kept[1] > kept[2] > set()  # a larger budget keeps more
+
+
 def test_a_summary_of_steps_alone_is_in_the_users_language(tmp_path: Path) -> None:
     """A Chinese record's steps (calls and JSON results, no word of Chinese) were
     summarized in English ("2 earlier messages folded", "Actions:"): the language

@@ -118,6 +118,7 @@ class Summary:
         )
         cap = _room_cap(layout, cuts, context, self.max_tokens)
         out, events = self._fold(conversation, (layout, cuts, compacted, role), cap, context)
+        out = _shrunk(conversation, out, (context, events), self._summarize)
         return _finish(conversation, out, context, events), events
 
     def _fold(
@@ -577,6 +578,41 @@ def _with_compacted(
             context.stored.update(originals)
             current[i] = new
     return current
+
+
+def _shrunk(
+    conversation: Conversation,
+    out: list[Message],
+    context_events: tuple[Context, dict[str, int]],
+    summarize: Callable[
+        [Conversation, list[Message], tuple[str, int], Context], tuple[Message | None, bool]
+    ],
+) -> list[Message]:
+    """``out`` with the earlier summary it kept as it was (the fold of a side with
+    nothing new leaves it as is) rewritten by ``summarize`` (:meth:`Summary._summarize`)
+    into the room the other messages leave, when ``out`` is over budget: else the
+    priority stage drops it whole (an output compressed again at a smaller budget,
+    where the summary is all there is to fold). ``out`` itself when none is kept, it
+    is within budget, or no smaller summary fits; the event ``summaries_shrunk``
+    counts the rewrites."""
+    context, events = context_events
+    assert context.max_tokens is not None
+    before = {id(m) for m in conversation.messages}
+    at = next((i for i, m in enumerate(out) if m.is_summary and id(m) in before), None)
+    whole = conversation.with_messages(out)
+    if at is None or not context.over(whole):
+        return out
+    old = out[at]
+    frame = context.counter.message({"role": old.role, "content": ""})
+    room = context.max_tokens - (whole.tokens - old.tokens) - frame
+    if not MIN_SUMMARY_TOKENS <= room < old.tokens - frame:
+        return out
+    summary, fell_back = summarize(conversation, [old], (old.role, room), context)
+    if summary is None or summary.tokens > room + frame:
+        return out
+    _add(events, "summaries_shrunk", 1)
+    _add(events, "fallbacks", int(fell_back))
+    return [*out[:at], summary, *out[at + 1 :]]
 
 
 def _finish(
