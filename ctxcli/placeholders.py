@@ -113,6 +113,23 @@ def parse(text: Any) -> re.Match[str] | None:
     return PLACEHOLDER_RE.fullmatch(text) if isinstance(text, str) else None
 
 
+#: The line of a placeholder between its head and tail, and the facts it lists.
+_OMITTED = re.compile(r"\[\.\.\. \d+ characters omitted(?:; they hold: (?P<held>.*))? \.\.\.\]")
+
+
+def shown_text(match: re.Match[str]) -> str:
+    """What the placeholder of ``match`` (:func:`parse`) shows of its original, for a
+    reader without the original: its head, the facts it lists as omitted (one a line,
+    so an error line among them reads as one: ``FAILED tests/…: NameError …``), then
+    its tail; no frame."""
+    preview, head, tail = match.group("preview"), int(match.group("head")), int(match.group("tail"))
+    middle = preview[head + 1 : len(preview) - tail - 1 if tail else len(preview)]
+    omitted = _OMITTED.fullmatch(middle)
+    held = omitted.group("held") if omitted else None
+    lines = [preview[:head], *(held.split(", ") if held else ()), preview[len(preview) - tail :]]
+    return "\n".join(line for line in lines[:-1] if line) + ("\n" + lines[-1] if tail else "")
+
+
 def looks_like(text: Any) -> TypeGuard[str]:
     """True when ``text`` is a string that begins as a placeholder does
     (:data:`PLACEHOLDER_START`), whether or not it is a whole, readable one."""

@@ -468,6 +468,23 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
 
 
+def test_a_placeholder_an_earlier_run_wrote_is_summarized_from_what_it_shows(
+    tmp_path: Path,
+) -> None:
+    """A new user compressed the agent sample's output again: the summary said
+    ``execute_bash(python -m pytest tests/test_invoice.py -q) → ok`` with no error, as
+    the placeholder (whose original is in the first run's store) read as nothing."""
+    sample = Path(__file__).parent.parent / "samples" / "agent_run.jsonl"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    compress_file(sample, first, "--max-tokens 3000")
+    assert "[ctxcli placeholder" in first.read_text()
+    compress_file(first, second, "--max-tokens 1500")
+    texts = [str(m.get("content")) for m in read_jsonl(second)[0]["messages"]]
+    summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
+    assert "test_invoice.py -q) → E NameError" in " ".join(summary.split()), summary
+    assert "FAILED tests/test_invoice.py::test_rounding_cents" in summary
+
+
 def test_a_summary_that_is_all_there_is_to_fold_shrinks_to_fit(tmp_path: Path) -> None:
     """An output compressed again at a smaller budget, where the earlier summary is all
     that may be folded, lost it whole to the priority stage (16 of 20 tau-bench runs

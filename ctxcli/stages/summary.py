@@ -18,6 +18,7 @@ from ctxcli.model import (
     tool_names,
     units,
 )
+from ctxcli.placeholders import shown_text
 from ctxcli.stages import plan
 from ctxcli.stages.placeholder import cleared_calls, content_id, placeholder_ids, render, widen
 from ctxcli.stages.placeholder import parse as parse_placeholder
@@ -749,8 +750,13 @@ def _floored(shares: Sequence[int], parts: Sequence[Sequence[int]], floor: int) 
 def _original(data: Mapping[str, Any], stored: Mapping[str, Any]) -> Mapping[str, Any]:
     """A tool result the placeholder stage replaced earlier in this run, with its
     original content back (from ``stored``), so that the summary reads what the tool
-    said, not the placeholder's head and tail; any other message as it is."""
+    said, not the placeholder's head and tail; one an earlier run replaced (its
+    original is in that run's store), with what the placeholder shows of it
+    (:func:`ctxcli.placeholders.shown_text`: its error lines and facts, where the
+    placeholder itself reads as nothing and a failed test run as ``ok``); any other
+    message as it is."""
     match = parse_placeholder(data.get("content"))
-    if match is None or match.group("id") not in stored:
+    if match is None:
         return data
-    return {**data, "content": stored[match.group("id")]}
+    known = match.group("id") in stored
+    return {**data, "content": stored[match.group("id")] if known else shown_text(match)}
