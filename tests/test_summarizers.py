@@ -631,6 +631,13 @@ def test_the_actions_of_a_previous_summary_are_merged() -> None:
             ["21466058-39d5-4a90-ad67-fdb08ce315a4"],
             ["21466058", "39d5-4a90-ad67-fdb08ce315a4"],
         ),
+        # a preposition or "more" after a number counts nothing (a new user's summary
+        # read "Facts: 2 about; 3 about; ORD-1003; …", crowding out the order ids)
+        (
+            "I have question 2 about order ORD-1002; I need 3 more, 1 within the hour.",
+            ["ORD-1002"],
+            ["2 about", "3 more", "1 within"],
+        ),
     ],
 )
 def test_facts_keep_versions_whole_and_skip_a_number_before_a_filler_word(

@@ -41,7 +41,8 @@ _STOP = frozenset(
 _NOT_COUNTED = _STOP | frozenset(
     "please thanks thank now also just here there what which when where who will would "
     "can could should have has had do does did you your my our their equals equal plus "
-    "minus".split()
+    "minus about more less other into over under after before since until through via like "
+    "onto out off around among between against without within across".split()
 )
 _NUMBER_WORD = re.compile(r"\d+(?:\.\d+)? ([a-z]+)")
 #: What a number with a decimal point measures when a word follows it (``2.5 kg``,
