@@ -21,6 +21,7 @@ from ctxcli.summarizers.extractive import (
     sentences,
     short_request,
 )
+from ctxcli.summarizers.text import own_sentences
 from ctxcli.tokens import TokenCounter
 
 COUNTER = TokenCounter("o200k_base")
@@ -50,6 +51,14 @@ def test_sentences_collapse_every_unicode_space_within_them() -> None:
     # No-break, em and ideographic spaces and a tab are whitespace as \s is.
     text = "Seat\u00a0 12A\t is\u2003free.\u3000 Thanks  a lot!"
     assert sentences(text) == ["Seat 12A is free.", "Thanks a lot!"]
+
+
+def test_a_request_says_a_repeated_sentence_once() -> None:
+    """A pasted function repeated 25 times gave the request "return x*2; return x*2; …"
+    (a new user's code-only message)."""
+    code = "```python\n" + "def foo(x):\n    return x*2\n\n" * 25 + "```"
+    assert own_sentences(code).count("return x*2") <= 1
+    assert own_sentences("Cancel it. Cancel it. Then rebook.") == ["Cancel it.", "Then rebook."]
 
 
 def test_language_follows_the_share_of_cjk_letters() -> None:

@@ -298,12 +298,15 @@ _GREETING_LEAD = re.compile(
 
 
 def own_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` that carry something: no filler sentence
-    (:func:`is_filler`), no greeting before one."""
-    out = []
+    """The sentences of ``text`` that carry something, each once: no filler sentence
+    (:func:`is_filler`), no greeting before one, no repeat (pasted code's ``return
+    x*2`` twenty-five times is one)."""
+    out: list[str] = []
     for sentence in sentences(text):
         if not is_filler(sentence):
-            out.append(_GREETING_LEAD.sub("", sentence) or sentence)
+            own = _GREETING_LEAD.sub("", sentence) or sentence
+            if own not in out:
+                out.append(own)
     return out
 
 
