@@ -95,7 +95,12 @@ def stash(stored: Mapping[str, Any], store: StoreWriter | None, place: str) -> N
     if store is None and not needs_store(stored):
         return  # only placeholders of an earlier run, kept as they were
     if store is None:
-        raise ConfigError(f"{place}: placeholders need a store to restore from; give --store PATH")
+        raise ConfigError(
+            f"{place}: the tool results placeholders replaced need a store to be kept in "
+            "(for `ctxcli restore`), and from stdin to stdout there is no file to put it "
+            "beside; give "
+            "--store PATH, or --stages without placeholder"
+        )
     store.add(stored)
 
 

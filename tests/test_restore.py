@@ -143,7 +143,8 @@ def test_stdin_to_stdout_needs_a_store(source: Path) -> None:
         input=source.read_text(),
     )
     assert result.exit_code == 1
-    assert "-:1: placeholders need a store to restore from; give --store PATH" in result.output
+    assert "-:1: the tool results placeholders replaced need a store" in result.output
+    assert "give --store PATH, or --stages without placeholder" in result.output
 
 
 def test_stdout_output_puts_the_store_beside_the_input(source: Path, tmp_path: Path) -> None:
