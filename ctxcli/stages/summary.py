@@ -156,8 +156,7 @@ class Summary:
         role, shares = role_shares
         if not any(parts):
             return {}
-        # Even with the budget all but spent a summary gets a few tokens (priority may
-        # drop it then), but never more than ``max_tokens`` grants.
+        # A summary gets a few tokens, whatever is left, but never more than max_tokens.
         cap = self.max_tokens
         floor = MIN_SUMMARY_TOKENS
         if cap is not None:
