@@ -146,6 +146,39 @@ def test_a_response_object_is_read_from_its_output() -> None:
     assert conversation.id == "resp_1"
 
 
+def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
+    """A Response's ``mcp_list_tools`` and a 20 KB ``mcp_call`` were read as nothing:
+    the summary was skipped and the priority stage dropped both (7,143 tokens to 400
+    at a budget of 5,000). They are told as calls now, a failed one with its error."""
+    found = json.dumps({"results": [{"url": f"https://news.example/{i}"} for i in range(300)]})
+    tools = [{"name": "web_search_exa", "input_schema": {}}, {"name": "crawl", "input_schema": {}}]
+    items: list[dict[str, Any]] = [
+        user("Who won the election?"),
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "dmcp", "tools": tools},
+        {"type": "mcp_call", "id": "mcp_2", "name": "crawl", "arguments": "{}", "error": "Timeout"},
+        {"type": "web_search_call", "id": "ws_1", "action": {"query": "Mamdani"}, "status": "ok"},
+        reasoning(0),
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "name": "web_search_exa",
+            "arguments": '{"query": "NYC mayoral election results 2025"}',
+            "output": found,
+            "error": None,
+        },
+        {"type": "message", "role": "assistant", "content": "Zohran Mamdani won."},
+        user("By how much?"),
+    ]
+    (out,) = compress(tmp_path, [{"input": items}], "--max-tokens", "1000")
+    assert api_errors(items, out["input"]) == []
+    summary = next(i for i in out["input"] if "[ctxcli summary]" in json.dumps(i))
+    text = summary["content"][0]["text"]
+    assert "mcp_list_tools(dmcp) → web_search_exa, crawl" in text, text
+    assert "web_search_exa(NYC mayoral election results 2025) → ok" in text, text
+    assert "crawl() → Timeout" in text and "web_search(Mamdani)" in text, text
+    assert "https://news.example/0" in text
+
+
 def test_encrypted_content_counts_at_its_documented_cost_not_as_text() -> None:
     record = {
         "input": [

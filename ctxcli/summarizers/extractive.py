@@ -786,6 +786,78 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
     return calls
 
 
+#: The items of hosted tools (the Responses API's ``mcp_call``, ``web_search_call``,
+#: ``mcp_list_tools``, ...), which :mod:`ctxcli.formats.responses` reads as an
+#: assistant message holding the item, by the key that names the tool, its arguments
+#: and its result (the first of each the item has).
+_HOSTED_NAME = ("name",)
+_HOSTED_ARGUMENTS = ("arguments", "action", "queries", "code", "server_label")
+_HOSTED_RESULT = ("error", "output", "results", "outputs", "tools", "result", "status")
+
+
+def hosted_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages`` with each assistant message that holds hosted tools' items
+    (content parts of a ``type`` ending in ``_call``, or ``mcp_list_tools``) read as a
+    call of each and its result (``web_search_exa({"query": …}) → …``; one with an
+    ``error`` failed), so the summary tells them as actions: they were read as
+    nothing, and a Response's ``mcp_call`` of 20 KB of search results was dropped with
+    no summary. ``messages`` itself when none does."""
+    if not any(_hosted_parts(m) for m in messages):
+        return messages
+    out: list[Mapping[str, Any]] = []
+    for message in messages:
+        parts = _hosted_parts(message)
+        if not parts:
+            out.append(message)
+            continue
+        calls: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
+        for part in parts:
+            call_id = str(part.get("id") or f"hosted_{len(out)}_{len(calls)}")
+            name, arguments, result = _hosted_call(part)
+            function = {"name": name, "arguments": arguments}
+            calls.append({"id": call_id, "type": "function", "function": function})
+            answer = {"role": "tool", "tool_call_id": call_id, "content": result}
+            results.append({**answer, "is_error": True} if part.get("error") else answer)
+        rest = [p for p in message["content"] if all(p is not q for q in parts)]
+        out.append({"role": "assistant", "content": rest or None, "tool_calls": calls})
+        out += results
+    return out
+
+
+def _hosted_call(part: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(name, arguments, result)`` of a hosted tool's item: a listing of an MCP
+    server's tools is ``mcp_list_tools(server) → their names``; any other item is its
+    tool's name (else its type without ``_call``), its arguments and its result or
+    error (the first key of :data:`_HOSTED_NAME`, :data:`_HOSTED_ARGUMENTS` and
+    :data:`_HOSTED_RESULT` it has)."""
+    kind = str(part["type"])
+    if kind == "mcp_list_tools":
+        tools = part.get("tools")
+        listed = rec.parse_json(tools) if isinstance(tools, str) else tools
+        names = [t.get("name") for t in listed or () if isinstance(t, Mapping)]
+        shown = ", ".join(str(n) for n in names if n)
+        return kind, _string(part.get("server_label")), shown or _string(tools)
+    name = next((str(part[k]) for k in _HOSTED_NAME if part.get(k)), kind.removesuffix("_call"))
+    arguments = next((_string(part[k]) for k in _HOSTED_ARGUMENTS if part.get(k)), "")
+    result = next((_string(part[k]) for k in _HOSTED_RESULT if part.get(k)), "")
+    return name, arguments, result
+
+
+def _hosted_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The hosted tools' items among an assistant message's content parts."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        part
+        for part in content
+        if isinstance(part, Mapping)
+        and isinstance(part.get("type"), str)
+        and (part["type"].endswith("_call") or part["type"] == "mcp_list_tools")
+    ]
+
+
 def _with_thoughts(message: Mapping[str, Any]) -> str:
     """The text of ``message``, an assistant's with the thoughts its calls of the
     "think" tool logged after it (:func:`ctxcli.summarizers.records.thought`): what it
@@ -1434,7 +1506,7 @@ class Extractive:
         ``hint`` when given (the conversation's: the user's language), else that of
         the messages' text."""
         known = _measured(messages, previous, hint)
-        return known[1] if known else self._read(messages, previous, hint)[3]
+        return known[1] if known else self._read(hosted_calls(messages), previous, hint)[3]
 
     def _read(
         self, messages: Sequence[Mapping[str, Any]], previous: str | None, hint: str | None
@@ -1471,8 +1543,9 @@ class Extractive:
         known = _measured(messages, previous, hint)
         if known:
             return _render(known[0], LABELS[known[1]], max_tokens, counter)
-        earlier, texts, kinds, lang, names = self._read(messages, previous, hint)
-        ranked = _rank(_stream(messages, texts, kinds, earlier, names))
+        readable = hosted_calls(messages)
+        earlier, texts, kinds, lang, names = self._read(readable, previous, hint)
+        ranked = _rank(_stream(readable, texts, kinds, earlier, names))
         return _render(ranked, LABELS[lang], max_tokens, counter)
 
     def measure(
@@ -1492,8 +1565,9 @@ class Extractive:
         as that item (see the module docstring); ``hint``: see :meth:`language_of`.
         The ranking is kept, read that far, for a :meth:`summarize` of the same
         messages and ``hint``."""
-        earlier, texts, kinds, lang, names = self._read(messages, previous, hint)
-        ranked = _Ranking(_rank(_stream(messages, texts, kinds, earlier, names)))
+        readable = hosted_calls(messages)
+        earlier, texts, kinds, lang, names = self._read(readable, previous, hint)
+        ranked = _Ranking(_rank(_stream(readable, texts, kinds, earlier, names)))
         _MEASURED.slot = (list(messages), (previous, hint), ranked, lang)
         used = 0
         for _, _, cost, _ in _costed(ranked, LABELS[lang], counter):
