@@ -185,15 +185,21 @@ def is_tool_result(data: Mapping[str, Any]) -> bool:
     return data.get("role") in RESULT_ROLES
 
 
+#: The types of a content part that is text alone (Chat Completions and Anthropic;
+#: the Responses API's input and output).
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
 def _leading_text(content: Any) -> str:
     """The text of a summary ctxcli may have written: a string content, or the text of
     a content that is one text part (an Anthropic ``{"type": "text", ...}`` block, a
-    Gemini ``{"text": ...}`` part that is no thought); else ``""``."""
+    Gemini ``{"text": ...}`` part that is no thought, a Responses API or Codex
+    ``input_text`` / ``output_text`` part); else ``""``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
         part = content[0]
-        plain = part.get("type", "text") == "text" and not part.get("thought")
+        plain = part.get("type", "text") in _TEXT_PARTS and not part.get("thought")
         text = part.get("text") if plain else None
         return text if isinstance(text, str) else ""
     return ""

@@ -146,6 +146,25 @@ def test_a_response_object_is_read_from_its_output() -> None:
     assert conversation.id == "resp_1"
 
 
+def test_an_earlier_summary_is_known_when_compressed_again(tmp_path: Path) -> None:
+    """A summary is written as one ``input_text`` part, which was not read back as a
+    summary: compressed again, a Codex session's steps summary was taken for the
+    latest user message and the user's real request was folded."""
+    record = agent_run(steps=12)
+    (once,) = compress(tmp_path, [record], "--max-tokens", "2500")
+    (twice,) = compress(tmp_path, [once], "--max-tokens", "700")
+    summaries = [i for i in twice["input"] if "[ctxcli summary]" in json.dumps(i)]
+    assert len(summaries) == 1, summaries
+    text = summaries[0]["content"][0]["text"]
+    assert not text.partition("\n")[2].count("[ctxcli summary]")  # merged, not nested
+    assert (
+        twice["input"][-1] == record["input"][-1]
+        and api_errors(record["input"], twice["input"]) == []
+    )
+    before = int(json.dumps(once).split(" earlier messages folded")[0].rpartition("] ")[2])
+    assert int(text.split(" earlier messages folded")[0].rpartition("] ")[2]) >= before
+
+
 def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
     """A Response's ``mcp_list_tools`` and a 20 KB ``mcp_call`` were read as nothing:
     the summary was skipped and the priority stage dropped both (7,143 tokens to 400
