@@ -468,6 +468,38 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
 
 
+def test_two_summaries_that_are_all_there_is_to_fold_share_the_room(tmp_path: Path) -> None:
+    """With a summary before the latest turn and one of the steps after it, only the
+    first was tried, and when it could not take all of the overflow both were dropped
+    (a breaker's run: 46 of 300 tokens kept). Each now gets a share by its size, at
+    most ``--summary-max-tokens``."""
+    facts = "; ".join(f"ORD-{7000 + i} {i + 2} lamps" for i in range(40))
+    steps = "; ".join(f"lookup(SKU-{500 + i}) → stock {i}" for i in range(30))
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": seal(summary_header(30), f"Facts: {facts}")},
+        {"role": "user", "content": "Check stock for all of them and reply."},
+        {"role": "user", "content": seal(summary_header(12), f"Actions: {steps}")},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("c1", "lookup", {"sku": "SKU-999"})],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "stock 7"},
+    ]
+    source = write_jsonl(tmp_path / "two.jsonl", [{"messages": messages}])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--max-tokens 300")
+    written = read_jsonl(out)[0]["messages"]
+    assert stats["stage_events"]["summary"] == {"summaries_shrunk": 2}
+    assert stats["tokens"]["after"] <= 300 and written[2] == messages[2]
+    assert "ORD-7000" in written[1]["content"] and "SKU-500" in written[3]["content"]
+    capped = tmp_path / "capped.jsonl"
+    compress_file(source, capped, "--max-tokens 300 --summary-max-tokens 40")
+    for message in read_jsonl(capped)[0]["messages"][1:4:2]:
+        assert COUNTER.message(message) <= 40 + COUNTER.message({"role": "user", "content": ""})
+
+
 def test_a_placeholder_an_earlier_run_wrote_is_summarized_from_what_it_shows(
     tmp_path: Path,
 ) -> None:

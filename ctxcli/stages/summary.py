@@ -119,7 +119,7 @@ class Summary:
         )
         cap = _room_cap(layout, cuts, context, self.max_tokens)
         out, events = self._fold(conversation, (layout, cuts, compacted, role), cap, context)
-        out = _shrunk(conversation, out, (context, events), self._summarize)
+        out = _shrunk(conversation, out, (context, events, self.max_tokens), self._summarize)
         return _finish(conversation, out, context, events), events
 
     def _fold(
@@ -580,39 +580,66 @@ def _with_compacted(
     return current
 
 
+#: :meth:`Summary._summarize`: a summary of messages with a role, within a bound.
+_Rewriter = Callable[
+    ["Conversation", list["Message"], tuple[str, int], "Context"], tuple["Message | None", bool]
+]
+
+
 def _shrunk(
     conversation: Conversation,
     out: list[Message],
-    context_events: tuple[Context, dict[str, int]],
-    summarize: Callable[
-        [Conversation, list[Message], tuple[str, int], Context], tuple[Message | None, bool]
-    ],
+    context_events: tuple[Context, dict[str, int], int | None],
+    summarize: _Rewriter,
 ) -> list[Message]:
-    """``out`` with the earlier summary it kept as it was (the fold of a side with
+    """``out`` with the earlier summaries it kept as they were (the fold of a side with
     nothing new leaves it as is) rewritten by ``summarize`` (:meth:`Summary._summarize`)
-    into the room the other messages leave, when ``out`` is over budget: else the
-    priority stage drops it whole (an output compressed again at a smaller budget,
-    where the summary is all there is to fold). ``out`` itself when none is kept, it
-    is within budget, or no smaller summary fits; the event ``summaries_shrunk``
-    counts the rewrites."""
-    context, events = context_events
+    into the room the other messages leave, each a share by its size (at most the
+    stage's ``max_tokens``, third of ``context_events``), when ``out`` is over budget:
+    else the priority stage drops them whole (an output compressed again at a smaller
+    budget, where the summaries are all there is to fold). A summary whose share is
+    under :data:`MIN_SUMMARY_TOKENS`, or whose rewrite does not fit it, stays as it
+    was; the event ``summaries_shrunk`` counts the rewrites."""
+    context, events, cap = context_events
     assert context.max_tokens is not None
     before = {id(m) for m in conversation.messages}
-    at = next((i for i, m in enumerate(out) if m.is_summary and id(m) in before), None)
+    kept = [i for i, m in enumerate(out) if m.is_summary and id(m) in before]
     whole = conversation.with_messages(out)
-    if at is None or not context.over(whole):
+    if not kept or not context.over(whole):
         return out
-    old = out[at]
-    frame = context.counter.message({"role": old.role, "content": ""})
-    room = context.max_tokens - (whole.tokens - old.tokens) - frame
-    if not MIN_SUMMARY_TOKENS <= room < old.tokens - frame:
-        return out
-    summary, fell_back = summarize(conversation, [old], (old.role, room), context)
-    if summary is None or summary.tokens > room + frame:
-        return out
+    frames = {i: context.counter.message({"role": out[i].role, "content": ""}) for i in kept}
+    sizes = {i: out[i].tokens - frames[i] for i in kept}
+    room = (
+        context.max_tokens - whole.tokens + sum(out[i].tokens for i in kept) - sum(frames.values())
+    )
+    shrunk = list(out)
+    for i in kept:
+        share = room * sizes[i] // sum(sizes.values())
+        share = share if cap is None else min(share, cap)
+        if MIN_SUMMARY_TOKENS <= share < sizes[i]:
+            shrunk[i] = _rewritten(
+                conversation, out[i], (share, frames[i]), context_events, summarize
+            )
+    return shrunk
+
+
+def _rewritten(
+    conversation: Conversation,
+    old: Message,
+    share_frame: tuple[int, int],
+    context_events: tuple[Context, dict[str, int], int | None],
+    summarize: _Rewriter,
+) -> Message:
+    """The summary ``old`` written again within its share (tokens, with ``frame``
+    more for the message: ``share_frame``) by ``summarize``, or ``old`` when the
+    rewrite does not fit (:func:`_shrunk`)."""
+    (share, frame), (context, events, _) = share_frame, context_events
+    summary, fell_back = summarize(conversation, [old], (old.role, share), context)
+    if summary is None or summary.tokens > share + frame:
+        return old
     _add(events, "summaries_shrunk", 1)
     _add(events, "fallbacks", int(fell_back))
-    return [*out[:at], summary, *out[at + 1 :]]
+    return summary
 
 
 def _finish(
