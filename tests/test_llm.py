@@ -139,6 +139,19 @@ def summarizer(url: str, **options: Any) -> LLMSummarizer:
     return LLMSummarizer(model="fake", base_url=url, api_key=SECRET, **options)
 
 
+def test_a_summary_written_again_alone_asks_no_model_and_keeps_its_bound() -> None:
+    """An earlier summary written again, smaller (nothing new to fold), came back whole:
+    the model was not asked and the facts it held were all there, so 529 tokens stood
+    for a bound of about 220, and the priority stage dropped the summary."""
+    previous = "User requests:\n- Book it.\nFacts: " + "; ".join(
+        f"HAT{100 + i}" for i in range(200)
+    )
+    unreachable = summarizer("http://127.0.0.1:9/v1")  # a request would fail
+    body = unreachable.summarize([], previous=previous, max_tokens=60, counter=COUNTER)
+    assert COUNTER.text(body) <= 60 and body.startswith("User requests:\n- Book it.")
+    assert "HAT100" in body or "HAT299" in body
+
+
 def compress_one(summ: LLMSummarizer, record: dict[str, Any], warnings: list[str]) -> Any:
     compressor = Compressor(
         resolve(max_tokens=500, stages="summary,priority"),

@@ -401,12 +401,21 @@ class LLMSummarizer:
         Input larger than ``input_max_tokens`` is split into chunks of whole messages
         (a message too long alone is cut), and the chunks are folded in turn: each
         request gets the summary so far plus the next chunk, so no request (and no
-        merge) exceeds the bound however long the history is.
+        merge) exceeds the bound however long the history is. With no messages (an
+        earlier summary written again, smaller), the extractive summarizer merges
+        ``previous`` alone: no model is asked.
 
         Raises :class:`SummaryError` when a request fails after its retries, or the
         reply is too large, empty, a refusal, not a summary or an echo of its input.
         """
+        from ctxcli.summarizers.extractive import EXTRACTIVE
+
         lines = transcript(messages)
+        if not lines:  # nothing new: the previous summary written again, smaller, as the
+            # extractive summarizer merges one (no model to ask, and within the bound)
+            return EXTRACTIVE.summarize(
+                messages, previous=previous, max_tokens=max_tokens, counter=counter
+            )
         lang = "Chinese (中文)" if language(lines) == "zh" else "the language the user writes in"
         prompt = string.Template(self.template).safe_substitute(
             language=lang, max_words=max(10, max_tokens * 3 // 5)
@@ -420,8 +429,6 @@ class LLMSummarizer:
         chunk_room = max(MIN_CHUNK_TOKENS, room - max_tokens)
         for chunk in _chunks(lines, chunk_room, counter):
             summary = self._ask(system, after, chunk, summary, max_tokens, counter)
-        from ctxcli.summarizers.extractive import EXTRACTIVE
-
         extracted = EXTRACTIVE.summarize(
             messages, previous=previous, max_tokens=max_tokens, counter=counter
         )
