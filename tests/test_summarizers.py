@@ -53,6 +53,18 @@ def test_sentences_collapse_every_unicode_space_within_them() -> None:
     assert sentences(text) == ["Seat 12A is free.", "Thanks a lot!"]
 
 
+def test_a_chinese_request_is_cut_after_a_pause_mark() -> None:
+    """A Chinese request has no spaces, and a cut was made only before one: an earlier
+    summary of one long request could not be written again smaller, and was dropped."""
+    previous = (
+        "用户请求：\n- 考虑这两个物体的特征，并决定哪一个更有可能在图书馆而不是在建筑工地被发现。"
+    )
+    previous += "一个通常与书籍和安静的空间有关，而另一个则与重型机械和嘈杂的环境有关。"
+    body = SUMMARIZER.summarize([], previous=previous, max_tokens=40, counter=COUNTER)
+    assert body.startswith("用户请求：\n- 考虑这两个物体的特征，") and body.endswith("。 …"), body
+    assert COUNTER.text(body) <= 40
+
+
 def test_a_request_says_a_repeated_sentence_once() -> None:
     """A pasted function repeated 25 times gave the request "return x*2; return x*2; …"
     (a new user's code-only message)."""

@@ -1810,7 +1810,10 @@ def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mappin
 
 #: Where an item may be cut, its separator dropped: prose before a word, an action
 #: or a record only between its values (whole ids and values are kept).
-_CUT_AT = re.compile(r"[,;:]? ")
+#: Where a text may be cut: before a space (and the comma, semicolon or colon before
+#: it), or after a CJK mark of a pause or an end (Chinese has no spaces: a request of
+#: one long sentence could not be cut at all).
+_CUT_AT = re.compile(r"[,;:]? |(?<=[，；：。、！？])")
 _CUT_BETWEEN_VALUES = re.compile(r", | → ")
 
 
