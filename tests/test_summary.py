@@ -443,13 +443,19 @@ def test_anthropic_a_latest_turn_opening_with_tool_results_is_not_left_first(
     assert any(m == record["messages"][4] for m in messages)
 
 
-def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
-    turns = [{"from": "human", "value": TASK}]
+def sharegpt_run(task: str, answer: str) -> list[dict[str, Any]]:
+    """A ShareGPT agent run: the ``task``, 20 calls and their results (about 1,500
+    tokens), and the ``answer``."""
+    turns = [{"from": "human", "value": task}]
     for i in range(20):
         call_value = json.dumps({"name": "read_file", "arguments": {"path": f"m{i}.py"}})
         turns.append({"from": "function_call", "value": call_value})
         turns.append({"from": "observation", "value": f"ORD-{1000 + i} " + "x " * 60})
-    turns.append({"from": "gpt", "value": "Fixed."})
+    return [*turns, {"from": "gpt", "value": answer}]
+
+
+def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
+    turns = sharegpt_run(TASK, "Fixed.")
     source = write_jsonl(tmp_path / "run.jsonl", [{"conversations": turns}])
     out = tmp_path / "out.jsonl"
     stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
@@ -543,14 +549,9 @@ def test_a_summary_of_steps_alone_is_in_the_users_language(tmp_path: Path) -> No
     """A Chinese record's steps (calls and JSON results, no word of Chinese) were
     summarized in English ("2 earlier messages folded", "Actions:"): the language
     came from the folded text alone. It now falls back to the user's."""
-    turns = [
-        {"from": "human", "value": "请帮我查一下这些文件里的订单号，然后告诉我哪个订单已经发货。"}
-    ]
-    for i in range(20):
-        call_value = json.dumps({"name": "read_file", "arguments": {"path": f"m{i}.py"}})
-        turns.append({"from": "function_call", "value": call_value})
-        turns.append({"from": "observation", "value": f"ORD-{1000 + i} " + "x " * 60})
-    turns.append({"from": "gpt", "value": "订单已发货。"})
+    turns = sharegpt_run(
+        "请帮我查一下这些文件里的订单号，然后告诉我哪个订单已经发货。", "订单已发货。"
+    )
     source = write_jsonl(tmp_path / "run.jsonl", [{"conversations": turns}])
     out = tmp_path / "out.jsonl"
     stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
