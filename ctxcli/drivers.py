@@ -98,8 +98,7 @@ def stash(stored: Mapping[str, Any], store: StoreWriter | None, place: str) -> N
         raise ConfigError(
             f"{place}: the tool results placeholders replaced need a store to be kept in "
             "(for `ctxcli restore`), and from stdin to stdout there is no file to put it "
-            "beside; give "
-            "--store PATH, or --stages without placeholder"
+            "beside; give --store PATH, or --stages without placeholder"
         )
     store.add(stored)
 
