@@ -16,7 +16,8 @@ it is (see :func:`restore_record` for the whole rule).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,8 +180,13 @@ class _Restorer:
     """One :func:`restore_record` call: the ``store``, the ids ``restored`` and the
     ``problems`` met so far, and ``kept``, where the ids of placeholders that stay go."""
 
-    def __init__(self, store: Mapping[str, Any], kept: list[str] | None) -> None:
-        self.store, self.kept = store, kept
+    def __init__(
+        self,
+        store: Mapping[str, Any],
+        kept: list[str] | None,
+        missing: Callable[[re.Match[str]], Any] | None = None,
+    ) -> None:
+        self.store, self.kept, self.missing = store, kept, missing
         self.restored: list[str] = []
         self.problems: list[str] = []
 
@@ -196,6 +202,8 @@ class _Restorer:
             if self.kept is not None:
                 self.kept.append(match.group("id") if match else content_id(text))
             return _KEEP
+        if match and self.missing is not None:
+            return self.missing(match)
         self.problems.append(
             match.group("id") if match else f"unreadable placeholder {text[:60]!r}"
         )
@@ -281,6 +289,16 @@ class _Restorer:
             walked = [self.walk(v) for v in value]
             return value if all(a is b for a, b in zip(walked, value)) else walked
         return value
+
+
+def with_originals(
+    value: Any, store: Mapping[str, Any], missing: Callable[[re.Match[str]], Any]
+) -> Any:
+    """``value`` with each placeholder at a place :func:`restore_record` restores (a
+    tool result, call arguments) replaced by its original from ``store``, or, for one
+    whose original is not there (an earlier run's), by ``missing(match)``; the very
+    object when nothing is replaced."""
+    return _Restorer(store, None, missing).walk(value)
 
 
 _KEEP: Any = object()

@@ -23,6 +23,7 @@ from ctxcli.config import resolve
 from ctxcli.formats import sharegpt
 from ctxcli.model import SUMMARY_MARKER, make_conversation, seal, summary_header
 from ctxcli.pipeline import Context, build_stage, run
+from ctxcli.placeholders import ARGUMENTS_KEY, render
 from ctxcli.stages.placeholder import settle_store
 from ctxcli.summarizers.extractive import Extractive
 from ctxcli.tokens import TokenCounter
@@ -521,6 +522,29 @@ def test_a_placeholder_an_earlier_run_wrote_is_summarized_from_what_it_shows(
     summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
     assert "test_invoice.py -q) → E NameError" in " ".join(summary.split()), summary
     assert "FAILED tests/test_invoice.py::test_rounding_cents" in summary
+
+
+def test_call_arguments_an_earlier_run_cleared_are_summarized_from_what_they_show(
+    tmp_path: Path,
+) -> None:
+    """A Claude Code session compressed twice summarized an edit whose arguments the
+    first run had replaced as ``Edit() → ok``: it said nothing of the file."""
+    arguments = json.dumps({"file_path": "/repo/src/app.py", "new_string": "x = 1\n" * 400})
+    cleared = render(arguments, tool="Edit", tokens=900, head=60, tail=0, facts=True)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix app.py, then run it."}]
+    messages.append({"role": "assistant", "content": None, "tool_calls": [call("c1", "Edit", {})]})
+    messages[-1]["tool_calls"][0]["function"]["arguments"] = json.dumps({ARGUMENTS_KEY: cleared})
+    messages += [{"role": "tool", "tool_call_id": "c1", "content": "ok " * 300}]
+    messages += [
+        {"role": "assistant", "content": "Done. " * 100},
+        {"role": "user", "content": "Run it."},
+    ]
+    source = write_jsonl(tmp_path / "again.jsonl", [{"messages": messages}])
+    out = tmp_path / "out.jsonl"
+    compress_file(source, out, "--max-tokens 300")
+    texts = [str(m.get("content")) for m in read_jsonl(out)[0]["messages"]]
+    summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
+    assert "Edit(" in summary and "/repo/src/app.py" in summary, summary
 
 
 def test_a_summary_that_is_all_there_is_to_fold_shrinks_to_fit(tmp_path: Path) -> None:

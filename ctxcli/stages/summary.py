@@ -18,10 +18,10 @@ from ctxcli.model import (
     tool_names,
     units,
 )
-from ctxcli.placeholders import shown_text
+from ctxcli.placeholders import placeholder_texts, shown_text
 from ctxcli.stages import plan
 from ctxcli.stages.placeholder import cleared_calls, content_id, placeholder_ids, render, widen
-from ctxcli.stages.placeholder import parse as parse_placeholder
+from ctxcli.store import with_originals
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class Summary:
         stood in (a warning says so). Raises :class:`SummaryError` when the extractive
         summarizer fails."""
         earlier = [m for m in folded if m.is_summary]
-        fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
+        fresh = [_original(m, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in earlier) or None
         count = _entries(m for m in folded if not m.is_summary)
         count += sum(_folded_count(m) for m in earlier)
@@ -318,7 +318,7 @@ def _cap(
         if need > limit:
             break
         folded = [messages[i] for i in part]
-        fresh = [_original(m.data, context.stored) for m in folded if not m.is_summary]
+        fresh = [_original(m, context.stored) for m in folded if not m.is_summary]
         previous = "\n".join(_body(m) for m in folded if m.is_summary) or None
         room = limit - need
         body = _EXTRACTIVE.measure(fresh, previous=previous, counter=counter, bound=room, hint=hint)
@@ -773,16 +773,16 @@ def _floored(shares: Sequence[int], parts: Sequence[Sequence[int]], floor: int) 
     return out
 
 
-def _original(data: Mapping[str, Any], stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A tool result the placeholder stage replaced earlier in this run, with its
-    original content back (from ``stored``), so that the summary reads what the tool
-    said, not the placeholder's head and tail; one an earlier run replaced (its
-    original is in that run's store), with what the placeholder shows of it
+def _original(message: Message, stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The data of ``message`` with each placeholder in it (a tool result, call
+    arguments) replaced by its original when the placeholder stage replaced it earlier
+    in this run (from ``stored``), so that the summary reads what the tool said or was
+    given, not the placeholder's head and tail; or, when an earlier run replaced it
+    (its original is in that run's store), by what the placeholder shows
     (:func:`ctxcli.placeholders.shown_text`: its error lines and facts, where the
-    placeholder itself reads as nothing and a failed test run as ``ok``); any other
-    message as it is."""
-    match = parse_placeholder(data.get("content"))
-    if match is None:
-        return data
-    known = match.group("id") in stored
-    return {**data, "content": stored[match.group("id")] if known else shown_text(match)}
+    placeholder itself reads as nothing, a failed test run as ``ok`` and a call as
+    ``Edit()``): :func:`ctxcli.store.with_originals`."""
+    if not placeholder_texts(message):
+        return message.data
+    restored: Mapping[str, Any] = with_originals(message.data, stored, shown_text)
+    return restored
