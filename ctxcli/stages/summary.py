@@ -222,12 +222,12 @@ class Summary:
         role, bound = role_bound
         # The header is in the body's language, foreseen as the extractive summarizer
         # picks it; its cost is reserved before the body, with the seal's.
-        hint = users_language(conversation)
+        hint = _users_language(conversation)
         foreseen = _EXTRACTIVE.language_of(fresh, previous=previous, hint=hint)
         header_cost = counter.text(summary_header(count, foreseen) + _SEAL_LIKE) + 1
         body_bound = max(1, bound - header_cost)
         summarizer = context.summarizer or _EXTRACTIVE
-        body, fell_back = _body_of(conversation, fresh, (previous, body_bound), context)
+        body, fell_back = _body_of(conversation, fresh, (previous, body_bound, hint), context)
         if not body.strip():
             return None, fell_back
         # The extractive body is in the foreseen language (its labels say so, whatever
@@ -313,7 +313,7 @@ def _cap(
     messages = conversation.messages
     counter = context.counter
     need = 0
-    hint = users_language(conversation)
+    hint = _users_language(conversation)
     for part in filter(None, widest):
         if need > limit:
             break
@@ -392,16 +392,17 @@ def _step_ends(
 def _body_of(
     conversation: Conversation,
     fresh: list[Mapping[str, Any]],
-    previous_bound: tuple[str | None, int],
+    previous_bound: tuple[str | None, int, str],
     context: Context,
 ) -> tuple[str, bool]:
     """The summary body of ``fresh`` by the configured summarizer within the bound
     (tokens), or by the extractive one when that fails (a warning says so; the flag
-    is then true). Raises :class:`SummaryError` when the extractive summarizer fails."""
-    previous, bound = previous_bound
+    is then true); ``previous_bound``: the earlier summaries' body, the bound and the
+    user's language (:func:`_users_language`, the extractive summarizer's hint).
+    Raises :class:`SummaryError` when the extractive summarizer fails."""
+    previous, bound, hint = previous_bound
     summarizer = context.summarizer or _EXTRACTIVE
     counter = context.counter
-    hint = users_language(conversation)
     try:
         if summarizer is _EXTRACTIVE:
             return _EXTRACTIVE.summarize(
@@ -423,7 +424,7 @@ def _body_of(
     return body, True
 
 
-def users_language(conversation: Conversation) -> str:
+def _users_language(conversation: Conversation) -> str:
     """The language (``"en"`` or ``"zh"``, :func:`ctxcli.summarizers.text.language`)
     of the user's own messages in ``conversation`` (no summary): what the extractive
     summary of folded messages that hold no request (steps alone: a call and its JSON
@@ -618,7 +619,7 @@ def _shrunk(
         share = share if cap is None else min(share, cap)
         if MIN_SUMMARY_TOKENS <= share < sizes[i]:
             shrunk[i] = _rewritten(
-                conversation, out[i], (share, frames[i]), context_events, summarize
+                conversation, out[i], (share, frames[i]), (context, events), summarize
             )
     return shrunk
 
@@ -627,13 +628,13 @@ def _rewritten(
     conversation: Conversation,
     old: Message,
     share_frame: tuple[int, int],
-    context_events: tuple[Context, dict[str, int], int | None],
+    context_events: tuple[Context, dict[str, int]],
     summarize: _Rewriter,
 ) -> Message:
     """The summary ``old`` written again within its share (tokens, with ``frame``
     more for the message: ``share_frame``) by ``summarize``, or ``old`` when the
     rewrite does not fit (:func:`_shrunk`)."""
-    (share, frame), (context, events, _) = share_frame, context_events
+    (share, frame), (context, events) = share_frame, context_events
     summary, fell_back = summarize(conversation, [old], (old.role, share), context)
     if summary is None or summary.tokens > share + frame:
         return old
