@@ -58,7 +58,7 @@ _GLUE = r"(?:and|but|for|from|the|then|that|this|with|are|was|were|each|per)"
 _CURRENCY_CODES = ("USD", "EUR", "GBP", "CNY", "RMB")
 #: (pattern, substrings one of which every match contains, or ``None``): they are
 #: looked for first, so a pattern is not run over text it cannot match.
-_CJK_CURRENCY = r"(?:元|块|美元|欧元|港币|英镑)"
+_CJK_CURRENCY = r"(?:日元|港币|英镑|元|块|美元|欧元)"
 _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
 #: Words that say what kind of a thing is counted, before its noun (``7 business
 #: days``, ``3 free checked bags``): a quantity takes them with the noun.
@@ -156,7 +156,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     ),  # $1.50
     (
         re.compile(
-            r"\d[\d,]*(?:\.\d+)?\s?(?:日元|港币|英镑|元|块|美元|欧元|USD|EUR|GBP|CNY|RMB|dollars?"
+            rf"\d[\d,]*(?:\.\d+)?\s?(?:{_CJK_CURRENCY[3:-1]}|USD|EUR|GBP|CNY|RMB|dollars?"
             r"|euros?|yuan)"
         ),
         ("元", "块", "港币", "英镑", "dollar", "euro", "yuan", *_CURRENCY_CODES),
