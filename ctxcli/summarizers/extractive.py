@@ -59,7 +59,7 @@ import dataclasses
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,7 @@ from ctxcli.summarizers.text import (
     joined,
     language,
     message_text,
+    most_that_fit,
     own_sentences,
     sentences,
     short_request,
@@ -788,9 +789,8 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
 
 #: The items of hosted tools (the Responses API's ``mcp_call``, ``web_search_call``,
 #: ``mcp_list_tools``, ...), which :mod:`ctxcli.formats.responses` reads as an
-#: assistant message holding the item, by the key that names the tool, its arguments
-#: and its result (the first of each the item has).
-_HOSTED_NAME = ("name",)
+#: assistant message holding the item, by the keys that may hold its arguments and
+#: its result (the first of each the item has).
 _HOSTED_ARGUMENTS = ("arguments", "action", "queries", "code", "server_label")
 _HOSTED_RESULT = ("error", "output", "results", "outputs", "tools", "result", "status")
 
@@ -828,9 +828,9 @@ def hosted_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str,
 def _hosted_call(part: Mapping[str, Any]) -> tuple[str, str, str]:
     """``(name, arguments, result)`` of a hosted tool's item: a listing of an MCP
     server's tools is ``mcp_list_tools(server) → their names``; any other item is its
-    tool's name (else its type without ``_call``), its arguments and its result or
-    error (the first key of :data:`_HOSTED_NAME`, :data:`_HOSTED_ARGUMENTS` and
-    :data:`_HOSTED_RESULT` it has)."""
+    tool's ``name`` (else its type without ``_call``), its arguments and its result
+    or error (the first key of :data:`_HOSTED_ARGUMENTS` and :data:`_HOSTED_RESULT` it
+    has)."""
     kind = str(part["type"])
     if kind == "mcp_list_tools":
         tools = part.get("tools")
@@ -838,7 +838,7 @@ def _hosted_call(part: Mapping[str, Any]) -> tuple[str, str, str]:
         names = [t.get("name") for t in listed or () if isinstance(t, Mapping)]
         shown = ", ".join(str(n) for n in names if n)
         return kind, _string(part.get("server_label")), shown or _string(tools)
-    name = next((str(part[k]) for k in _HOSTED_NAME if part.get(k)), kind.removesuffix("_call"))
+    name = str(part.get("name") or kind.removesuffix("_call"))
     arguments = next((_string(part[k]) for k in _HOSTED_ARGUMENTS if part.get(k)), "")
     result = next((_string(part[k]) for k in _HOSTED_RESULT if part.get(k)), "")
     return name, arguments, result
@@ -1827,23 +1827,10 @@ def _cut_to(
     points = _CUT_BETWEEN_VALUES if values else _CUT_AT
     ends = [m.start() for m in points.finditer(text)]
     ends = [end for end in ends if end > 0]
-    low = _most_that_fit(
+    low = most_that_fit(
         len(ends), lambda k: counter.text(lead + text[: ends[k - 1]] + " …") <= tokens
     )
     return text[: ends[low - 1]] + " …" if low else ""
-
-
-def _most_that_fit(count: int, fits: Callable[[int], bool]) -> int:
-    """The largest ``k`` of ``0..count`` for which ``fits(k)`` holds (``fits`` holds
-    for every ``k`` below one it holds for; ``0`` is taken to fit), by bisection."""
-    low, high = 0, count
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 #: An action's call and how many times it was made (``book_reservation(…) ×3``).
@@ -1863,7 +1850,7 @@ def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> 
     head, count = parts["call"], parts["count"] or ""
     tail = f" …){count} → {outcome}"
     ends = [m.start() for m in re.finditer(", ", head)]
-    low = _most_that_fit(
+    low = most_that_fit(
         len(ends), lambda k: counter.text(lead + head[: ends[k - 1]] + tail) <= tokens
     )
     return head[: ends[low - 1]] + tail if low else ""

@@ -34,7 +34,8 @@ import orjson
 
 from ctxcli.cache import SummaryCache, key
 from ctxcli.errors import ConfigError, SummaryError
-from ctxcli.summarizers.extractive import language, message_text, sentences
+from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text, sentences
+from ctxcli.summarizers.text import most_that_fit
 from ctxcli.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -192,13 +193,9 @@ def fit(text: str, max_tokens: int, counter: TokenCounter) -> str:
     if kept:
         return " ".join(kept)
     first = (sentences(text) or [text])[0]
-    low, high = 0, len(first)  # the longest cut that fits, by bisection on characters
-    while low < high:
-        middle = (low + high + 1) // 2
-        if counter.text(first[:middle].rstrip() + "…") <= max_tokens:
-            low = middle
-        else:
-            high = middle - 1
+    low = most_that_fit(  # the longest cut that fits, on characters
+        len(first), lambda k: counter.text(first[:k].rstrip() + "…") <= max_tokens
+    )
     return first[:low].rstrip() + "…" if low else ""
 
 
@@ -408,8 +405,6 @@ class LLMSummarizer:
         Raises :class:`SummaryError` when a request fails after its retries, or the
         reply is too large, empty, a refusal, not a summary or an echo of its input.
         """
-        from ctxcli.summarizers.extractive import EXTRACTIVE
-
         lines = transcript(messages)
         if not lines:  # nothing new: the previous summary written again, smaller, as the
             # extractive summarizer merges one (no model to ask, and within the bound)

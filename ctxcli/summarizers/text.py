@@ -429,3 +429,17 @@ def joined(parts: Sequence[str]) -> str:
                 out += "；" if cjk else "; "
         out += part
     return out
+
+
+def most_that_fit(count: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``k`` of ``0..count`` for which ``fits(k)`` holds (``fits`` holds
+    for every ``k`` below one it holds for; ``0`` is taken to fit), by bisection: the
+    longest head of a text within a bound, cut at one of ``count`` places."""
+    low, high = 0, count
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
