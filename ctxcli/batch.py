@@ -245,11 +245,14 @@ def _notes(stats: FileStats) -> list[str]:
     placeholders: Mapping[str, Any] = stats.stage_events.get("placeholder", {})
     if placeholders.get("placeholders_written"):
         written = placeholders["placeholders_written"]
+        # the summary stage turns more results into placeholders in the part it keeps
+        more = stats.stage_events.get("summary", {}).get("results_compacted", 0)
         kept = placeholders.get("placeholders_kept", 0)
-        later = "" if kept == written else f", {kept:,} left after later stages"
+        made = f", the summary stage made {more:,} more" if more else ""
+        later = "" if kept == written + more else f", {kept:,} in the output"
         lines.append(
             f"{stats.input}: {plural(written, 'placeholder')} saved "
-            f"{placeholders.get('tokens_saved', 0):,} tokens{later}"
+            f"{placeholders.get('tokens_saved', 0):,} tokens{made}{later}"
         )
     if stats.score is not None:
         from ctxcli.score import summary_line

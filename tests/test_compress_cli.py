@@ -1034,3 +1034,24 @@ def test_stdin_keeps_its_byte_order_mark_and_line_ends() -> None:
     assert out.startswith(b"\xef\xbb\xbf") and out.count(b"\r\n") == 2 and out.endswith(b"\r\n")
     assert out.split(b"\r\n")[0] == text.split(b"\r\n")[0]  # the unchanged line, BOM and all
     assert json.loads(out.split(b"\r\n")[1])["messages"] != records[1]["messages"]
+
+
+def test_the_placeholder_line_counts_the_summary_stages_too() -> None:
+    """A new user read "5 placeholders saved 8,107 tokens, 7 left after later stages":
+    more left than written, as the summary stage's own placeholders went unsaid."""
+    from collections import Counter
+
+    from ctxcli.batch import _notes
+    from ctxcli.stats import FileStats
+
+    stats = FileStats(input="s.json", output="o.json", encoding="o200k_base", max_tokens=9,
+                      stages=["placeholder", "summary"])  # fmt: skip
+    stats.stage_events["placeholder"] = Counter(
+        placeholders_written=5, tokens_saved=8107, placeholders_kept=7
+    )
+    stats.stage_events["summary"] = Counter(results_compacted=3)
+    assert _notes(stats) == [
+        "s.json: 5 placeholders saved 8,107 tokens, the summary stage made 3 more, 7 in the output"
+    ]
+    stats.stage_events["placeholder"]["placeholders_kept"] = 8
+    assert _notes(stats)[0].endswith("tokens, the summary stage made 3 more")
