@@ -669,6 +669,51 @@ def test_facts_keep_versions_whole_and_skip_a_number_before_a_filler_word(
     assert not any(f in got for f in not_found), got
 
 
+@pytest.mark.parametrize(
+    ("text", "found", "not_found"),
+    [
+        # a package at a version is no e-mail address (it read "node@20.11.5")
+        (
+            "Installed @types/node@20.11.5 and pytest==8.3.2.",
+            ["@types/node@20.11.5", "pytest==8.3.2"],
+            ["node@20.11.5"],
+        ),
+        ("write to bob@example.co.uk today.", ["bob@example.co.uk"], []),
+        # a version keeps its pre-release after a hyphen (it read "v2.10.4" and "rc1")
+        ("Released v2.10.4-rc1, then 1.0.0-beta.2.", ["v2.10.4-rc1", "1.0.0-beta.2"], ["rc1"]),
+        # a path or URL ends before the sentence's full stop
+        (
+            "Edit /home/u/src/main.py. See https://x.com/a/b. Then ./foo/bar/baz...",
+            ["/home/u/src/main.py", "https://x.com/a/b", "./foo/bar/baz"],
+            ["/home/u/src/main.py.", "https://x.com/a/b."],
+        ),
+        # a quantity takes the adjectives before its noun (it read "4 key")
+        (
+            "Found 4 key files, 3 new and 2 failed checks.",
+            ["4 key files", "3 new", "2 failed checks"],
+            ["4 key", "3 new and"],
+        ),
+        # a step's or a part's number and the next word are no quantity
+        (
+            "Step 1 write the test, Phase 4 proposal, Option 3 offers less.",
+            [],
+            ["1 write", "4 proposal", "3 offers"],
+        ),
+    ],
+)
+def test_facts_keep_packages_versions_and_paths_whole(
+    text: str, found: list[str], not_found: list[str]
+) -> None:
+    got = facts(text)
+    assert all(f in got for f in found) and not any(f in got for f in not_found), got
+
+
+def test_package_pins_in_tool_output_are_no_facts() -> None:
+    """A dump of pins (setup.py's extras) would crowd out the paths of tool output."""
+    got = facts("extras: flake8==4.0.1, mypy==0.910 in /testbed/setup.py", strict=True)
+    assert "/testbed/setup.py" in got and "flake8==4.0.1" not in got, got
+
+
 def test_error_lines_skip_code_that_only_names_an_error() -> None:
     view = (
         "36:        raise RuntimeError(msg)\n"

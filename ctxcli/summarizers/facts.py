@@ -63,6 +63,17 @@ _RANGE_SEP = r"\s?(?:-|–|~|～|到|至)\s?"
 #: Words that say what kind of a thing is counted, before its noun (``7 business
 #: days``, ``3 free checked bags``): a quantity takes them with the noun.
 _QUALIFIER = r"(?:business|working|calendar|free|checked|extra|additional|non-?free|consecutive)"
+#: Adjectives before the noun a number counts (``4 key files``, ``3 new tests``, ``2
+#: failed checks``): a quantity takes them with it, as its qualifiers (no ``4 key``).
+_ADJECTIVE = (
+    r"(?:key|main|new|old|major|minor|different|separate|important|critical|remaining"
+    r"|unique|possible|simple|basic|common|related|small|large|big|open|failing|failed"
+    r"|passing|other|same|similar|existing|missing|unused|duplicate|previous|recent|core"
+    r"|specific|relevant|more|modified|changed|empty|active|pending|completed|valid|invalid)"
+)
+#: Words a qualifier or an adjective is not followed by in a quantity (``3 new and``
+#: is ``3 new``).
+_NOT_A_NOUN = "|".join(sorted(_NOT_COUNTED, key=len, reverse=True))
 #: Nouns of a count or a span of time, after their qualifiers.
 _COUNTED = (
     rf"(?:{_QUALIFIER} ){{0,2}}(?:days?|hours?|minutes?|weeks?|months?|years?|nights?|bags?"
@@ -93,7 +104,18 @@ _STREET = re.compile(
 _PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
 #: An e-mail address, of ASCII letters (``\w`` would run on into the CJK text around
 #: it: ``john.doe@example.com和jane.doe``).
-_EMAIL = re.compile(r"[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]*[A-Za-z0-9_]")
+#: Its domain ends in a name of letters (RFC 1123's top-level domains are never all
+#: digits): ``react@18.2.0`` is a package's version (:data:`_PACKAGE`), no address.
+_EMAIL = re.compile(
+    r"[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9_])"
+)
+#: A package at a version, whole: npm's ``@types/node@20.11.5``, ``react@18.2.0``,
+#: pip's ``pytest==8.3.2``, ``numpy>=1.26``; not read from tool output
+#: (:data:`_STRICT_PATTERNS`).
+_PACKAGE = re.compile(
+    r"(?<![\w@/.-])(?:@[a-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*(?:@|==|~=|>=)[\^~]?v?\d+"
+    r"(?:\.\d+)*(?:-[0-9A-Za-z.]*[0-9A-Za-z])?"
+)
 #: What ends the clause before a phone number or an e-mail address; the words that
 #: may stand between its owner and it.
 _CLAUSE_END = re.compile(r".*[，。,;；!?！？\n:：]")
@@ -171,8 +193,9 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         re.compile(r"[A-Za-z] \d"),
     ),
     (
-        # a version with a pre-release after its numbers (3.0.0rc4, 1.2.3b1), whole
-        re.compile(rf"(?<![\w.])\d+(?:\.\d+)+[a-z]+\d*{_NOT_ALNUM_AFTER}"),
+        # a version with a pre-release after its numbers (3.0.0rc4, 1.2.3b1,
+        # 2.10.4-rc1, 1.0.0-beta.2), whole
+        re.compile(rf"(?<![\w.])\d+(?:\.\d+)+-?[a-z]+(?:\.?\d+)?{_NOT_ALNUM_AFTER}"),
         (".",),
     ),
     (
@@ -181,7 +204,7 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         # (lead_memor_v2.txt).
         re.compile(
             r"[#A-Za-z](?<![A-Za-z0-9_].)(?:(?<=#)[A-Za-z]|(?<!#))"
-            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*(?:[a-z]+\d+)?(?:\.{_EXTENSIONS})?"
+            rf"[A-Za-z_-]*\d[A-Za-z0-9_-]*(?:\.\d+)*(?:-?[a-z]+(?:\.?\d+)?)?(?:\.{_EXTENSIONS})?"
             rf"{_NOT_ALNUM_AFTER}"
         ),
         None,
@@ -196,6 +219,9 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         None,
     ),
     _ORDER_NUMBER,
+    # not read from tool output, whose dumps of pins (a setup.py, a lock file) would
+    # crowd out its paths
+    (_PACKAGE, ("@", "==", "~=", ">=")),
     # a number of three or more digits, not a decimal's fraction (``0686`` of ``7.0686``)
     (re.compile(rf"\d(?<![A-Za-z0-9_]\d)(?<!\d\.\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
     (
@@ -205,7 +231,8 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         re.compile(
             rf"\d(?<!\d\d)(?<!\d[,.:]\d)\d*+(?:,\d{{3}})*+(?:\.\d+)?"
             rf"(?:(?i: ?{_UNITS}(?: (?!{_GLUE}\b)[a-z]{{3,12}})?(?![A-Za-z]))"
-            rf"| ?{_CJK_UNITS}| (?:{_QUALIFIER} ){{0,2}}[a-z]{{3,12}}(?![A-Za-z-]))"
+            rf"| ?{_CJK_UNITS}| (?:(?:{_QUALIFIER}|{_ADJECTIVE}) (?!(?:{_NOT_A_NOUN})\b)){{0,2}}"
+            r"[a-z]{3,12}(?![A-Za-z-]))"
         ),
         None,
     ),
@@ -310,9 +337,24 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         previous, end = max(end, 0), start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
+        if _QUANTITY.match(fact) and _ORDINAL.search(text, max(0, start - 8), start):
+            continue  # a step's number and the step's first word: Step 1 write
         fact, end = _whole_fact(text, start, fact, previous)
+        if "/" in fact:
+            fact = _TRAILING.sub("", fact)  # the sentence's end: see /src/main.py.
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+#: A number and the word after it (a quantity's shape), and what numbers a step or
+#: a part (``Step 1 write the test``, ``Phase 4 proposal``): no quantity.
+_QUANTITY = re.compile(r"\d+(?:\.\d+)? [a-z]")
+_ORDINAL = re.compile(
+    r"(?i)\b(?:step|phase|part|stage|option|item|section|chapter|page|line|round|level|task"
+    r"|issue|no\.|number) $"
+)
+#: The punctuation after a path or URL that ends the sentence it is in.
+_TRAILING = re.compile(r"(?<=\w)[.,;:!?]+$")
 
 
 def _whole_fact(text: str, start: int, fact: str, previous: int) -> tuple[str, int]:
