@@ -246,7 +246,8 @@ def _notes(stats: FileStats) -> list[str]:
     if placeholders.get("placeholders_written"):
         written = placeholders["placeholders_written"]
         # the summary stage turns more results into placeholders in the part it keeps
-        more = stats.stage_events.get("summary", {}).get("results_compacted", 0)
+        summary: Mapping[str, Any] = stats.stage_events.get("summary", {})
+        more = summary.get("results_compacted", 0)
         kept = placeholders.get("placeholders_kept", 0)
         made = f", the summary stage made {more:,} more" if more else ""
         later = "" if kept == written + more else f", {kept:,} in the output"
