@@ -141,7 +141,8 @@ def restore_record(
     - the whole string ``content`` of a tool result: a message whose ``role`` is
       ``tool`` or ``function`` (OpenAI, SWE-agent), a ``tool_result`` block (Anthropic,
       Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``),
-      the ``output`` of a Responses API call's output item; the text of a Gemini
+      the ``output`` of a Responses API call's output item or of an ``mcp_call``
+      (which holds its own output); the text of a Gemini
       ``functionResponse``'s ``response`` that is ``{"output" | "error": text}``
       (:func:`ctxcli.formats.gemini.response_of` puts the original back), and of the
       one ``functionResponse`` of a Gemini CLI tool call's ``result`` (whose original
@@ -239,7 +240,7 @@ class _Restorer:
             out["content"] = self.original(value.get("content"))
         if value.get("from") in _SHAREGPT_RESULTS:
             out["value"] = self.original(value.get("value"))
-        if value.get("type") in responses.OUTPUTS:
+        if value.get("type") in responses.OUTPUTS or value.get("type") == "mcp_call":
             out["output"] = self.original(value.get("output"))
         answer = gemini.field(value, "functionResponse")
         if isinstance(answer, Mapping):

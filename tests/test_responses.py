@@ -81,7 +81,7 @@ def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> lis
         kind = item["type"]
         if kind == "reasoning":
             following = after[i + 1]["type"] if i + 1 < len(after) else None
-            if following not in ("function_call", "message", "reasoning") or (
+            if following not in ("function_call", "message", "reasoning", "mcp_call") or (
                 following == "message" and after[i + 1]["role"] != "assistant"
             ):
                 errors.append(
@@ -188,7 +188,7 @@ def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
         {"type": "message", "role": "assistant", "content": "Zohran Mamdani won."},
         user("By how much?"),
     ]
-    (out,) = compress(tmp_path, [{"input": items}], "--max-tokens", "1000")
+    (out,) = compress(tmp_path, [{"input": items}], "--max-tokens", "600")
     assert api_errors(items, out["input"]) == []
     summary = next(i for i in out["input"] if "[ctxcli summary]" in json.dumps(i))
     text = summary["content"][0]["text"]
@@ -196,6 +196,49 @@ def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
     assert "web_search_exa(NYC mayoral election results 2025) → ok" in text, text
     assert "crawl() → Timeout" in text and "web_search(Mamdani)" in text, text
     assert "https://news.example/0" in text
+
+
+def test_an_mcp_calls_output_becomes_a_placeholder_in_its_own_item(tmp_path: Path) -> None:
+    """An ``mcp_call`` holds its output (20 KB of search results in a real Response):
+    read as an assistant message holding the item, it never became a placeholder, so
+    the whole call was folded or kept whole. It is a call and its result now, written
+    back as the one item with its ``output`` replaced, its other keys untouched."""
+    found = json.dumps({"results": [{"url": f"https://news.example/{i}"} for i in range(300)]})
+    call = {
+        "type": "mcp_call",
+        "id": "mcp_1",
+        "name": "web_search_exa",
+        "arguments": '{"query": "NYC mayoral election results 2025"}',
+        "output": found,
+        "error": None,
+        "server_label": "dmcp",
+    }
+    items: list[dict[str, Any]] = [
+        user("Who won the election?"),
+        reasoning(0),
+        call,
+        {"type": "message", "role": "assistant", "content": "Zohran Mamdani won."},
+        user("By how much?"),
+    ]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps({"input": items}) + "\n")
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), "-o", str(target), "-q", "--max-tokens", "1000"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(target.read_text())
+    assert api_errors(items, out["input"]) == []
+    assert [i["type"] for i in out["input"]] == [i["type"] for i in items]
+    written = out["input"][2]
+    assert written["output"].startswith("[ctxcli placeholder ") and len(written["output"]) < 3000
+    assert {k: v for k, v in written.items() if k != "output"} == {
+        k: v for k, v in call.items() if k != "output"
+    }
+    assert out["input"][1] == items[1]  # its reasoning, before it
+    restored = tmp_path / "back.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(target), "-o", str(restored)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(restored.read_text())["input"] == items
 
 
 def test_encrypted_content_counts_at_its_documented_cost_not_as_text() -> None:

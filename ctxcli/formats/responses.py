@@ -22,6 +22,9 @@ How it maps onto the neutral model (and back):
   untouched;
 - a ``compaction`` item (the history the API compacted, opaque) is a ``developer``
   message, which no stage drops, changes or summarizes;
+- an ``mcp_call`` that holds its output is an ``assistant`` message with its call
+  and a ``tool`` message with the output (written back as the one item, its
+  ``output`` the tool message's), so the output can become a placeholder;
 - any other item is an ``assistant`` message of its own, its item as its content.
 
 A message no stage changed is written back as the very items it was read from; a
@@ -160,6 +163,15 @@ def neutral_messages(
             reasoning.append(i)
             i += 1
             continue
+        if _answered_in_place(item):  # an mcp_call with its output: a call and a result
+            call, result = _hosted_pair(item)
+            if reasoning:
+                call["content"] = [_reasoning_part(items[r]) for r in reasoning]
+            neutral += [call, result]
+            sources += [tuple(reasoning), (i,)]
+            reasoning = []
+            i += 1
+            continue
         end = i + 1
         if item["type"] in CALLS:
             while end < len(items) and items[end]["type"] in CALLS:
@@ -177,6 +189,32 @@ def neutral_messages(
         neutral.append({"role": "assistant", "content": parts})
         sources.append(tuple(reasoning))
     return neutral, sources
+
+
+def _answered_in_place(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is a hosted call that holds its own output as text (an
+    ``mcp_call`` with its ``output``)."""
+    return item["type"] == "mcp_call" and isinstance(item.get("output"), str)
+
+
+def _hosted_pair(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ``mcp_call`` item (:func:`_answered_in_place`) as an assistant message with
+    its call (``id``: the item's ``id``) and a ``tool`` message with its ``output``: a
+    unit, so the output can become a placeholder and is kept or dropped with its call.
+    The item is written back from the ``tool`` message (its ``output`` patched), the
+    assistant message standing for no item of its own."""
+    call_id = str(item.get("id") or "")
+    arguments = item.get("arguments")
+    function = {
+        "name": str(item.get("name") or "mcp"),
+        "arguments": arguments if isinstance(arguments, str) else "",
+    }
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+    return call, {"role": "tool", "tool_call_id": call_id, "content": item["output"]}
 
 
 def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
@@ -262,7 +300,7 @@ def new_item(message: Message) -> dict[str, Any]:
 def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
     """``item`` rewritten from the neutral message ``data`` a stage changed."""
     kind_of = item["type"]
-    if kind_of in OUTPUTS and data.get("role") == "tool":
+    if (kind_of in OUTPUTS or _answered_in_place(item)) and data.get("role") == "tool":
         return {**item, "output": data.get("content")}
     if kind_of in CALLS:
         return _patched_call(item, data)
@@ -326,9 +364,14 @@ def _pairing(conversation: Conversation) -> list[Problem]:
     """Tool pairing (:func:`ctxcli.invariants.pairing_problems`), each message named by
     the position of the last item it was read from (``message 7``: item 7)."""
     sources: Sequence[Source] = conversation.meta.get("sources", ())
-    by_item = [
-        Message(m.data, 0, sources[m.index][-1] if m.index is not None and sources else None)
-        for m in conversation.messages
-    ]
+    by_item = [Message(m.data, 0, _last_item(sources, m.index)) for m in conversation.messages]
     last = by_item[-1].index if by_item else None
     return pending(pairing_problems(by_item), 0 if last is None else last + 1)
+
+
+def _last_item(sources: Sequence[Source], index: int | None) -> int | None:
+    """The position of the last item a message was read from (``None``: a message a
+    stage wrote, or the call of an ``mcp_call``, which stands for no item of its own)."""
+    if index is None or not sources or not sources[index]:
+        return None
+    return sources[index][-1]
