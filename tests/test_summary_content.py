@@ -1118,3 +1118,29 @@ def test_a_list_of_records_is_labelled_by_its_calls_name() -> None:
     facts = parse_summary(_summary(messages, 200))["facts"]
     assert any(f.startswith("search_books: ") for f in facts), facts
     assert not any(f.startswith("search_bookss") for f in facts), facts
+
+
+def test_a_later_request_with_a_constraint_ranks_before_the_rest_of_the_look_ups() -> None:
+    """tau-bench 0-0 at 2000 tokens listed every flight a search found but not the
+    user's "I don't want to fly before 11 AM EST": a later request was of the rest,
+    newest first, so the later search results came before it. A request that says
+    more than a short question now ranks after the look-ups, before the rest."""
+    flights = [
+        {"flight_number": f"HAT{n:03d}", "origin": "JFK", "destination": "SEA", "price": 100 + n}
+        for n in range(40, 70)
+    ]
+    call = {"id": "c1", "type": "function", "function": {"name": "search_flights"}}
+    call["function"]["arguments"] = json.dumps({"origin": "JFK", "destination": "SEA"})
+    messages: Messages = [
+        {"role": "user", "content": "I want to book a flight from New York to Seattle."},
+        {"role": "assistant", "content": "Here are two flights, both in the morning."},
+        {
+            "role": "user",
+            "content": "Neither works as I don't want to fly before 11 AM EST. Any later ones?",
+        },
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(flights)},
+    ]
+    body = _summary(messages, 120)
+    assert "fly before 11 AM EST" in body, body
+    assert "HAT069" not in body, body  # the results are what the bound cuts

@@ -34,8 +34,10 @@ the limits it stated (a note of what cannot be done, :data:`_REFUSAL`); then the
 look-ups of what the user named, their outcome ``ok`` when it is a record said before
 (:func:`_gist_unsaid`: a profile's gist of 80 tokens says less per token than the
 final state; tau-bench at 1500 tokens keeps 3229 facts so, 2904 with the look-ups
-first); then the other look-ups; then the rest (later
-requests, other records and facts, the typed facts without a digit); then the
+first); then the other look-ups; then the later requests that say more than a
+short question (the user's constraints: "I don't want to fly before 11 AM EST", which
+tau-bench at 2000 tokens lost to the flights its searches listed); then the rest
+(other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantities the
 assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
 the question it answered); then the assistant's notes. Within a tier the newest come
@@ -159,8 +161,10 @@ ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), and their order, best first
 #: (:data:`ORDER`, not the numbers): the final state of what changed before the
 #: look-ups that led to it, those of what the user named among them.
-TASK, ACTED, TRIED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES = range(10)
-ORDER = (TASK, ACTED, TRIED, CHANGED, NAMED, LOOKUP, REST, ASKED, COUNTED, NOTES)
+#: (:data:`REQUESTED`, the later requests, is numbered after the others: a tier
+#: numbered after :data:`CHANGED` is read message by message, when the room reaches it.)
+TASK, ACTED, TRIED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES, REQUESTED = range(11)
+ORDER = (TASK, ACTED, TRIED, CHANGED, NAMED, LOOKUP, REQUESTED, REST, ASKED, COUNTED, NOTES)
 #: A later request without a fact this short (characters; a CJK character counts
 #: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
 ASKED_CHARS = 60
@@ -458,7 +462,7 @@ def _later_request(text: str) -> list[tuple[str, str, int]]:
     if not request:
         return []
     width = len(request) + 2 * len(_CJK_CHAR.findall(request))
-    tier = ASKED if width <= ASKED_CHARS and not _DIGIT.search(request) else REST
+    tier = ASKED if width <= ASKED_CHARS and not _DIGIT.search(request) else REQUESTED
     return [("requests", request, tier)]
 
 
@@ -1425,7 +1429,7 @@ def _previous_items(previous: str | None) -> list[Item]:
     if not previous:
         return []
     items = []
-    tiers = {"requests": REST, "errors": ACTED, "facts": CHANGED, "notes": NOTES}
+    tiers = {"requests": REQUESTED, "errors": ACTED, "facts": CHANGED, "notes": NOTES}
     for section, said in parse_summary(previous).items():
         for order, text in enumerate(said):
             tier = tiers.get(section, LOOKUP)
