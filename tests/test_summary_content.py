@@ -1144,3 +1144,18 @@ def test_a_later_request_with_a_constraint_ranks_before_the_rest_of_the_look_ups
     body = _summary(messages, 120)
     assert "fly before 11 AM EST" in body, body
     assert "HAT069" not in body, body  # the results are what the bound cuts
+
+
+def test_a_fact_is_said_once_whatever_its_case() -> None:
+    """tau-bench 0-0 read "certificate 7504069 $250; …; Certificate 7504069 $250"."""
+    messages: Messages = [
+        {"role": "user", "content": "Book me the flight, please."},
+        {
+            "role": "assistant",
+            "content": "The breakdown:\n- Use certificate 7504069: $250\n- Balance: $5 (Visa)",
+        },
+        {"role": "user", "content": "Good, go ahead and do that."},
+        {"role": "assistant", "content": "Booked. Paid with:\n- Certificate 7504069: $250"},
+    ]
+    body = _summary(messages, 200)
+    assert body.lower().count("certificate 7504069 $250") == 1, body

@@ -1586,15 +1586,17 @@ EXTRACTIVE = Extractive()
 
 
 def _rank(items: Iterable[Item]) -> Iterator[Item]:
-    """``items`` (best first) each text once, without the short facts an item ranked
-    before them already says, and without the notes a note ranked before them says
-    (:func:`_alike`: an answer that repeats the thought before it)."""
-    seen: set[str] = set()
+    """``items`` (best first) each text once (a fact once whatever its case), without
+    the short facts an item ranked before them already says, and without the notes a
+    note ranked before them says (:func:`_alike`: an answer that repeats the thought
+    before it)."""
+    seen: set[str] = set()  # the texts said, a fact's in lower case
     said = ""  # what was said so far, one item a line
     noted: list[tuple[frozenset[str], frozenset[str]]] = []  # each note's words, facts
     for item in items:
-        if item.text in seen:
-            continue
+        key = item.text.lower() if item.section == "facts" else item.text
+        if key in seen:
+            continue  # ``Certificate 7504069 $250`` after ``certificate 7504069 $250``
         if item.section == "notes":
             words, facts = content_words(item.text), frozenset(_DIGIT_WORD.findall(item.text))
             if any(_alike(words, facts, earlier) for earlier in noted):
@@ -1607,7 +1609,7 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         if values and values in said and _told_of(item.text, values, said):
             continue  # a record a look-up's action already shows (its gist)
         shown = _unsaid(item, values, said) if values else _gist_unsaid(item, said)
-        seen.add(item.text)
+        seen.add(key)
         said += item.text + "\n"
         if shown is not None:
             yield shown
