@@ -251,6 +251,8 @@ def _notes(stats: FileStats) -> list[str]:
         kept = placeholders.get("placeholders_kept", 0)
         made = f", the summary stage made {more:,} more" if more else ""
         later = "" if kept == written + more else f", {kept:,} in the output"
+        if not kept:  # what they saved is in no output: they went with what was folded
+            later = ", none in the output (folded into summaries or dropped)"
         lines.append(
             f"{stats.input}: {plural(written, 'placeholder')} saved "
             f"{placeholders.get('tokens_saved', 0):,} tokens{made}{later}"

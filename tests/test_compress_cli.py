@@ -1055,3 +1055,6 @@ def test_the_placeholder_line_counts_the_summary_stages_too() -> None:
     ]
     stats.stage_events["placeholder"]["placeholders_kept"] = 8
     assert _notes(stats)[0].endswith("tokens, the summary stage made 3 more")
+    # "27 placeholders saved 28,285 tokens, 0 in the output" read as savings kept
+    stats.stage_events["placeholder"]["placeholders_kept"] = 0
+    assert _notes(stats)[0].endswith(", none in the output (folded into summaries or dropped)")
