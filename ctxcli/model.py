@@ -194,13 +194,14 @@ def _leading_text(content: Any) -> str:
     """The text of a summary ctxcli may have written: a string content, or the text of
     a content that is one text part (an Anthropic ``{"type": "text", ...}`` block, a
     Gemini ``{"text": ...}`` part that is no thought, a Responses API or Codex
-    ``input_text`` / ``output_text`` part); else ``""``."""
+    ``input_text`` / ``output_text`` part, LLaMA-Factory's ``{"type": "text", "value":
+    ...}``); else ``""``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
         part = content[0]
         plain = part.get("type", "text") in _TEXT_PARTS and not part.get("thought")
-        text = part.get("text") if plain else None
+        text = part.get("text", part.get("value")) if plain else None
         return text if isinstance(text, str) else ""
     return ""
 

@@ -293,6 +293,44 @@ def test_llama_factory_tool_call_parts_pair_with_the_tool_messages_after_them() 
     assert out["messages"][1] == record["messages"][1]  # the added keys never leak out
 
 
+def test_a_summary_in_llama_factory_parts_is_one_text_part_and_read_back_as_one() -> None:
+    """A summary in a record of ``{"type": "text", "value": …}`` parts was a plain
+    string, the one message of another shape, which a loader of such data may reject."""
+
+    def text(value: str) -> list[dict[str, str]]:
+        return [{"type": "text", "value": value}]
+
+    turns = [
+        [
+            {"role": "user", "content": text(f"Question {i}: how far is city {i}? " * 20)},
+            {"role": "assistant", "content": text(f"City {i} is {i * 100} km away. " * 20)},
+        ]
+        for i in range(6)
+    ]
+    record = {"messages": [message for turn in turns for message in turn]}
+    once = _compressed_record(record, "400")
+    summary = once["messages"][0]
+    assert summary["content"][0]["value"].startswith("[ctxcli summary] ")
+    assert summary["content"] == text(summary["content"][0]["value"])
+    twice = _compressed_record(once, "300")
+    header = twice["messages"][0]["content"][0]["value"].partition("\n")[0]
+    assert (
+        "folded" in header
+        and "[ctxcli summary]" not in twice["messages"][0]["content"][0]["value"].partition("\n")[2]
+    ), twice  # merged into the new one, not quoted as a request
+
+
+def _compressed_record(record: dict[str, Any], max_tokens: str) -> dict[str, Any]:
+    result = CliRunner().invoke(
+        cli,
+        ["compress", "-", "-o", "-", "-q", "--max-tokens", max_tokens],
+        input=json.dumps(record),
+    )
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
 def test_swe_agent_tool_call_ids_lists_pair() -> None:
     record = {
         "history": [

@@ -98,21 +98,38 @@ def write(
     """``record`` with its messages replaced by ``conversation``'s (other keys kept).
 
     A message no stage changed is written as the entry that was read; a changed one
-    without the keys the reader added (LLaMA-Factory calls go back into parts).
+    without the keys the reader added (LLaMA-Factory calls go back into parts); a
+    message a stage wrote, in a record of LLaMA-Factory parts, as one such text part.
     """
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
     out = dict(record)
     written = []
+    valued = _value_parts(entries)
     for message in conversation.messages:
         if message.index is not None and not message.changed and entries:
             written.append(entries[message.index])
         elif message.index is not None and message.index in added:
             written.append(_without_added(message.data, added[message.index]))
+        elif message.index is None and valued and isinstance(message.data.get("content"), str):
+            part = {"type": "text", "value": message.data["content"]}
+            written.append({**message.data, "content": [part]})  # a summary, as its record's
         else:
             written.append(message.data)
     out[messages_key or DEFAULT_KEY] = written
     return out
+
+
+def _value_parts(entries: Sequence[Any]) -> bool:
+    """Whether the messages of a record hold their text as LLaMA-Factory's parts
+    (``[{"type": "text", "value": …}]``), as a message a stage writes (a summary) then
+    does too: a loader of such data may take no other shape."""
+    return any(
+        isinstance(entry, Mapping)
+        and isinstance(entry.get("content"), list)
+        and any(isinstance(p, Mapping) and "value" in p for p in entry["content"])
+        for entry in entries
+    )
 
 
 def problems(record: Any, conversation: Conversation) -> list[Problem]:
