@@ -1590,11 +1590,11 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
     the short facts an item ranked before them already says, and without the notes a
     note ranked before them says (:func:`_alike`: an answer that repeats the thought
     before it)."""
-    seen: set[str] = set()  # the texts said, a fact's in lower case
+    seen: set[str] = set()  # :func:`_said_key` of each item said
     said = ""  # what was said so far, one item a line
     noted: list[tuple[frozenset[str], frozenset[str]]] = []  # each note's words, facts
     for item in items:
-        key = item.text.lower() if item.section == "facts" else item.text
+        key = _said_key(item)
         if key in seen:
             continue  # ``Certificate 7504069 $250`` after ``certificate 7504069 $250``
         if item.section == "notes":
@@ -1613,6 +1613,12 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
         said += item.text + "\n"
         if shown is not None:
             yield shown
+
+
+def _said_key(item: Item) -> str:
+    """What tells ``item`` from the items said before it: its text, a fact's in lower
+    case."""
+    return item.text.lower() if item.section == "facts" else item.text
 
 
 def _gist_unsaid(item: Item, said: str) -> Item:
