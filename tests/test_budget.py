@@ -547,3 +547,30 @@ def test_a_budget_one_token_larger_keeps_what_the_smaller_kept() -> None:
     conversation = make_conversation(messages, COUNTER)
     facts = [kept(conversation, compress(conversation, b)) for b in range(140, 162)]
     assert all(a <= b for a, b in zip(facts, facts[1:]))
+
+
+def test_a_larger_budget_keeps_no_fewer_facts_where_what_must_be_kept_is_over() -> None:
+    """The priority stage took the summaries back when what must be kept was over the
+    budget by itself: 77 tokens with a summary at a budget of 40, 45 without one at 60,
+    so the smaller budget kept more facts, and its warning's "with only what must be
+    kept" was not so. Over there, only what must be kept is left."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_order"}}
+    call["function"]["arguments"] = json.dumps({"id": "ORD-1001"})
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Get order ORD-1001"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "status shipped tracking TRK-55501 weight 1200g carrier DHL eta 2024-06-18",
+        },
+        {"role": "assistant", "content": "Order ORD-1001 shipped, tracking TRK-55501."},
+    ]
+    conversation = make_conversation(messages, COUNTER)
+    facts = [kept(conversation, compress(conversation, budget)) for budget in range(10, 130, 5)]
+    assert all(a <= b for a, b in zip(facts, facts[1:])), facts
+    tokens = [compress(conversation, budget).tokens for budget in range(10, 130, 5)]
+    least = min(tokens)
+    over = [t for b, t in zip(range(10, 130, 5), tokens) if t > b]
+    assert over and all(t == least for t in over), tokens  # only what must be kept

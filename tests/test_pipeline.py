@@ -189,16 +189,16 @@ def test_priority_takes_nothing_back_that_a_larger_budget_would_drop() -> None:
     assert kept[0] <= kept[1] == {"Be", "u1", "u2", "a2", "last"}
 
 
-def test_priority_keeps_the_summary_when_what_must_be_kept_is_over_budget() -> None:
-    # Dropping the summary would leave the conversation over budget all the same, and
-    # what it folded with no trace: it stays; other units still go.
+def test_priority_leaves_only_what_must_be_kept_when_that_is_over_budget() -> None:
+    # The summary went back in once (over budget either way), but then a budget too
+    # small kept more facts than one that fits what must be kept (issue 15): it goes.
     long = " ".join(["word"] * 300)
     summary = seal("[ctxcli summary] 2 earlier messages folded.", "Actions: f(A-1234) → ok")
     messages = convo(
         ("user", summary), ("assistant", "a1 word"), ("user", "last " + long), system=long
     )
     out = compress(messages, "priority", 400)
-    assert [m["content"].split()[0] for m in out] == ["word", "[ctxcli", "last"]
+    assert [m["content"].split()[0] for m in out] == ["word", "last"]
 
 
 def test_priority_order_is_configurable() -> None:
