@@ -708,6 +708,23 @@ def test_facts_keep_packages_versions_and_paths_whole(
     assert all(f in got for f in found) and not any(f in got for f in not_found), got
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # a Claude Code report's "Facts: v3; v4; v15.5.2; v19.1.0; 3000; 3001"
+        (
+            "Next.js upgraded to v15.5.2, React to v19.1.0, Tailwind to v4",
+            ["Next.js v15.5.2", "React v19.1.0", "Tailwind v4"],
+        ),
+        ("Default port (3000) differs from documented port 3001", ["port 3000", "port 3001"]),
+        ("Use Node v20.11.1, then see line 1474.", ["Node v20.11.1", "line 1474"]),
+        ("Bump to v3.0.0rc4 now.", ["v3.0.0rc4"]),
+    ],
+)
+def test_a_version_or_number_keeps_what_it_is_of(text: str, found: list[str]) -> None:
+    assert facts(text) == found
+
+
 def test_package_pins_in_tool_output_are_no_facts() -> None:
     """A dump of pins (setup.py's extras) would crowd out the paths of tool output."""
     got = facts("extras: flake8==4.0.1, mypy==0.910 in /testbed/setup.py", strict=True)

@@ -342,8 +342,47 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         fact, end = _whole_fact(text, start, fact, previous)
         if "/" in fact:
             fact = _TRAILING.sub("", fact)  # the sentence's end: see /src/main.py.
+        elif _BARE.fullmatch(fact):
+            fact = _labelled(text, start, fact, previous)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+#: A version or a number a summary shows with what it is of (:func:`_labelled`).
+_BARE = re.compile(r"v?\d+(?:\.\d+)+(?:-?[a-z]+(?:\.?\d+)?)?|v\d+|\d{3,}")
+#: What a version is of: the name before it, with a verb of change and a
+#: preposition between (``Next.js upgraded to v15.5.2``, ``React to v19.1.0``,
+#: ``Tailwind CSS v4``); what a number is of: a port, a line, a pull request, a process
+#: (``port 3001``, ``line 1474``).
+_VERSION_OF = re.compile(
+    r"(?<![\w.@/-])((?:(?:@[a-z][\w.-]*/)?[A-Z][\w.+-]*|[a-z][\w-]*\.js)(?: [A-Z][A-Za-z]+)?)"
+    r"(?: (?:upgraded|updated|bumped|pinned|downgraded|moved|set))?"
+    r"(?: (?:to|at|is|was|from|on))?:? \(?$"
+)
+_NUMBER_OF = re.compile(r"\b(port|line|PR|pid|build|issue|ticket|row|column) \(?#?$", re.I)
+#: Capitalised words that open a sentence or a clause rather than name a thing.
+_NOT_A_NAME = frozenset(
+    "The This That It Its A An And But Or Version Step Then Now Use Using Bump Bumped "
+    "Update Updated Upgrade Upgraded Install Installed Set Run Pin Pinned Move Moved "
+    "Release Released Require Requires Required Need Needs Switch Switched".split()
+)
+
+
+def _labelled(text: str, start: int, fact: str, previous: int) -> str:
+    """``fact``, a version or a number at ``start`` of ``text``, after the name of
+    what it is of (:data:`_VERSION_OF`, :data:`_NUMBER_OF`: ``Next.js v15.5.2``,
+    ``port 3001``), which ends no earlier than ``previous`` (the end of the fact
+    before it); ``fact`` alone when no such name stands before it: a bare
+    ``v15.5.2`` or ``3001`` tells nothing of what changed."""
+    before = text[max(previous, start - 40) : start]
+    label = _NUMBER_OF.search(before) if fact[0].isdigit() and "." not in fact else None
+    if label is not None:
+        return f"{label.group(1)} {fact}"
+    named = _VERSION_OF.search(before) if not fact.isdigit() else None
+    words = named.group(1).split() if named else []
+    while words and words[0] in _NOT_A_NAME:
+        words.pop(0)  # ``Use Node v20.11.1``: Node's version
+    return " ".join([*words, fact])
 
 
 #: A number and the word after it (a quantity's shape), and what numbers a step or
