@@ -1151,8 +1151,15 @@ def test_folded_project_instructions_leave_a_trace() -> None:
         {"role": "assistant", "content": "Done: the threshold is 90 now."},
     ]
     body = SUMMARIZER.summarize(messages, previous=None, max_tokens=200, counter=COUNTER)
-    assert "- AGENTS.md instructions for /work/repo: Run npm test before every commit." in body
     assert body.startswith("User requests:\n- Set the default compaction threshold"), body
+    # the harness's, not the user's: a section of their own (they read as a request)
+    assert (
+        "\nProject instructions:\n- AGENTS.md instructions for /work/repo: Run npm test "
+        "before every commit.\n" in body
+    ), body
+    assert parse_summary(body)["instructions"] == [
+        "AGENTS.md instructions for /work/repo: Run npm test before every commit."
+    ]
 
 
 def test_a_refused_call_says_so_and_an_interruption_is_no_request() -> None:

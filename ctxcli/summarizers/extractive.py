@@ -7,6 +7,8 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   :data:`TASK_TOKENS`), then every later user request without its greetings, thanks
   and filler (:func:`ctxcli.summarizers.text.is_filler`), shortened by dropping its
   sentences of least content (:func:`ctxcli.summarizers.text.by_content`);
+- ``instructions``: what the project instructions an agent put in a user message say
+  (Codex's AGENTS.md, :func:`_instructions`): the harness's words, not a request;
 - ``actions``: every tool call as ``name(identifying arguments) → outcome``
   (:mod:`ctxcli.summarizers.records`), identical calls once with a count (``×3``),
   calls alike but for one value as one (``get_reservation_details(LQ940Q | 2FBBAH)
@@ -118,10 +120,11 @@ __all__ = [
     "shorten",
 ]
 
-SECTIONS = ("requests", "actions", "errors", "facts", "notes")
+SECTIONS = ("requests", "instructions", "actions", "errors", "facts", "notes")
 LABELS = {
     "en": {
         "requests": "User requests:",
+        "instructions": "Project instructions:",
         "actions": "Actions:",
         "errors": "Errors:",
         "facts": "Facts:",
@@ -129,6 +132,7 @@ LABELS = {
     },
     "zh": {
         "requests": "用户请求：",
+        "instructions": "项目说明：",
         "actions": "操作：",
         "errors": "错误：",
         "facts": "关键信息：",
@@ -407,8 +411,8 @@ def _eager_of(text: str, kind: str) -> tuple[tuple[str, str, int, int], ...]:
         said = _facts(_unwrapped(text))
         out += [("facts", f, ACTED, 50 + i) for i, f in enumerate(said)]
         instructions = _instructions(text)
-        if instructions:
-            out.append(("requests", instructions, ACTED, 0))
+        if instructions:  # an agent's, not the user's: no request
+            out.append(("instructions", instructions, ACTED, 0))
     elif kind in ("result", "observation"):  # not "output": its process succeeded
         found = error_lines(text, ERRORS_PER_MESSAGE)
         out += [("errors", line, ACTED, 50 + i) for i, line in enumerate(found)]
@@ -1429,7 +1433,13 @@ def _previous_items(previous: str | None) -> list[Item]:
     if not previous:
         return []
     items = []
-    tiers = {"requests": REQUESTED, "errors": ACTED, "facts": CHANGED, "notes": NOTES}
+    tiers = {
+        "requests": REQUESTED,
+        "instructions": ACTED,
+        "errors": ACTED,
+        "facts": CHANGED,
+        "notes": NOTES,
+    }
     for section, said in parse_summary(previous).items():
         for order, text in enumerate(said):
             tier = tiers.get(section, LOOKUP)

@@ -265,7 +265,7 @@ def _items_of(body: str) -> tuple[list[str], list[str]]:
 
     sections = parse_summary(body)
     items = [item for key in ("facts", "actions", "errors") for item in sections[key]]
-    return items, sections["requests"] + sections["notes"]
+    return items, sections["requests"] + sections["instructions"] + sections["notes"]
 
 
 def _word(fact: str, prose: Sequence[str]) -> str:
