@@ -307,7 +307,8 @@ def test_a_summary_in_llama_factory_parts_is_one_text_part_and_read_back_as_one(
         ]
         for i in range(6)
     ]
-    record = {"messages": [message for turn in turns for message in turn]}
+    last = [{"role": "user", "content": text("And city 9?")}]
+    record = {"messages": [message for turn in turns for message in turn] + last}
     once = _compressed_record(record, "400")
     summary = once["messages"][0]
     assert summary["content"][0]["value"].startswith("[ctxcli summary] ")
