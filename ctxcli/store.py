@@ -150,7 +150,7 @@ def restore_record(
     - tool-call arguments that are ``{"ctxcli_placeholder": <text>}``: as JSON text in
       ``tool_calls[].function.arguments`` or ``function_call.arguments``, as an object
       in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn, as
-      JSON text in a Responses ``function_call``'s ``arguments`` (a
+      JSON text in a Responses ``function_call``'s or ``mcp_call``'s ``arguments`` (a
       ``custom_tool_call``'s ``input``).
 
     There, a readable placeholder whose id is in the store is replaced by its original;
@@ -305,7 +305,11 @@ def with_originals(
 _KEEP: Any = object()
 _SHAREGPT_RESULTS = frozenset({"observation", "tool"})
 #: Where a Responses API call item holds its arguments, by its type.
-_RESPONSES_ARGUMENTS = {"function_call": "arguments", "custom_tool_call": "input"}
+_RESPONSES_ARGUMENTS = {
+    "function_call": "arguments",
+    "custom_tool_call": "input",
+    "mcp_call": "arguments",
+}
 
 
 def _gemini_answer(answer: Mapping[str, Any], restore: Any) -> Any:

@@ -241,6 +241,52 @@ def test_an_mcp_calls_output_becomes_a_placeholder_in_its_own_item(tmp_path: Pat
     assert json.loads(restored.read_text())["input"] == items
 
 
+def test_an_mcp_calls_arguments_become_a_placeholder_in_its_own_item(tmp_path: Path) -> None:
+    """The arguments of an ``mcp_call`` read as a call and a result were counted as a
+    placeholder but written back whole (the call's message stands for no item): 5,145
+    tokens written where the stats said 742. They are patched into the item now, and
+    restore puts them back."""
+    lines = (f"line {i}: print('value {i} of the long script here')" for i in range(300))
+    code = json.dumps({"code": "\n".join(lines)})
+    call = {"type": "mcp_call", "id": "mcp_A", "name": "run_code", "arguments": code}
+    answer = {"type": "output_text", "text": "done"}
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": "run the script"},
+        {**call, "output": "ok, exit 0"},
+        {"type": "message", "role": "assistant", "content": [answer]},
+        {"type": "message", "role": "user", "content": "thanks, and now?"},
+    ]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps({"input": items}) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("placeholder: {clear_inputs: true}\n")
+    args = ["compress", str(source), "-o", str(target), "-q", "--max-tokens", "1000"]
+    args += ["--config", str(config), "--placeholder-keep-recent", "0"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(target.read_text())
+    written = out["input"][1]
+    assert "ctxcli_placeholder" in written["arguments"] and len(written["arguments"]) < 3000
+    assert COUNTER.text(target.read_text()) < 1200
+    restored = tmp_path / "back.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(target), "-o", str(restored)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(restored.read_text())["input"] == items
+
+
+def test_an_mcp_call_without_an_id_is_still_its_results_call() -> None:
+    """With no ``id`` its call and result were paired by an empty id, and the summary
+    read ``search(x) → ?`` with its facts under ``results``."""
+    found = json.dumps({"results": [{"url": f"https://example.com/a/{i}"} for i in range(80)]})
+    call = {"type": "mcp_call", "name": "search", "arguments": '{"q": "x"}', "output": found}
+    conversation = responses.read({"input": [user("go"), call]}, COUNTER, path="a", line=1)
+    assert (
+        conversation.messages[1].call_ids
+        == conversation.messages[2].result_ids
+        == ("ctxcli-mcp-1",)
+    )
+
+
 def test_encrypted_content_counts_at_its_documented_cost_not_as_text() -> None:
     record = {
         "input": [

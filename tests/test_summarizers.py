@@ -719,6 +719,13 @@ def test_facts_keep_packages_versions_and_paths_whole(
         ("Default port (3000) differs from documented port 3001", ["port 3000", "port 3001"]),
         ("Use Node v20.11.1, then see line 1474.", ["Node v20.11.1", "line 1474"]),
         ("Bump to v3.0.0rc4 now.", ["v3.0.0rc4"]),
+        # a number a step's word would have given no fact at all (``[]``)
+        ("TypeError at line 1474 column 12", ["line 1474"]),
+        ("Reopened issue 9876 because tests failed", ["issue 9876"]),
+        # no label a word that names nothing gives (``I v2.1.0``, ``Smith v1.2.3``)
+        ("I upgraded to v2.1.0; If v1.2.3 fails", ["v2.1.0", "v1.2.3"]),
+        ("Error: v1.2.3 not found, we met Smith at v1.3.0", ["v1.2.3", "v1.3.0"]),
+        ("write to dev@corp.internal1 now", ["dev@corp.internal1"]),
     ],
 )
 def test_a_version_or_number_keeps_what_it_is_of(text: str, found: list[str]) -> None:

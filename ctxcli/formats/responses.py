@@ -164,7 +164,7 @@ def neutral_messages(
             i += 1
             continue
         if _answered_in_place(item):  # an mcp_call with its output: a call and a result
-            call, result = _hosted_pair(item)
+            call, result = _hosted_pair(item, i)
             if reasoning:
                 call["content"] = [_reasoning_part(items[r]) for r in reasoning]
             neutral += [call, result]
@@ -197,13 +197,14 @@ def _answered_in_place(item: Mapping[str, Any]) -> bool:
     return item["type"] == "mcp_call" and isinstance(item.get("output"), str)
 
 
-def _hosted_pair(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An ``mcp_call`` item (:func:`_answered_in_place`) as an assistant message with
-    its call (``id``: the item's ``id``) and a ``tool`` message with its ``output``: a
-    unit, so the output can become a placeholder and is kept or dropped with its call.
-    The item is written back from the ``tool`` message (its ``output`` patched), the
-    assistant message standing for no item of its own."""
-    call_id = str(item.get("id") or "")
+def _hosted_pair(item: Mapping[str, Any], at: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ``mcp_call`` item (:func:`_answered_in_place`) at position ``at`` as an
+    assistant message with its call (``id``: the item's ``id``, else one made of
+    ``at``) and a ``tool`` message with its ``output``: a unit, so the output can
+    become a placeholder and is kept or dropped with its call. The item is written back
+    from the ``tool`` message (its ``output`` patched) and the call (its ``arguments``:
+    :func:`written_items`), the assistant message standing for no item of its own."""
+    call_id = str(item.get("id") or f"ctxcli-mcp-{at}")
     arguments = item.get("arguments")
     function = {
         "name": str(item.get("name") or "mcp"),
@@ -278,15 +279,33 @@ def written_items(conversation: Conversation) -> list[tuple[Any, int | None]]:
     read from (``None`` for a message a stage wrote)."""
     items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
     sources: Sequence[Source] = conversation.meta.get("sources", ())
+    calls = _changed_in_place_calls(conversation, items, sources)
     written: list[tuple[Any, int | None]] = []
     for message in conversation.messages:
         if message.index is None:
             written.append((new_item(message), None))
-        elif not message.changed:
-            written += [(items[k], k) for k in sources[message.index]]
-        else:
-            written += [(_patched(items[k], message.data), k) for k in sources[message.index]]
+            continue
+        for k in sources[message.index]:
+            item = _patched(items[k], message.data) if message.changed else items[k]
+            written.append((_patched_call(item, calls[k]) if k in calls else item, k))
     return written
+
+
+def _changed_in_place_calls(
+    conversation: Conversation, items: Sequence[Mapping[str, Any]], sources: Sequence[Source]
+) -> dict[int, Mapping[str, Any]]:
+    """The call message a stage changed (its arguments a placeholder) of each
+    ``mcp_call`` read as a call and a result (:func:`_hosted_pair`), by the item's
+    position: the result's message writes the item, with these arguments."""
+    out: dict[int, Mapping[str, Any]] = {}
+    messages = conversation.messages
+    for call, result in zip(messages, messages[1:]):
+        if call.index is None or result.index is None or not call.changed:
+            continue
+        source = sources[result.index]
+        if len(source) == 1 and _answered_in_place(items[source[0]]):
+            out[source[0]] = call.data
+    return out
 
 
 def new_item(message: Message) -> dict[str, Any]:
@@ -310,8 +329,14 @@ def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, A
 
 
 def _patched_call(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A call item with the arguments of its call in ``data``."""
-    calls = {c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()}
+    """A call item with the arguments of its call in ``data`` (an ``mcp_call``'s the
+    one call there)."""
+    calls: dict[Any, Mapping[str, Any]] = {
+        c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()
+    }
+    if item["type"] == "mcp_call":
+        arguments = next(iter(calls.values()), {}).get("arguments")
+        return item if arguments == item.get("arguments") else {**item, "arguments": arguments}
     arguments = calls.get(item.get("call_id"), {}).get("arguments")
     if item["type"] == "function_call" and arguments != item.get("arguments"):
         return {**item, "arguments": arguments}

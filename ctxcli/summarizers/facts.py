@@ -104,10 +104,11 @@ _STREET = re.compile(
 _PHONE = re.compile(r"\+?\d{1,4}[ -]\d{3,4}[ -]\d{4}(?!\d)|(?<!\d)1[3-9]\d{9}(?!\d)")
 #: An e-mail address, of ASCII letters (``\w`` would run on into the CJK text around
 #: it: ``john.doe@example.com和jane.doe``).
-#: Its domain ends in a name of letters (RFC 1123's top-level domains are never all
-#: digits): ``react@18.2.0`` is a package's version (:data:`_PACKAGE`), no address.
+#: Its domain ends in a label that opens with a letter (RFC 1123's top-level domains
+#: are never all digits): ``react@18.2.0`` is a package's version (:data:`_PACKAGE`), no address.
 _EMAIL = re.compile(
-    r"[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9_])"
+    r"[A-Za-z0-9_.+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]"
+    r"(?![A-Za-z0-9_])"
 )
 #: A package at a version, whole: npm's ``@types/node@20.11.5``, ``react@18.2.0``,
 #: pip's ``pytest==8.3.2``, ``numpy>=1.26``; not read from tool output
@@ -332,13 +333,11 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     for start, fact in _matches(text, strict):
         if start < end or fact.lower() in _STOP:
             continue  # inside a longer fact found at an earlier position
-        if _no_quantity(fact) or _falling(fact):
+        if _no_quantity(fact) or _falling(fact) or _numbered(text, start, fact):
             continue  # a number and the next word (``4.1 section``), not a quantity
         previous, end = max(end, 0), start + len(fact)
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
-        if _QUANTITY.match(fact) and _ORDINAL.search(text, max(0, start - 8), start):
-            continue  # a step's number and the step's first word: Step 1 write
         fact, end = _whole_fact(text, start, fact, previous)
         if "/" in fact:
             fact = _TRAILING.sub("", fact)  # the sentence's end: see /src/main.py.
@@ -355,14 +354,16 @@ _BARE = re.compile(r"v?\d+(?:\.\d+)+(?:-?[a-z]+(?:\.?\d+)?)?|v\d+|\d{3,}")
 #: ``Tailwind CSS v4``); what a number is of: a port, a line, a pull request, a process
 #: (``port 3001``, ``line 1474``).
 _VERSION_OF = re.compile(
-    r"(?<![\w.@/-])((?:(?:@[a-z][\w.-]*/)?[A-Z][\w.+-]*|[a-z][\w-]*\.js)(?: [A-Z][A-Za-z]+)?)"
-    r"(?: (?:upgraded|updated|bumped|pinned|downgraded|moved|set))?"
-    r"(?: (?:to|at|is|was|from|on))?:? \(?$"
+    r"(?<![\w.@/-])((?:(?:@[a-z][\w.-]*/)?[A-Z][\w.+-]+|[a-z][\w-]*\.js)(?: [A-Z][A-Za-z]+)?)"
+    r"(?: (?:upgraded|updated|bumped|pinned|downgraded|moved|set) (?:to|at|from)| to| is)?"
+    r" \(?$"
 )
 _NUMBER_OF = re.compile(r"\b(port|line|PR|pid|build|issue|ticket|row|column) \(?#?$", re.I)
 #: Capitalised words that open a sentence or a clause rather than name a thing.
 _NOT_A_NAME = frozenset(
-    "The This That It Its A An And But Or Version Step Then Now Use Using Bump Bumped "
+    "The This That It Its A An And But Or If Maybe So Also Yes No Please Hi Hello We You He "
+    "She They Am Is Are Was Were Error Warning Note From To At On In Of For With Mr Ms Dr "
+    "Version Step Then Now Use Using Bump Bumped "
     "Update Updated Upgrade Upgraded Install Installed Set Run Pin Pinned Move Moved "
     "Release Released Require Requires Required Need Needs Switch Switched".split()
 )
@@ -392,6 +393,16 @@ _ORDINAL = re.compile(
     r"(?i)\b(?:step|phase|part|stage|option|item|section|chapter|page|line|round|level|task"
     r"|issue|no\.|number) $"
 )
+
+
+def _numbered(text: str, start: int, fact: str) -> bool:
+    """Whether ``fact`` at ``start`` of ``text`` is a number and the word after it that
+    a step or a part is numbered by (:data:`_ORDINAL`: ``Step 1 write the test``): no
+    quantity; the number alone may still be a fact (``line 1474`` of ``line 1474
+    column 12``)."""
+    return bool(_QUANTITY.match(fact)) and bool(_ORDINAL.search(text, max(0, start - 8), start))
+
+
 #: The punctuation after a path or URL that ends the sentence it is in.
 _TRAILING = re.compile(r"(?<=\w)[.,;:!?]+$")
 
