@@ -165,6 +165,18 @@ def test_an_earlier_summary_is_known_when_compressed_again(tmp_path: Path) -> No
     assert int(text.split(" earlier messages folded")[0].rpartition("] ")[2]) >= before
 
 
+def _search_call(found: str) -> dict[str, Any]:
+    """A Response's ``mcp_call`` of a web search that returned ``found``."""
+    return {
+        "type": "mcp_call",
+        "id": "mcp_1",
+        "name": "web_search_exa",
+        "arguments": '{"query": "NYC mayoral election results 2025"}',
+        "output": found,
+        "error": None,
+    }
+
+
 def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
     """A Response's ``mcp_list_tools`` and a 20 KB ``mcp_call`` were read as nothing:
     the summary was skipped and the priority stage dropped both (7,143 tokens to 400
@@ -177,14 +189,7 @@ def test_hosted_tools_items_are_summarized_as_actions(tmp_path: Path) -> None:
         {"type": "mcp_call", "id": "mcp_2", "name": "crawl", "arguments": "{}", "error": "Timeout"},
         {"type": "web_search_call", "id": "ws_1", "action": {"query": "Mamdani"}, "status": "ok"},
         reasoning(0),
-        {
-            "type": "mcp_call",
-            "id": "mcp_1",
-            "name": "web_search_exa",
-            "arguments": '{"query": "NYC mayoral election results 2025"}',
-            "output": found,
-            "error": None,
-        },
+        _search_call(found),
         {"type": "message", "role": "assistant", "content": "Zohran Mamdani won."},
         user("By how much?"),
     ]
@@ -204,15 +209,7 @@ def test_an_mcp_calls_output_becomes_a_placeholder_in_its_own_item(tmp_path: Pat
     the whole call was folded or kept whole. It is a call and its result now, written
     back as the one item with its ``output`` replaced, its other keys untouched."""
     found = json.dumps({"results": [{"url": f"https://news.example/{i}"} for i in range(300)]})
-    call = {
-        "type": "mcp_call",
-        "id": "mcp_1",
-        "name": "web_search_exa",
-        "arguments": '{"query": "NYC mayoral election results 2025"}',
-        "output": found,
-        "error": None,
-        "server_label": "dmcp",
-    }
+    call = {**_search_call(found), "server_label": "dmcp"}
     items: list[dict[str, Any]] = [
         user("Who won the election?"),
         reasoning(0),
