@@ -99,7 +99,8 @@ def write(
 
     A message no stage changed is written as the entry that was read; a changed one
     without the keys the reader added (LLaMA-Factory calls go back into parts); a
-    message a stage wrote, in a record of LLaMA-Factory parts, as one such text part.
+    summary a stage wrote or rewrote, in a record of LLaMA-Factory parts, as one such
+    text part.
     """
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
@@ -111,7 +112,7 @@ def write(
             written.append(entries[message.index])
         elif message.index is not None and message.index in added:
             written.append(_without_added(message.data, added[message.index]))
-        elif message.index is None and valued and isinstance(message.data.get("content"), str):
+        elif message.is_summary and valued and isinstance(message.data.get("content"), str):
             part = {"type": "text", "value": message.data["content"]}
             written.append({**message.data, "content": [part]})  # a summary, as its record's
         else:
