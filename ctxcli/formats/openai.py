@@ -106,13 +106,17 @@ def write(
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
     out = dict(record)
     written = []
-    valued = _value_parts(entries)
+    valued: bool | None = None  # whether the record holds LLaMA-Factory parts, once asked
     for message in conversation.messages:
         if message.index is not None and not message.changed and entries:
             written.append(entries[message.index])
         elif message.index is not None and message.index in added:
             written.append(_without_added(message.data, added[message.index]))
-        elif message.is_summary and valued and isinstance(message.data.get("content"), str):
+        elif (
+            message.is_summary
+            and isinstance(message.data.get("content"), str)
+            and (valued := _value_parts(entries) if valued is None else valued)
+        ):
             part = {"type": "text", "value": message.data["content"]}
             written.append({**message.data, "content": [part]})  # a summary, as its record's
         else:

@@ -301,13 +301,11 @@ def own_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that carry something, each once: no filler sentence
     (:func:`is_filler`), no greeting before one, no repeat (pasted code's ``return
     x*2`` twenty-five times is one)."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # in order, each once
     for sentence in sentences(text):
         if not is_filler(sentence):
-            own = _GREETING_LEAD.sub("", sentence) or sentence
-            if own not in out:
-                out.append(own)
-    return out
+            out.setdefault(_GREETING_LEAD.sub("", sentence) or sentence)
+    return list(out)
 
 
 #: A user's promise to come back with what was asked for ("Alright, I'll check my
