@@ -144,7 +144,7 @@ def test_every_real_file_compresses_with_no_flag_but_the_budget(
     """At 2000 tokens and at a quarter of its tokens every file in ../shared/data (each
     format: Claude Code, Codex, Gemini CLI, Responses, ShareGPT, tau-bench, SWE-agent)
     compresses with no other flag, its output has no problem its input did not have,
-    and with no stage changing anything the output is the input, byte for byte."""
+    the stats' tokens after are what ``count`` reads in the written file, and with no stage changing anything the output is the input, byte for byte."""
     if not source.is_file():
         pytest.skip("../shared/data is not here")
     counted = CliRunner().invoke(cli, ["count", str(source), "--format", "json"])
@@ -159,6 +159,8 @@ def test_every_real_file_compresses_with_no_flag_but_the_budget(
         assert sorted(p.reason for p in validate_file(str(out))) == problems_before
         stats = json.loads((tmp_path / "out.stats.json").read_text())
         assert stats["fallbacks"] == [] and stats["tokens"]["before"] == tokens
+        recount = CliRunner().invoke(cli, ["count", str(out), "--format", "json"])
+        assert json.loads(recount.stdout)["total"]["tokens"] == stats["tokens"]["after"]
         assert not _placeholders_no_smaller(out, tmp_path / "out.store.jsonl")
     same = CliRunner().invoke(
         cli,
