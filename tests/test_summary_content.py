@@ -1159,3 +1159,31 @@ def test_a_fact_is_said_once_whatever_its_case() -> None:
     ]
     body = _summary(messages, 200)
     assert body.lower().count("certificate 7504069 $250") == 1, body
+
+
+def test_the_facts_the_user_typed_come_before_the_actions_of_their_tier() -> None:
+    # tau-bench run 125: "proceed with $628 using my card ending in 7334", then a
+    # booking whose arguments fill the room. At 1300 tokens the priority stage kept that
+    # message whole; at 1400 the summary that folded it had room for the booking alone,
+    # and a larger budget kept fewer facts. Typed facts cost a few tokens each.
+    call = {"id": "c1", "type": "function"}
+    booking = {
+        "user_id": "aarav_ahmed_6699",
+        "origin": "JFK",
+        "destination": "SFO",
+        "flights": [{"flight_number": "HAT083", "date": "2024-05-24"}],
+        "passengers": [{"first_name": "Daiki", "last_name": "Li", "dob": "1980-12-24"}],
+        "payment_methods": [{"payment_id": "credit_card_9074831", "amount": 628}],
+    }
+    call["function"] = {"name": "book_reservation", "arguments": json.dumps(booking)}
+    messages: Messages = [
+        {"role": "user", "content": "Book me a flight from JFK to SFO on May 24."},
+        {"role": "user", "content": "Yes, proceed with $628 using my card ending in 7334."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"reservation_id": "HATHAT"}'},
+    ]
+    whole = _summary(messages, 400)
+    assert "$628" in whole and "7334" in whole and "book_reservation(" in whole
+    head = whole.partition("\nActions:")[0]
+    tight = _summary(messages, COUNTER.text(head + "\nActions: book_reservation(…) → ok") + 12)
+    assert "7334" in tight and "$628" in tight, tight

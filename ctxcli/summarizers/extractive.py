@@ -24,8 +24,9 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
 task; then the facts the user typed with a digit in them (but those a later call of
-this tier or the next shows), the error lines, the calls that changed state or failed
-(what was acted on, and its arguments); then the calls that tried to change state and
+this tier or the next shows; first in their tier, as they cost a few tokens each:
+:func:`_first_rank`), the error lines, the calls that changed state or failed (what
+was acted on, and its arguments); then the calls that tried to change state and
 failed (a booking refused changed nothing: a cancellation made before it says more);
 then the records of what the state-changing calls returned (the final state of what
 changed) and of the look-ups of what the user named (:func:`_user_named`: what they
@@ -1394,7 +1395,7 @@ def _stream(
     names, paired = results
     names = _polled_names(texts, names, paired)
     named = _user_named(texts, kinds, paired)
-    first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=Item.rank)
+    first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=_first_rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
@@ -1402,6 +1403,14 @@ def _stream(
         elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
+
+
+def _first_rank(item: Item) -> tuple[int, int, int, int]:
+    """Sort key of the first tiers' items: :meth:`Item.rank`, but the facts the user
+    typed before the actions of their tier (a few tokens each, where an action with
+    its arguments takes tens)."""
+    tier, newest, order = item.rank()
+    return tier, item.section != "facts", newest, order
 
 
 #: A word that holds a fact: one with two or more digits (an id, a number, a date's
