@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -1187,3 +1187,25 @@ def test_the_facts_the_user_typed_come_before_the_actions_of_their_tier() -> Non
     head = whole.partition("\nActions:")[0]
     tight = _summary(messages, COUNTER.text(head + "\nActions: book_reservation(…) → ok") + 12)
     assert "7334" in tight and "$628" in tight, tight
+
+
+class _JoinCounter:
+    """:data:`COUNTER`, but the card's record with the flight beside it (only the
+    joined body has both) 20 tokens more: a join its parts undercount."""
+
+    def text(self, text: str) -> int:
+        extra = 20 if "credit_card_9074831" in text and "HAT083" in text else 0
+        return COUNTER.text(text) + extra
+
+
+def test_an_item_taken_off_for_the_joined_count_gives_back_the_facts_it_replaced() -> None:
+    # tau-bench run 125 at 1550 tokens: the card's record took the place of the bare
+    # 7334 the user typed, then went itself when the joined body counted over.
+    counter = cast(TokenCounter, _JoinCounter())
+    labels = {"facts": "Facts:"}
+    typed = Item("facts", "7334", ACTED, 3, 0, 0)
+    flight = Item("facts", "HAT083", ACTED, 2, 0, 0)
+    card = Item("facts", "credit_card_9074831: mastercard, 7334", REST, 1, 0, 0)
+    room = COUNTER.text("Facts: 7334; HAT083; credit_card_9074831: mastercard, 7334")
+    body = _render([typed, flight, card], labels, room, counter)
+    assert body == "Facts: HAT083; 7334"

@@ -1724,8 +1724,10 @@ def _render(
     counted together as the joined body has them, less the bare facts taken before
     that the item says (:func:`_costed`: they go when it comes); the first that does
     not fit is cut to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or
-    more), so a larger bound shows more of it. The joined text is measured at the end."""
+    more), so a larger bound shows more of it. The joined text is measured at the end:
+    an item taken off for it gives back the bare facts it took the place of."""
     picked: list[Item] = []
+    displaced: dict[int, list[Item]] = {}  # id of an item taken: the bare facts it said
     used = 0
     for item, lead, cost, said in _costed(ranked, labels, counter):
         if used + cost > max_tokens:
@@ -1741,11 +1743,13 @@ def _render(
             break
         if said:
             picked = _without(picked, said)
+            displaced[id(item)] = said
         picked.append(item)
         used += cost
     text = _text(picked, labels)
     while picked and counter.text(text) > max_tokens:
-        picked.pop()  # counts of parts can undercount their join by a token or two
+        # counts of parts can undercount their join by a token or two
+        picked += displaced.pop(id(picked.pop()), [])
         text = _text(picked, labels)
     return text
 
