@@ -1190,18 +1190,21 @@ def test_the_facts_the_user_typed_come_before_the_actions_of_their_tier() -> Non
 
 
 class _JoinCounter:
-    """:data:`COUNTER`, but the card's record with the flight beside it (only the
-    joined body has both) 20 tokens more: a join its parts undercount."""
+    """:data:`COUNTER`, but a text with both ``first`` and ``second`` (only the joined
+    body has both) ``extra`` tokens more: a join its parts undercount."""
+
+    def __init__(self, first: str, second: str, extra: int) -> None:
+        self.first, self.second, self.extra = first, second, extra
 
     def text(self, text: str) -> int:
-        extra = 20 if "credit_card_9074831" in text and "HAT083" in text else 0
-        return COUNTER.text(text) + extra
+        both = self.first in text and self.second in text
+        return COUNTER.text(text) + (self.extra if both else 0)
 
 
 def test_an_item_taken_off_for_the_joined_count_gives_back_the_facts_it_replaced() -> None:
     # tau-bench run 125 at 1550 tokens: the card's record took the place of the bare
     # 7334 the user typed, then went itself when the joined body counted over.
-    counter = cast(TokenCounter, _JoinCounter())
+    counter = cast(TokenCounter, _JoinCounter("credit_card_9074831", "HAT083", 20))
     labels = {"facts": "Facts:"}
     typed = Item("facts", "7334", ACTED, 3, 0, 0)
     flight = Item("facts", "HAT083", ACTED, 2, 0, 0)
@@ -1209,3 +1212,18 @@ def test_an_item_taken_off_for_the_joined_count_gives_back_the_facts_it_replaced
     room = COUNTER.text("Facts: 7334; HAT083; credit_card_9074831: mastercard, 7334")
     body = _render([typed, flight, card], labels, room, counter)
     assert body == "Facts: HAT083; 7334"
+
+
+def test_a_cut_item_the_joined_count_finds_over_is_cut_shorter_not_left_out() -> None:
+    # tau-bench run 50 at 1500 tokens: the label of a bare fact an action took the place
+    # of was counted with it, the joined body came out two tokens over, and the profile
+    # cut to the room left went whole, address and all.
+    counter = cast(TokenCounter, _JoinCounter("HAT083", "get_user_details", 3))
+    labels = {"facts": "Facts:"}
+    flight = Item("facts", "HAT083", ACTED, 2, 0, 0)
+    profile = "get_user_details: name Mia Li, address 975 Sunset Drive Suite 217 Austin TX 78750"
+    record = Item("facts", profile + ", mia.li3818@example.com, 1990-04-05", REST, 1, 0, 0)
+    room = COUNTER.text(f"Facts: {profile} …; HAT083")  # the address fits, but not +3
+    body = _render([flight, record], labels, room, counter)
+    assert body == "Facts: get_user_details: name Mia Li …; HAT083"
+    assert counter.text(body) <= room

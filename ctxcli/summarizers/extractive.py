@@ -1723,23 +1723,22 @@ def _render(
     separator, and their section's label with the first: :func:`_lead`), the two
     counted together as the joined body has them, less the bare facts taken before
     that the item says (:func:`_costed`: they go when it comes); the first that does
-    not fit is cut to the room left (:func:`_cut_to`, when :data:`MIN_CUT_TOKENS` or
-    more), so a larger bound shows more of it. The joined text is measured at the end:
-    an item taken off for it gives back the bare facts it took the place of."""
+    not fit is cut to the room left (:func:`_cut_item`), so a larger bound shows more
+    of it. The joined text is measured at the end, as counts of parts can undercount
+    their join by a token or two (a label that went with a bare fact an item took the
+    place of): the cut item is cut to as much less, and an item taken off for it gives
+    back the bare facts it took the place of."""
     picked: list[Item] = []
     displaced: dict[int, list[Item]] = {}  # id of an item taken: the bare facts it said
     used = 0
+    cut: tuple[Item, Item, str, int] | None = None  # (cut, its item, lead, room)
     for item, lead, cost, said in _costed(ranked, labels, counter):
         if used + cost > max_tokens:
             room = max_tokens - used
-            inline = item.section in _INLINE
-            cut = ""
-            if room >= MIN_CUT_TOKENS and item.section == "actions":
-                cut = _cut_call(item.text, room, counter, lead)
-            if room >= MIN_CUT_TOKENS and not cut:
-                cut = _cut_to(item.text, room, counter, lead, values=inline)
-            if _cut_says(cut, item):
-                picked.append(dataclasses.replace(item, text=cut))
+            shorter = _cut_item(item, room, lead, counter)
+            if shorter is not None:
+                picked.append(shorter)
+                cut = (shorter, item, lead, room)
             break
         if said:
             picked = _without(picked, said)
@@ -1747,11 +1746,30 @@ def _render(
         picked.append(item)
         used += cost
     text = _text(picked, labels)
-    while picked and counter.text(text) > max_tokens:
-        # counts of parts can undercount their join by a token or two
-        picked += displaced.pop(id(picked.pop()), [])
+    while picked and (over := counter.text(text) - max_tokens) > 0:
+        last = picked.pop()
+        if cut is not None and last is cut[0]:
+            shorter = _cut_item(cut[1], cut[3] - over, cut[2], counter)
+            if shorter is not None:
+                picked.append(shorter)
+                cut = (shorter, cut[1], cut[2], cut[3] - over)
+        else:
+            picked += displaced.pop(id(last), [])
         text = _text(picked, labels)
     return text
+
+
+def _cut_item(item: Item, room: int, lead: str, counter: TokenCounter) -> Item | None:
+    """``item`` cut to ``room`` tokens with its ``lead`` (an action by
+    :func:`_cut_call`, else, or when that leaves nothing, by :func:`_cut_to`), ``None``
+    when the room is under :data:`MIN_CUT_TOKENS` or the cut says nothing of it
+    (:func:`_cut_says`)."""
+    if room < MIN_CUT_TOKENS:
+        return None
+    cut = _cut_call(item.text, room, counter, lead) if item.section == "actions" else ""
+    if not cut:
+        cut = _cut_to(item.text, room, counter, lead, values=item.section in _INLINE)
+    return dataclasses.replace(item, text=cut) if _cut_says(cut, item) else None
 
 
 def _costed(
