@@ -315,6 +315,19 @@ def test_tau_bench_never_keeps_fewer_facts_with_a_larger_budget_by_default() -> 
     assert losses == {}
 
 
+def test_tau_bench_runs_that_lost_facts_between_close_budgets_no_longer_do() -> None:
+    """Every 50 tokens from 1200 to 1650, the runs that lost what a budget 50 or 100
+    tokens smaller kept: 125 the ``$628`` and ``7334`` the user typed (at 1400, to a
+    booking that filled the room; at 1550, to the card's record, taken off when the
+    joined body counted over), 100 the flights the user chose (a booking cut before
+    them), 50 its profile (cut, then left out for two tokens). Run 58 still loses a date
+    at 1600: its booking, cut, keeps its outcome ("→ Error: payment amount does not add
+    up") in place of its last arguments."""
+    runs = _tau(126)
+    losses = {k: lost for k in (50, 100, 125) if (lost := _losses(runs[k], range(1200, 1700, 50)))}
+    assert losses == {}
+
+
 @pytest.mark.parametrize(
     "name",
     [

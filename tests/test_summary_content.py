@@ -1227,3 +1227,30 @@ def test_a_cut_item_the_joined_count_finds_over_is_cut_shorter_not_left_out() ->
     body = _render([flight, record], labels, room, counter)
     assert body == "Facts: get_user_details: name Mia Li …; HAT083"
     assert counter.text(body) <= room
+
+
+def test_a_bare_fact_the_user_typed_stays_beside_a_call_cut_before_it() -> None:
+    # tau-bench run 100: "I'll go with the first option, Flight HAT136 & HAT039", then
+    # the booking. At 1350 tokens the booking was cut before its flights, and the
+    # flights the user chose, left out as the call showed them, were lost.
+    call = {"id": "c1", "type": "function"}
+    booking = {
+        "user_id": "mia_li_3668",
+        "origin": "JFK",
+        "destination": "SEA",
+        "flight_type": "one_way",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT136"}, {"flight_number": "HAT039"}],
+    }
+    call["function"] = {"name": "book_reservation", "arguments": json.dumps(booking)}
+    messages: Messages = [
+        {"role": "user", "content": "Book me a flight from New York to Seattle."},
+        {"role": "user", "content": "I'll go with the first option, Flight HAT136 & HAT039."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"reservation_id": "HATHAT"}'},
+    ]
+    whole = _summary(messages, 400)
+    assert "Facts:" not in whole and "economy, HAT136, HAT039)" in whole  # said once
+    task = "User requests:\n- Book me a flight from New York to Seattle."
+    tight = _summary(messages, COUNTER.text(task + "\nActions: book_reservation(…) → ok") + 12)
+    assert tight.startswith(task) and tight.endswith("Facts: HAT136; HAT039"), tight

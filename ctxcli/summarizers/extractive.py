@@ -23,9 +23,10 @@ Each folded message gives **items** (:func:`_items`), each for one section:
   cannot be done: :data:`_REFUSAL`).
 
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
-task; then the facts the user typed with a digit in them (but those a later call of
-this tier or the next shows; first in their tier, as they cost a few tokens each:
-:func:`_first_rank`), the error lines, the calls that changed state or failed (what
+task; then the facts the user typed with a digit in them (but the labelled ones a
+later call of this tier or the next shows; a bare one goes when such a call is taken
+whole, so a call cut to fit does not lose it; first in their tier, as they cost a few
+tokens each: :func:`_first_rank`), the error lines, the calls that changed state or failed (what
 was acted on, and its arguments); then the calls that tried to change state and
 failed (a booking refused changed nothing: a cancellation made before it says more);
 then the records of what the state-changing calls returned (the final state of what
@@ -1311,11 +1312,16 @@ def _typed_tier(fact: str, position: int, actions: Sequence[Item]) -> int | None
     """The tier of a ``fact`` the user typed in message ``position`` (the first tiers'
     facts are all typed: :func:`_eager_of`): :data:`ACTED`;
     :data:`REST` for one without a digit (``New York``, ``Gift Card``: a place or a
-    word the requests say in context, no id), ``None`` when a later call that changes
-    state or failed, or a later look-up of what the user named, shows it
-    (``book_reservation(mia_li_3668, …)``: of its tier or the next, newer)."""
+    word the requests say in context, no id), ``None`` for a labelled one when a later
+    call that changes state or failed, or a later look-up of what the user named,
+    shows it (``book_reservation(mia_li_3668, …)``: of its tier or the next, newer). A
+    bare one (``HAT136``) stays: it goes when that call is taken whole
+    (:func:`_costed`), and stays beside it cut (tau-bench run 100 at 1350 tokens cut
+    the booking before the flights the user chose, which 1300 kept in their words)."""
     if not _DIGIT.search(fact):
         return REST
+    if _bare(Item("facts", fact, ACTED, position, 0, 0)):
+        return ACTED
     shown = any(
         a.tier in (ACTED, NAMED) and a.position > position and fact in a.text for a in actions
     )
