@@ -1473,6 +1473,47 @@ def test_an_older_plan_update_says_only_the_steps_it_moved() -> None:
     ], body
 
 
+def test_a_failed_call_ranks_before_the_plan_updates_a_later_one_superseded() -> None:
+    """Claude Code session 5c0375b4 at a quarter of its tokens: the summary kept the
+    two oldest to-do updates and cut the sub-agent call that failed with
+    ``InputValidationError`` (the one thing not to do again). A superseded plan update
+    ranks after the calls that failed to change state; the newest is where the run
+    stands and stays with the other acts."""
+
+    def todos(*statuses: str) -> dict[str, Any]:
+        steps = ("Discover commands", "Analyze structure", "Update CLAUDE.md")
+        return {"todos": [{"content": c, "status": s} for c, s in zip(steps, statuses)]}
+
+    error = "InputValidationError: Task failed: The required parameter `prompt` is missing"
+    steps = [
+        ("TodoWrite", todos("pending", "pending", "pending"), "ok"),
+        ("TodoWrite", todos("in_progress", "pending", "pending"), "ok"),
+        ("Task", {"description": "Analyze structure"}, f"<tool_use_error>{error}</tool_use_error>"),
+        ("TodoWrite", todos("completed", "completed", "completed"), "ok"),
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Update CLAUDE.md."}]
+    for n, (name, arguments, result) in enumerate(steps):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": result})
+    messages[6]["is_error"] = True  # as the Claude Code reader marks a failed result
+
+    def summary(bound: int) -> str:
+        return SUMMARIZER.summarize(messages, previous=None, max_tokens=bound, counter=COUNTER)
+
+    newest = "Update CLAUDE.md [completed]) → ok"
+    whole = summary(400)
+    assert "[pending]" in whole and error in whole and newest in whole, whole
+    failed = f"Task(Analyze structure) → {error}"
+    latest = whole.rpartition("; ")[2]
+    # (items are costed one by one, so the parts may count a token or two more)
+    body = summary(
+        COUNTER.text(f"User requests:\n- Update CLAUDE.md.\nActions: {failed}; {latest}") + 3
+    )
+    assert failed in body and latest in body and "[pending]" not in body, body
+
+
 def test_a_sub_agents_report_is_read_as_an_answer() -> None:
     """Claude Code's Task results (a sub-agent's findings: "Next.js: 15.5.2 (upgraded
     from documented v14)") came out as "Task(…) → ok" with only "v14; v3" as facts."""

@@ -25,10 +25,12 @@ Each folded message gives **items** (:func:`_items`), each for one section:
 The **ranking** (:func:`_rank`) is fixed by the messages alone (:data:`ORDER`): the
 task; then the facts the user typed with a digit in them (but the labelled ones a
 later call of this tier or the next shows; a bare one goes when such a call is taken
-whole, so a call cut to fit does not lose it; first in their tier, as they cost a few
-tokens each: :func:`_first_rank`), the error lines, the calls that changed state or failed (what
-was acted on, and its arguments); then the calls that tried to change state and
-failed (a booking refused changed nothing: a cancellation made before it says more);
+whole, so a call cut to fit does not lose it; first in their tier, as they cost a
+few tokens each: :func:`_first_rank`), the error lines, the calls that changed state or failed (what
+was acted on, and its arguments; the failed first); then the calls that tried to
+change state and failed (a booking refused changed nothing: a cancellation made
+before it says more), and after them the plan updates a later one superseded (a
+to-do list's older states: the newest says where the run stands);
 then the records of what the state-changing calls returned (the final state of what
 changed) and of the look-ups of what the user named (:func:`_user_named`: what they
 asked about), the amounts the assistant stated (:data:`_AMOUNT`: totals and prices it
@@ -945,8 +947,8 @@ def _actions(
     """One item per distinct call, at the place of its last use, with its outcome
     (:func:`ctxcli.summarizers.records.outcome`) from its result; a call that changed
     state, or a look-up that failed, is of :data:`ACTED`, one that failed to change
-    state of :data:`TRIED`, a look-up of what the user named of :data:`NAMED`, another
-    of :data:`LOOKUP`. A call that
+    state, or a plan update a later one superseded, of :data:`TRIED`, a look-up of
+    what the user named of :data:`NAMED`, another of :data:`LOOKUP`. A call that
     differs from the next of its name in an argument or two says only that
     (:func:`_as_next`); calls that differ in one value alone are one item
     (:func:`_merged`)."""
@@ -1034,7 +1036,7 @@ def _made(
     calls = _polls_told(calls)
     made = []
     plans = _plan_changes(calls)
-    for j, (name, arguments, said, i, tier) in enumerate(calls):
+    for j, (name, arguments, said, i, tier) in enumerate(_superseded(calls, plans)):
         shown = plans.get(j) or _as_next(calls, j) or _arguments(arguments)
         if not shown and said == "ok" and tier == LOOKUP and arguments.strip("{} "):
             continue  # told by nothing: a thought with no fact in it
@@ -1050,6 +1052,18 @@ def _call_tier(name: str, said: str, *, asked: bool) -> int:
     if rec.changes_state(name):
         return TRIED if failed else ACTED
     return ACTED if failed else NAMED if asked else LOOKUP
+
+
+def _superseded(
+    calls: Sequence[tuple[str, str, str, int, int]], plans: Mapping[int, str]
+) -> list[tuple[str, str, str, int, int]]:
+    """``calls`` (name, arguments, outcome, message, tier), the plan updates a later
+    one superseded (``plans``, :func:`_plan_changes`) of :data:`TRIED` where they were
+    of :data:`ACTED`: a to-do list's older state is not where the run stands."""
+    return [
+        (*call[:4], TRIED) if j in plans and call[4] == ACTED else call
+        for j, call in enumerate(calls)
+    ]
 
 
 def _plan_changes(calls: Sequence[tuple[str, str, str, int, int]]) -> dict[int, str]:
@@ -1412,11 +1426,18 @@ def _stream(
 
 
 def _first_rank(item: Item) -> tuple[int, int, int, int]:
-    """Sort key of the first tiers' items: :meth:`Item.rank`, but the facts the user
-    typed before the actions of their tier (a few tokens each, where an action with
-    its arguments takes tens)."""
+    """Sort key of the first tiers' items: :meth:`Item.rank`, but within a tier the
+    facts the user typed first (a few tokens each, where an action with its arguments
+    takes tens), then the error lines and the calls whose outcome is an error
+    (:data:`ctxcli.summarizers.records.ERROR_OUTCOME`: what not to do again), then the
+    rest."""
     tier, newest, order = item.rank()
-    return tier, item.section != "facts", newest, order
+    if item.section == "facts":
+        return tier, 0, newest, order
+    failed = item.section == "errors" or (
+        rec.ERROR_OUTCOME.search(item.text.rpartition(" → ")[2]) is not None
+    )
+    return tier, 1 if failed else 2, newest, order
 
 
 #: A word that holds a fact: one with two or more digits (an id, a number, a date's
