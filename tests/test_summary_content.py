@@ -1254,3 +1254,29 @@ def test_a_bare_fact_the_user_typed_stays_beside_a_call_cut_before_it() -> None:
     task = "User requests:\n- Book me a flight from New York to Seattle."
     tight = _summary(messages, COUNTER.text(task + "\nActions: book_reservation(…) → ok") + 12)
     assert tight.startswith(task) and tight.endswith("Facts: HAT136; HAT039"), tight
+
+
+def test_opaque_ids_in_a_tools_output_rank_after_its_other_facts_and_the_users_questions() -> None:
+    # A Codex session's grep over fixture files: its Facts line opened with session
+    # UUIDs and Anthropic tool-use ids, which name nothing the next step can use.
+    grep = (
+        "tests/fixtures/session-624a4a58.jsonl:3: 624a4a58-b34c-462d-a70d-13421c8125a8\n"
+        "tests/fixtures/session-624a4a58.jsonl:9: toolu_bdrk_01M6PWVSrj68MBb6U3u8oDCX\n"
+        "src/utils/config.ts:12: const LIMIT_2026 = 90\n"
+    )
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "exec_command", "arguments": '{"cmd": "rg -n compact"}'}
+    messages: Messages = [
+        {"role": "user", "content": "Find where the compaction threshold is set."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": grep},
+        {"role": "user", "content": "And the default?"},
+    ]
+    whole = _summary(messages, 400)
+    assert "2 files: tests/fixtures/session-624a4a58.jsonl, src/utils/config.ts" in whole
+    assert whole.endswith(
+        "\nFacts: LIMIT_2026; 624a4a58-b34c-462d-a70d-13421c8125a8; "
+        "toolu_bdrk_01M6PWVSrj68MBb6U3u8oDCX"
+    ), whole
+    tight = _summary(messages, COUNTER.text(whole.partition("; 624a4a58-")[0]) + 3)
+    assert tight.endswith("\nFacts: LIMIT_2026") and "- And the default?" in tight, tight

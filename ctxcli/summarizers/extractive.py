@@ -46,7 +46,8 @@ tau-bench at 2000 tokens lost to the flights its searches listed); then the rest
 (other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantities the
 assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
-the question it answered); then the assistant's notes. Within a tier the newest come
+the question it answered) and the opaque ids of a tool's output (:data:`_OPAQUE_ID`:
+UUIDs, API message ids); then the assistant's notes. Within a tier the newest come
 first, but for the final state of what changed, where the messages whose items hold
 the most words that hold a fact per character come first, each message's items together
 (:func:`_by_density`: the most facts a bound can hold). An item already said (the same
@@ -475,10 +476,30 @@ def _later_request(text: str) -> list[tuple[str, str, int]]:
 
 
 def _later_result(text: str) -> list[tuple[str, str, int]]:
+    """The records of a JSON result, else the facts of its text (at most
+    :data:`FACTS_PER_MESSAGE`): the opaque ids among them (:data:`_OPAQUE_ID`) last and
+    of :data:`COUNTED`, after the rest and the user's short questions."""
     value = rec.parse_json(text)
     if value is not None:
         return [("facts", r, REST) for r in rec.records(value, "result")]
-    return [("facts", f, REST) for f in _facts(text, strict=True)[:FACTS_PER_MESSAGE]]
+    found = _facts(text, strict=True)
+    opaque = [f for f in found if _OPAQUE_ID.fullmatch(f)]
+    if opaque:
+        found = [f for f in found if not _OPAQUE_ID.fullmatch(f)] + opaque
+    return [
+        ("facts", f, COUNTED if _OPAQUE_ID.fullmatch(f) else REST)
+        for f in found[:FACTS_PER_MESSAGE]
+    ]
+
+
+#: An id a machine made that names nothing a reader knows: a UUID, an API's message or
+#: tool-call id (``toolu_bdrk_01M6PW…``, ``msg_…``, ``call_…``). Found in a tool's output
+#: (a Codex session's grep over fixture files listed ten), it says less than a path; one
+#: the user typed, or a call passed, ranks with those.
+_OPAQUE_ID = re.compile(
+    r"(?i:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+    r"|(?:toolu|msg|call|chatcmpl|resp|fc|rs|req|run|thread|asst)_(?:bdrk_|vrtx_)?[A-Za-z0-9]{16,}"
+)
 
 
 #: A fenced code block of Markdown, and a sentence that is code, JSON or a heading
