@@ -138,11 +138,12 @@ def restore_record(
     The rule: restore looks only where the placeholder stage writes placeholders, and
     only at text that looks like one (begins ``[ctxcli placeholder ``):
 
-    - the whole string ``content`` of a tool result: a message whose ``role`` is
-      ``tool`` or ``function`` (OpenAI, SWE-agent), a ``tool_result`` block (Anthropic,
-      Claude Code), a ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``),
-      the ``output`` of a Responses API call's output item or of an ``mcp_call``
-      (which holds its own output); the text of a Gemini
+    - the whole string ``content`` of a tool result, or its one LLaMA-Factory part's
+      ``value``: a message whose ``role`` is ``tool`` or ``function`` (OpenAI,
+      SWE-agent, LLaMA-Factory), a ``tool_result`` block (Anthropic, Claude Code), a
+      ShareGPT turn ``from`` ``observation`` or ``tool`` (its ``value``), the
+      ``output`` of a Responses API call's output item or of an ``mcp_call`` (which
+      holds its own output); the text of a Gemini
       ``functionResponse``'s ``response`` that is ``{"output" | "error": text}``
       (:func:`ctxcli.formats.gemini.response_of` puts the original back), and of the
       one ``functionResponse`` of a Gemini CLI tool call's ``result`` (whose original
@@ -237,7 +238,7 @@ class _Restorer:
         """The tool-result places of ``value`` (see :func:`restore_record`)."""
         out: dict[str, Any] = {}
         if value.get("role") in TOOL_ROLES or value.get("type") == "tool_result":
-            out["content"] = self.original(value.get("content"))
+            out["content"] = self._content(value.get("content"))
         if value.get("from") in _SHAREGPT_RESULTS:
             out["value"] = self.original(value.get("value"))
         if value.get("type") in responses.OUTPUTS or value.get("type") == "mcp_call":
@@ -248,6 +249,21 @@ class _Restorer:
         if isinstance(value.get("result"), list):
             out["result"] = _gemini_result(value["result"], self.original)
         return out
+
+    def _content(self, content: Any) -> Any:
+        """A tool result's ``content`` restored: a placeholder text, or one
+        LLaMA-Factory part holding it (``[{"type": "text", "value": …}]``, as
+        :func:`ctxcli.formats.openai.write` puts one in a record of such parts), whose
+        original is the whole content; ``_KEEP`` for any other."""
+        if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
+            text = content[0].get("value")
+            if not isinstance(text, str):
+                return _KEEP
+            found = self.original(text)
+            if isinstance(found, str):
+                return [{**content[0], "value": found}]
+            return found
+        return self.original(content)
 
     def _calls(self, value: Mapping[str, Any]) -> dict[str, Any]:
         """The tool-call argument places of ``value`` (see :func:`restore_record`)."""

@@ -590,3 +590,39 @@ def test_a_local_shell_call_keeps_its_action_and_the_stats_count_what_is_written
     counted = CliRunner().invoke(cli, ["count", str(out)])
     assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1]
     assert "ctxcli_placeholder" not in out.read_text()
+
+
+def test_a_llama_factory_tool_result_placeholder_is_one_part_and_restores(
+    tmp_path: Path,
+) -> None:
+    """In a record of LLaMA-Factory parts (``[{"type": "text", "value": …}]``) a tool
+    result's placeholder was a plain string, which a loader that reads only parts
+    (LLaMA-Factory v1's messages format) cannot take. It is one part like the first of
+    those it replaced, the stats count it as written, and restore gives the parts back."""
+
+    def parts(text: str, kind: str = "text") -> list[dict[str, Any]]:
+        return [{"type": kind, "value": text}]
+
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
+    messages = [
+        {"role": "system", "content": parts("You read files.")},
+        {"role": "user", "content": parts("Read big.py.")},
+        {"role": "assistant", "content": parts("Reading."), "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": parts(_file_text(200), "observation")},
+        {"role": "assistant", "content": parts("It defines 200 functions.")},
+        {"role": "user", "content": parts("Which is the last?")},
+        {"role": "assistant", "content": parts("f_199.")},
+        {"role": "user", "content": parts("Thanks.")},
+    ]
+    source = tmp_path / "lf.jsonl"
+    out = _compressed(source, {"messages": messages}, 1500)
+    written = read_jsonl(out)[0]["messages"][3]["content"]
+    assert len(written) == 1 and written[0]["type"] == "observation", written
+    assert written[0]["value"].startswith("[ctxcli placeholder id="), written
+    stats = json.loads((tmp_path / "lf.out.stats.json").read_text())
+    counted = CliRunner().invoke(cli, ["count", str(out)])
+    assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1]
+    restored = CliRunner().invoke(cli, ["restore", str(out)])
+    assert restored.exit_code == 0, restored.output
+    assert json.loads(restored.stdout) == json.loads(source.read_text())

@@ -19,7 +19,8 @@ Two close relatives read as this format too:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxcli.errors import InputError
@@ -100,29 +101,53 @@ def write(
     A message no stage changed is written as the entry that was read; a changed one
     without the keys the reader added (LLaMA-Factory calls go back into parts); a
     summary a stage wrote or rewrote, in a record of LLaMA-Factory parts, as one such
-    text part.
+    text part; the text that took the place of a tool result's LLaMA-Factory parts
+    (its placeholder) as one part like its first (:func:`as_value_part`).
     """
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
     out = dict(record)
-    written = []
-    valued: bool | None = None  # whether the record holds LLaMA-Factory parts, once asked
-    for message in conversation.messages:
-        if message.index is not None and not message.changed and entries:
-            written.append(entries[message.index])
-        elif message.index is not None and message.index in added:
-            written.append(_without_added(message.data, added[message.index]))
-        elif (
-            message.is_summary
-            and isinstance(message.data.get("content"), str)
-            and (valued := _value_parts(entries) if valued is None else valued)
-        ):
-            part = {"type": "text", "value": message.data["content"]}
-            written.append({**message.data, "content": [part]})  # a summary, as its record's
-        else:
-            written.append(message.data)
+    valued = functools.cache(lambda: _value_parts(entries))  # asked at most once
+    written = [_written(m, entries, added, valued) for m in conversation.messages]
     out[messages_key or DEFAULT_KEY] = written
     return out
+
+
+def _written(
+    message: Message,
+    entries: Sequence[Any],
+    added: Mapping[int, tuple[str, ...]],
+    valued: Callable[[], bool],
+) -> Any:
+    """What :func:`write` puts out for ``message``, given the record's ``entries``
+    read, the keys the reader ``added`` to each, and whether the record holds
+    LLaMA-Factory parts (``valued``)."""
+    content = message.data.get("content")
+    if message.index is not None and not message.changed and entries:
+        return entries[message.index]
+    if message.index is not None and message.index in added:
+        return _without_added(message.data, added[message.index])
+    if message.role in ("tool", "function") and isinstance(content, str) and entries:
+        was = entries[message.index] if message.index is not None else None
+        part = as_value_part(was.get("content") if isinstance(was, Mapping) else None)
+        if part is not None:
+            return {**message.data, "content": [{**part, "value": content}]}
+    if message.is_summary and isinstance(content, str) and valued():
+        part = {"type": "text", "value": content}
+        return {**message.data, "content": [part]}  # a summary, as its record's
+    return message.data
+
+
+def as_value_part(content: Any) -> dict[str, Any] | None:
+    """The first part of ``content`` when it is a list of LLaMA-Factory parts
+    (``[{"type": "text", "value": …}]``), without its ``value``: the shape a text
+    written in their place takes, so a loader that reads only parts reads it; ``None``
+    for any other content."""
+    if not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(p, Mapping) and "value" in p for p in content):
+        return None
+    return {k: v for k, v in content[0].items() if k != "value"}
 
 
 def _value_parts(entries: Sequence[Any]) -> bool:
