@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1593,3 +1594,36 @@ def test_a_long_command_keeps_the_names_of_the_files_it_reads() -> None:
     assert arguments_text(json.dumps({"cmd": cmd})) == "sed -n '1,220p' /Users/…/SKILL.md"
     short = "cat src/a/b.py"  # short enough: as it is
     assert arguments_text(json.dumps({"cmd": short})) == short
+
+
+def _texts_of(value: Any) -> list[str]:
+    """Every string in a parsed JSON ``value``, and each JSON object's text."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [json.dumps(value)] + [t for v in value.values() for t in _texts_of(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts_of(v)]
+    return []
+
+
+def test_a_later_tiers_pass_skips_only_messages_that_cannot_give_it(data: Path) -> None:
+    """A later tier's pass reads only the kinds of message whose reader can give it
+    (``_LATER_TIERS``): every text of the real data and the samples, read as each kind,
+    gives only the tiers its kind is listed with (a result's facts of REST become
+    CHANGED under a call that changes state, which REST stands for)."""
+    from ctxcli.summarizers.extractive import _LATER, _LATER_TIERS, _lazy_of
+
+    assert set(_LATER) == set(_LATER_TIERS)
+    texts: set[str] = set()
+    sources = [*data.rglob("*.json*"), *data.rglob("*.traj"), *Path("samples").glob("*.jsonl")]
+    for path in sources:
+        raw = path.read_text()
+        values = [json.loads(raw)] if path.suffix in (".json", ".traj") else []
+        values += [json.loads(line) for line in raw.splitlines() if path.suffix == ".jsonl"]
+        texts.update(t for v in values for t in _texts_of(v) if 0 < len(t) < 4_000)
+    some = sorted(texts)[:: max(1, len(texts) // 2_500)]  # a spread, in a few seconds
+    assert len(some) > 2_000
+    for kind, tiers in _LATER_TIERS.items():
+        given = {tier for text in some for *_, tier, _ in _lazy_of(text, kind)}
+        assert given <= tiers, (kind, given - tiers)

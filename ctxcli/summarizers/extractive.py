@@ -791,6 +791,17 @@ _LATER = {
     "assistant": _later_answer,
     "report": _later_answer,
 }
+#: The later tiers each kind of message can give (:data:`_LATER`'s readers; a result's
+#: facts of :data:`REST` are of :data:`CHANGED` under a call that changes state), so a
+#: tier's pass reads only the messages that may give it: the later requests, ranked
+#: before the rest, would otherwise read every result and answer of the fold, all the
+#: way back, before the room is known to reach them.
+_LATER_TIERS = {
+    "task": frozenset({REQUESTED, ASKED, REST, NOTES}),
+    "user": frozenset({REQUESTED, ASKED}),
+    **dict.fromkeys(("result", "output", "observation"), frozenset({CHANGED, REST, COUNTED})),
+    **dict.fromkeys(("assistant", "report"), frozenset({CHANGED, REST, COUNTED, NOTES})),
+}
 
 
 #: What one message says, memoised: a text seen before in this process (a repeated
@@ -1375,6 +1386,8 @@ def _later_items(
     a look-up of what the user named (``named``, :func:`_user_named`), is of
     :data:`CHANGED`, under its call's name."""
     for i in range(len(texts) - 1, -1, -1):
+        if tier not in _LATER_TIERS.get(kinds[i], ()):
+            continue
         name = names.get(i, "")
         changed = bool(name) and (rec.changes_state(name) or i in named)
         if tier == CHANGED and not changed and not _answer_of_changed(texts[i], kinds[i]):
