@@ -75,10 +75,16 @@ TOOL_ROLES = frozenset({"tool", "function"})
 FACT_CHARS = 1200
 #: An error line counts by this many characters from its start.
 FACT_LINE_CHARS = 120
+#: A number with thousands separators (``1,036,051``: one fact, not ``036`` and ``051``),
+#: a URL's scheme (``https://…``, not ``//…``); a path may hold a URL's escapes
+#: (``Mayor%27s_Race.svg``).
+_GROUPED = r"[$€£¥]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]?\d)"
+_SCHEME = r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?"
 _FACT = re.compile(
     r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
+    rf"|{_GROUPED}"
     r"|[$€£¥]?[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
-    r"|[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
+    rf"|{_SCHEME}[A-Za-z0-9_.~@+%-]*/[A-Za-z0-9_.~@+%/-]*[A-Za-z][A-Za-z0-9_.~@+%/-]*"
 )
 #: :data:`_FACT` where it is tried after a position it failed at: a number or a path
 #: does not start inside a run of the characters it is made of (had it matched there,
@@ -86,10 +92,15 @@ _FACT = re.compile(
 #: passed over at once instead of each scanning the run again (quadratic in its length).
 _FACT_AFTER_MISS = re.compile(
     r"(?P<error>\b\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\b(?:error|fatal):)"
+    rf"|(?<![A-Za-z0-9_.:@+,-]){_GROUPED}"
     r"|[$€£¥][A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
     r"|(?<![A-Za-z0-9_.:@+-])[A-Za-z0-9_.:@+-]*\d[A-Za-z0-9_.:@+-]*"
-    r"|(?<![A-Za-z0-9_.~@+/-])[A-Za-z0-9_.~@+-]*/[A-Za-z0-9_.~@+/-]*[A-Za-z][A-Za-z0-9_.~@+/-]*"
+    rf"|(?<![A-Za-z0-9_.~@+%/-]){_SCHEME}[A-Za-z0-9_.~@+%-]*/[A-Za-z0-9_.~@+%/-]*"
+    r"[A-Za-z][A-Za-z0-9_.~@+%/-]*"
 )
+#: A JSON string's escape (``\\u2190``, ``\\n``), as a tool's output that is JSON text
+#: holds it: read as a space, so it is no fact (``u2190``, ``n2025``).
+_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
 
 
 def content_id(content: Any) -> str:
@@ -295,6 +306,8 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     at a larger budget) names fewer facts than a wider one (issue 15: a bigger budget
     never keeps less)."""
     room = max(FACT_CHARS, len(source) // 8)
+    if "\\" in source:
+        source = _JSON_ESCAPE.sub(" ", source)
     facts: list[str] = []
     seen: set[str] = set()
     for match in _fact_matches(source):

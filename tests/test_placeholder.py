@@ -21,6 +21,7 @@ from ctxcli.stages.placeholder import (
     Placeholder,
     content_id,
     cut_preview,
+    omitted_facts,
     parse,
     parse_arguments,
     render,
@@ -553,3 +554,38 @@ def test_spare_tokens_put_a_result_back_whole_never_a_preview_as_large() -> None
         content = messages[0].data["content"]
         assert content == original or counter.text(content) < tokens, spare
     assert messages[0].data["content"] == original  # the room held it all
+
+
+@pytest.mark.parametrize(
+    ("source", "named", "not_named"),
+    [
+        pytest.param(
+            "Mamdani 1,036,051 votes, Cuomo 854,995; $1,234.50 raised",
+            ["1,036,051", "854,995", "$1,234.50"],
+            ["036", "051", "995", "234.50"],
+            id="thousands-separators",
+        ),
+        pytest.param(
+            "see https://en.wikipedia.org/wiki/Mayor%27s_Race and ftp://x.org/a",
+            ["https://en.wikipedia.org/wiki/Mayor%27s_Race", "ftp://x.org/a"],
+            ["//en.wikipedia.org/wiki/Mayor"],
+            id="urls-whole",
+        ),
+        pytest.param(
+            r'{"text": "\u2190 Back\n2025 results \u201340 \"HAT123\""}',
+            ["2025", "HAT123"],
+            ["u2190", "u201340", "n2025"],
+            id="json-escapes",
+        ),
+    ],
+)
+def test_the_facts_a_placeholder_names_are_whole(
+    source: str, named: list[str], not_named: list[str]
+) -> None:
+    """What a placeholder says its omitted part holds is whole: a number with its
+    thousands separators, a URL with its scheme, and no JSON escape read as a word (a
+    Responses MCP result's list read ``u2190, u00a0, … 036, 051, 854, 995`` and every
+    URL as ``//www…``)."""
+    held = omitted_facts(source, "")
+    assert all(fact in held for fact in named), held
+    assert not any(fact in held for fact in not_named), held
