@@ -150,7 +150,8 @@ def restore_record(
       may be the whole result, other parts beside the response);
     - tool-call arguments that are ``{"ctxcli_placeholder": <text>}``: as JSON text in
       ``tool_calls[].function.arguments`` or ``function_call.arguments``, as an object
-      in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn, as
+      in a ``tool_use`` block's ``input``, inside a ShareGPT ``function_call`` turn or
+      a LLaMA-Factory ``tool_call`` part (the value written anew: same JSON), as
       JSON text in a Responses ``function_call``'s or ``mcp_call``'s ``arguments`` (a
       ``custom_tool_call``'s ``input``).
 
@@ -276,7 +277,7 @@ class _Restorer:
             out["input"] = self.arguments(value["input"], as_object=True)
         if "args" in value and "name" in value:  # Gemini's functionCall, a CLI toolCall
             out["args"] = self.arguments(value["args"], as_object=True)
-        if value.get("from") == "function_call":
+        if value.get("from") == "function_call" or value.get("type") == "tool_call":
             out["value"] = _sharegpt_call(value.get("value"), self.arguments)
         function = value.get("function_call")
         if isinstance(function, Mapping) and "arguments" in function:
@@ -365,17 +366,19 @@ def _with_arguments(function: Mapping[str, Any], restore: Any) -> Any:
 
 
 def _sharegpt_call(value: Any, restore: Any) -> Any:
-    """A ShareGPT ``function_call`` turn's value (JSON text of ``{name, arguments}``)
-    with its arguments restored, or ``_KEEP``."""
+    """A ShareGPT ``function_call`` turn's or a LLaMA-Factory ``tool_call`` part's
+    value (JSON text of ``{name, arguments}``, the arguments an object or JSON text)
+    with its arguments restored, or ``_KEEP``. The value is written anew: the same
+    JSON, not the same spacing."""
     if not isinstance(value, str) or ARGUMENTS_KEY not in value:
         return _KEEP
     try:
         call = json.loads(value)
     except ValueError:
         return _KEEP
-    if not isinstance(call, dict) or not isinstance(call.get("arguments"), Mapping):
+    if not isinstance(call, dict) or not isinstance(call.get("arguments"), (Mapping, str)):
         return _KEEP
-    new = restore(call["arguments"], as_object=True)
+    new = restore(call["arguments"], as_object=isinstance(call["arguments"], Mapping))
     if new is call["arguments"]:
         return _KEEP
     return jsonio.dumps({**call, "arguments": new}).decode()

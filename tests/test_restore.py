@@ -626,3 +626,117 @@ def test_a_llama_factory_tool_result_placeholder_is_one_part_and_restores(
     restored = CliRunner().invoke(cli, ["restore", str(out)])
     assert restored.exit_code == 0, restored.output
     assert json.loads(restored.stdout) == json.loads(source.read_text())
+
+
+def _parts(text: str, kind: str = "text") -> list[dict[str, Any]]:
+    return [{"type": kind, "value": text}]
+
+
+def _part_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A LLaMA-Factory assistant message whose call is a ``tool_call`` part."""
+    value = json.dumps({"name": name, "arguments": arguments})
+    return {"role": "assistant", "content": [{"type": "tool_call", "value": value}]}
+
+
+def _counted_as_written(tmp_path: Path, out: Path) -> None:
+    """The stats' tokens after are what ``count`` reads in the written file."""
+    stats = json.loads(out.with_name(out.name.replace(".jsonl", ".stats.json")).read_text())
+    counted = CliRunner().invoke(cli, ["count", str(out)])
+    assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1], counted.output
+
+
+def _restored(out: Path) -> list[dict[str, Any]]:
+    done = CliRunner().invoke(cli, ["restore", str(out)])
+    assert done.exit_code == 0, done.output
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_a_llama_factory_result_of_a_tool_call_part_gets_a_placeholder_part(
+    tmp_path: Path,
+) -> None:
+    """With its call as a ``tool_call`` part (LLaMA-Factory's own shape: the reader
+    pairs the result by adjacency), a tool result's placeholder was a plain string
+    (a Parquet column of parts could not hold it); it is one part, and restores."""
+    messages = [
+        {"role": "user", "content": _parts("Read big.py")},
+        _part_call("read", {"path": "big.py"}),
+        {"role": "tool", "content": _parts(_file_text(200), "observation")},
+        {"role": "assistant", "content": _parts("It defines 200 functions.")},
+        {"role": "user", "content": _parts("Which is the last?")},
+    ]
+    source = tmp_path / "lf.jsonl"
+    out = _compressed(source, {"messages": messages}, 1500)
+    written = read_jsonl(out)[0]["messages"][2]["content"]
+    assert len(written) == 1 and written[0]["type"] == "observation", written
+    assert written[0]["value"].startswith("[ctxcli placeholder id="), written
+    _counted_as_written(tmp_path, out)
+    assert _restored(out) == [{"messages": messages}]
+
+
+def test_the_arguments_a_stage_cleared_in_a_tool_call_part_are_written(tmp_path: Path) -> None:
+    """A long argument of a ``tool_call`` part a stage turned into a placeholder is
+    written into the part: the part read was written back whole, so the file held
+    6,464 tokens where the stats said 1,104, over budget with none listed. Restore
+    gives the same arguments back (the value's JSON, written anew)."""
+    messages = [
+        {"role": "user", "content": _parts("Write it, then check it")},
+        _part_call("write", {"path": "a.txt", "text": _file_text(200)}),
+        {"role": "tool", "content": _parts("ok")},
+        _part_call("check", {"path": "a.txt"}),
+        {"role": "tool", "content": _parts("fine")},
+        {"role": "assistant", "content": _parts("done")},
+        {"role": "user", "content": _parts("next?")},
+    ]
+    source = tmp_path / "args.jsonl"
+    out = _compressed(source, {"messages": messages}, 2000)
+    written = json.loads(read_jsonl(out)[0]["messages"][1]["content"][0]["value"])
+    assert list(written["arguments"]) == ["ctxcli_placeholder"], written
+    _counted_as_written(tmp_path, out)
+    restored = _restored(out)[0]["messages"]
+    assert restored[2:] == messages[2:]
+    assert json.loads(restored[1]["content"][0]["value"]) == json.loads(
+        messages[1]["content"][0]["value"]
+    )
+
+
+def test_a_placeholder_for_parts_that_open_with_an_image_is_a_text_part(tmp_path: Path) -> None:
+    """The placeholder of a result whose first part is an image takes the type of its
+    first text part (it took ``image``: a loader reads its text as an image's URL, and
+    a counter as an image's 85 tokens)."""
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
+    content = [{"type": "image", "value": "https://x/img.png"}, *_parts(_file_text(200))]
+    messages = [
+        {"role": "user", "content": _parts("Read big.py.")},
+        {"role": "assistant", "content": _parts("Reading."), "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": content},
+        {"role": "assistant", "content": _parts("It defines 200 functions.")},
+        {"role": "user", "content": _parts("Which is the last?")},
+    ]
+    out = _compressed(tmp_path / "img.jsonl", {"messages": messages}, 1500)
+    written = read_jsonl(out)[0]["messages"][2]["content"]
+    assert [p["type"] for p in written] == ["text"], written
+    _counted_as_written(tmp_path, out)
+
+
+def test_a_placeholder_part_of_an_earlier_run_is_read_as_a_placeholder(tmp_path: Path) -> None:
+    """Compressed again, a placeholder an earlier run wrote as a part is that run's
+    placeholder: never replaced again (nested), named in the new store as it was, so
+    restore leaves it and exits 0 (it failed: 'cannot be restored')."""
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
+    messages = [
+        {"role": "user", "content": _parts("Read big.py.")},
+        {"role": "assistant", "content": _parts("Reading."), "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": _parts(_file_text(300))},
+        {"role": "assistant", "content": _parts("It defines 300 functions.")},
+        {"role": "user", "content": _parts("Which is the last?")},
+    ]
+    first = _compressed(tmp_path / "one.jsonl", {"messages": messages}, 2500)
+    again = tmp_path / "again"
+    again.mkdir()
+    second = _compressed(again / "two.jsonl", read_jsonl(first)[0], 2400)
+    [result] = [m for m in read_jsonl(second)[0]["messages"] if m["role"] == "tool"]
+    value = result["content"][0]["value"]
+    assert value.count("[ctxcli placeholder id=") == 1, value
+    assert _restored(second) == read_jsonl(first)

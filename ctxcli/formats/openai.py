@@ -19,15 +19,20 @@ Two close relatives read as this format too:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
+from ctxcli import jsonio
 from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, kind, messages_of, pending
 from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
 from ctxcli.model import ROLES, Conversation, Message, read_messages
+from ctxcli.placeholders import looks_like
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
 
@@ -76,6 +81,7 @@ def read(
         if calls is not None and not isinstance(calls, list):
             raise InputError(path, line, f"message {i}: tool_calls is {kind(calls)}, not a list")
     neutral, added = _with_part_calls(messages)
+    neutral = [_unwrapped_placeholder(m) for m in neutral]
     record_id = record.get("id")
     return Conversation(
         messages=read_messages(neutral, counter),
@@ -122,32 +128,40 @@ def _written(
     """What :func:`write` puts out for ``message``, given the record's ``entries``
     read, the keys the reader ``added`` to each, and whether the record holds
     LLaMA-Factory parts (``valued``)."""
-    content = message.data.get("content")
-    if message.index is not None and not message.changed and entries:
-        return entries[message.index]
-    if message.index is not None and message.index in added:
-        return _without_added(message.data, added[message.index])
+    index = message.index
+    if index is not None and not message.changed and entries:
+        return entries[index]
+    data = message.data
+    if index is not None and index in added:
+        data = _without_added(data, added[index])
+    content = data.get("content")
     if message.role in ("tool", "function") and isinstance(content, str) and entries:
-        was = entries[message.index] if message.index is not None else None
+        was = entries[index] if index is not None else None
         part = as_value_part(was.get("content") if isinstance(was, Mapping) else None)
         if part is not None:
-            return {**message.data, "content": [{**part, "value": content}]}
+            return {**data, "content": [{**part, "value": content}]}
     if message.is_summary and isinstance(content, str) and valued():
         part = {"type": "text", "value": content}
-        return {**message.data, "content": [part]}  # a summary, as its record's
-    return message.data
+        return {**data, "content": [part]}  # a summary, as its record's
+    return data
 
 
-def as_value_part(content: Any) -> dict[str, Any] | None:
-    """The first part of ``content`` when it is a list of LLaMA-Factory parts
-    (``[{"type": "text", "value": …}]``), without its ``value``: the shape a text
-    written in their place takes, so a loader that reads only parts reads it; ``None``
-    for any other content."""
+#: The types of LLaMA-Factory parts that hold no text (a text in their place is not
+#: one of them: a loader would read a placeholder as an image's URL).
+_MEDIA = ("image", "video", "audio", "input_image", "input_audio")
+
+
+def as_value_part(content: Any) -> dict[str, str] | None:
+    """The part a text written in place of ``content`` takes when that is a list of
+    LLaMA-Factory parts (``[{"type": "text", "value": …}]``), so a loader that reads
+    only parts reads it: the ``type`` of its first text part (``observation``), or
+    ``text`` when all are media; ``None`` for any other content."""
     if not isinstance(content, list) or not content:
         return None
     if not all(isinstance(p, Mapping) and "value" in p for p in content):
         return None
-    return {k: v for k, v in content[0].items() if k != "value"}
+    types = (str(p.get("type", "text")) for p in content if isinstance(p.get("value"), str))
+    return {"type": next((t for t in types if not t.startswith(_MEDIA)), "text")}
 
 
 def _value_parts(entries: Sequence[Any]) -> bool:
@@ -251,10 +265,43 @@ def _call(part: Mapping[str, Any], call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": function, "_part": part}
 
 
+def _unwrapped_placeholder(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool result whose content is one LLaMA-Factory part holding a placeholder (an
+    earlier run's, as :func:`write` puts one) with that text as its content, so it is
+    read as a placeholder (not replaced again, and named in the store as it was); the
+    writer puts the part back (:func:`as_value_part`). Any other message as it is."""
+    content = message.get("content")
+    if message.get("role") not in ("tool", "function") or not isinstance(content, list):
+        return message
+    if len(content) != 1 or not isinstance(content[0], Mapping):
+        return message
+    text = content[0].get("value")
+    return {**message, "content": text} if looks_like(text) else message
+
+
 def _without_added(data: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     out = {k: v for k, v in data.items() if k not in keys}
     if "tool_calls" in keys:
-        parts = [c["_part"] for c in data.get("tool_calls") or () if "_part" in c]
+        parts = [_part_of(c) for c in data.get("tool_calls") or () if "_part" in c]
         content = out.get("content")
         out["content"] = (list(content) if isinstance(content, list) else []) + parts
     return out
+
+
+def _part_of(call: Mapping[str, Any]) -> Any:
+    """The ``tool_call`` part a neutral call was read from, with the arguments a stage
+    gave the call (a placeholder) in its value, as an object where the part's were."""
+    part = call["_part"]
+    function = call.get("function")
+    if not isinstance(function, Mapping) or function == function_of(part.get("value")):
+        return part
+    arguments = function.get("arguments")
+    try:
+        was = orjson.loads(part["value"]) if isinstance(part.get("value"), str) else None
+    except orjson.JSONDecodeError:
+        was = None
+    if not (isinstance(was, Mapping) and isinstance(was.get("arguments"), str)):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            arguments = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+    value = jsonio.dumps({"name": function.get("name"), "arguments": arguments}).decode()
+    return {**part, "value": value}
