@@ -1280,3 +1280,27 @@ def test_opaque_ids_in_a_tools_output_rank_after_its_other_facts_and_the_users_q
     ), whole
     tight = _summary(messages, COUNTER.text(whole.partition("; 624a4a58-")[0]) + 3)
     assert tight.endswith("\nFacts: LIMIT_2026") and "- And the default?" in tight, tight
+
+
+def test_the_opaque_id_a_state_changing_call_made_ranks_with_what_it_changed() -> None:
+    # A UUID a look-up finds ranks last (above); the one ``create_session`` returns is
+    # what the call made, the id the next step acts on: it ranks with the final state
+    # (it ranked after a chat's ``web-00``, the questions and the rest).
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "create_session", "arguments": '{"region": "us-east-1"}'}
+    made = "Session created.\nid 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8\nplan tier-3\nowner ops-7"
+    messages: Messages = [
+        {"role": "user", "content": "Please create a new session for the ops team."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": made},
+        *(
+            m
+            for k in range(4)
+            for m in (
+                {"role": "user", "content": f"What about step {k}?"},
+                {"role": "assistant", "content": f"Step {k} reconfigures host web-{k}{k}."},
+            )
+        ),
+    ]
+    tight = _summary(messages, 80)  # it was left out up to 400, web-00 and the rest kept
+    assert "Facts: tier-3; ops-7; 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8" in tight, tight

@@ -1384,22 +1384,37 @@ def _later_items(
     """The items of one of the later tiers, newest message first, each message read
     when the stream reaches it; a record of the result of a state-changing call, or of
     a look-up of what the user named (``named``, :func:`_user_named`), is of
-    :data:`CHANGED`, under its call's name."""
+    :data:`CHANGED`, under its call's name, and so is an opaque id a state-changing
+    call's result gives (``create_session`` → ``id 5d1c8e2a-…``: what it made), not
+    one a look-up or a search it ran found (:func:`ctxcli.summarizers.records.hits`:
+    a shell's grep over fixtures)."""
     for i in range(len(texts) - 1, -1, -1):
         if tier not in _LATER_TIERS.get(kinds[i], ()):
             continue
         name = names.get(i, "")
-        changed = bool(name) and (rec.changes_state(name) or i in named)
+        state = bool(name) and rec.changes_state(name)
+        changed = state or (bool(name) and i in named)
         if tier == CHANGED and not changed and not _answer_of_changed(texts[i], kinds[i]):
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
-            if section == "facts" and own == REST and changed:
-                own = CHANGED
+            if section == "facts" and changed:
+                own = _changed_tier(own, state, texts[i])
             if own != tier:
                 continue
             if section == "facts" and name:  # ``search_books: …``, not ``search_bookss``
                 said = _RESULT_LABEL.sub(name, said, count=1)
             yield Item(section, said, own, i, order, seq)
+
+
+def _changed_tier(tier: int, state: bool, text: str) -> int:
+    """The tier of a fact of ``tier`` in ``text``, the result of a call that changes
+    state (``state``) or looks up what the user named: :data:`CHANGED` for one of
+    :data:`REST`, and for an opaque id (:data:`COUNTED`) the call made, when it changes
+    state and its result is no search's hits (:func:`ctxcli.summarizers.records.hits`);
+    else ``tier``."""
+    if tier == REST or (tier == COUNTED and state and not rec.hits(text)):
+        return CHANGED
+    return tier
 
 
 #: The label :func:`ctxcli.summarizers.records.records` gives a result's record(s),
