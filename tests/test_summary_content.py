@@ -594,10 +594,10 @@ def test_a_cut_item_keeps_whole_values_and_a_record_said_before_tells_the_rest()
             ),
         ]
     )
-    body = _summary(messages, 400)
+    body = _summary(messages, 400)  # the final state, whole; the look-up's gist is in it
     assert "get_reservation_details(GV1N64) → ok" in body
-    assert "reservation GV1N64: james_9828, business" in body
-    assert "reservation GV1N64: cancelled" in body and body.count("james_9828") == 1
+    assert "reservation GV1N64: james_9828, business, cancelled" in body
+    assert body.count("james_9828") == 1
 
 
 def test_a_record_leaves_out_the_values_a_line_naming_its_object_gave() -> None:
@@ -1304,3 +1304,56 @@ def test_the_opaque_id_a_state_changing_call_made_ranks_with_what_it_changed() -
     ]
     tight = _summary(messages, 80)  # it was left out up to 400, web-00 and the rest kept
     assert "Facts: tier-3; ops-7; 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8" in tight, tight
+
+
+def _reservation(prices: tuple[int, int], payments: list[int], bags: int) -> str:
+    flights = [
+        {"flight_number": number, "date": date, "price": price, "origin": a, "destination": b}
+        for number, date, price, a, b in (
+            ("HAT235", "2024-05-18", prices[0], "BOS", "MCO"),
+            ("HAT298", "2024-05-19", prices[1], "MCO", "MSP"),
+        )
+    ]
+    paid = [{"payment_id": "credit_card_4938634", "amount": amount} for amount in payments]
+    return json.dumps(
+        {"reservation_id": "YAX4DR", "origin": "BOS", "destination": "MSP", "cabin": "economy"}
+        | {"flights": flights, "payment_history": paid, "total_baggages": bags}
+    )
+
+
+def test_an_object_a_later_result_shows_again_is_told_in_its_final_state() -> None:
+    # tau-bench 14-3 at 1500 tokens: the look-up's record of the reservation ranked
+    # before the update's (its facts are as dense), so the summary said the flights
+    # cost 122 and 127 when the upgrade had made them 350 and 499.
+    def called(n: int, name: str, arguments: str, result: str) -> Messages:
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": name, "arguments": arguments}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+        ]
+
+    messages: Messages = [
+        {"role": "user", "content": "Please upgrade reservation YAX4DR to business."},
+        *called(
+            1,
+            "get_reservation_details",
+            '{"reservation_id": "YAX4DR"}',
+            _reservation((122, 127), [498], 0),
+        ),
+        *called(
+            2,
+            "update_reservation_flights",
+            '{"reservation_id": "YAX4DR"}',
+            _reservation((350, 499), [498, 1200], 0),
+        ),
+        *called(
+            3,
+            "update_reservation_baggages",
+            '{"reservation_id": "YAX4DR"}',
+            _reservation((350, 499), [498, 1200], 2),
+        ),
+    ]
+    whole = _summary(messages, 400)
+    assert "price 350" in whole and "amount 1200" in whole, whole
+    assert "price 122" not in whole and "price 127" not in whole, whole

@@ -1468,10 +1468,37 @@ def _stream(
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
-            yield from _by_density(list(_later_items(texts, kinds, names, tier, named)))
+            yield from _by_density(_newest_state(_later_items(texts, kinds, names, tier, named)))
         elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, named)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
+
+
+def _newest_state(items: Iterable[Item]) -> list[Item]:
+    """``items`` of :data:`CHANGED` (newest message first) with each object's final
+    state: a record of an object with an id (its label's last word holds a digit:
+    ``flight HAT235``) that a newer message's record of it gave, only with the values
+    that one has no key for (a look-up's ``price 122`` is stale beside the update's
+    ``price 350``; its ``address …`` is not), or not at all when none is left (tau-bench
+    14-3 at 1500 kept the look-up's economy prices and cut the upgrade's)."""
+    newest: dict[str, tuple[int, set[str]]] = {}  # label: (its message, what it says)
+    out = []
+    for item in items:
+        label, colon, values = item.text.partition(": ")
+        own = label.rpartition(" ")[2]
+        if item.section != "facts" or not colon or " " not in label or not _DIGIT.search(own):
+            out.append(item)
+            continue
+        parts = values.split(", ")
+        position, said = newest.setdefault(label, (item.position, set()))
+        if position == item.position:
+            said.update(parts, (p.rpartition(" ")[0] for p in parts if " " in p))
+            out.append(item)
+            continue
+        kept = [p for p in parts if p not in said and p.rpartition(" ")[0] not in said]
+        if kept:
+            out.append(dataclasses.replace(item, text=f"{label}: {', '.join(kept)}"))
+    return out
 
 
 def _first_rank(item: Item) -> tuple[int, int, int, int]:
@@ -1718,15 +1745,27 @@ def _said_key(item: Item) -> str:
 
 def _gist_unsaid(item: Item, said: str) -> Item:
     """``item``, an action whose outcome is the gist of a record a line of ``said``
-    gave (``get_user_details(daiki_muller_1116) → name Daiki Muller, …`` after
-    ``get_user_details: name Daiki Muller, …``, the final state ranking first), with
-    ``ok`` for that outcome; any other item as it is."""
+    gave, whole or within a newer record of the same object (``get_user_details(
+    daiki_muller_1116) → name Daiki Muller, …`` after ``get_user_details: name Daiki
+    Muller, …``; ``→ james_9828, business`` after ``reservation GV1N64: james_9828,
+    business, cancelled``, the final state ranking first), with ``ok`` for that
+    outcome; any other item as it is."""
     if item.section != "actions":
         return item
     head, arrow, outcome = item.text.rpartition(" → ")
-    if not arrow or outcome == "ok" or f": {outcome}\n" not in said:
+    if not arrow or outcome == "ok":
+        return item
+    if f": {outcome}\n" not in said and not _within_a_record(outcome, said):
         return item
     return dataclasses.replace(item, text=f"{head} → ok")
+
+
+def _within_a_record(gist: str, said: str) -> bool:
+    """Whether every value of ``gist`` (``a, b``) is a value of one record that a line
+    of ``said`` gives (``label: a, b, c``)."""
+    values = set(gist.split(", "))
+    lines = (line.partition(": ")[2] for line in said.splitlines() if gist[:8] in line)
+    return any(values <= set(line.split(", ")) for line in lines)
 
 
 #: How alike two notes' words must be for the later to say nothing new (the share
