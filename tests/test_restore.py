@@ -592,42 +592,6 @@ def test_a_local_shell_call_keeps_its_action_and_the_stats_count_what_is_written
     assert "ctxcli_placeholder" not in out.read_text()
 
 
-def test_a_llama_factory_tool_result_placeholder_is_one_part_and_restores(
-    tmp_path: Path,
-) -> None:
-    """In a record of LLaMA-Factory parts (``[{"type": "text", "value": …}]``) a tool
-    result's placeholder was a plain string, which a loader that reads only parts
-    (LLaMA-Factory v1's messages format) cannot take. It is one part like the first of
-    those it replaced, the stats count it as written, and restore gives the parts back."""
-
-    def parts(text: str, kind: str = "text") -> list[dict[str, Any]]:
-        return [{"type": kind, "value": text}]
-
-    call = {"id": "c1", "type": "function"}
-    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
-    messages = [
-        {"role": "system", "content": parts("You read files.")},
-        {"role": "user", "content": parts("Read big.py.")},
-        {"role": "assistant", "content": parts("Reading."), "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": parts(_file_text(200), "observation")},
-        {"role": "assistant", "content": parts("It defines 200 functions.")},
-        {"role": "user", "content": parts("Which is the last?")},
-        {"role": "assistant", "content": parts("f_199.")},
-        {"role": "user", "content": parts("Thanks.")},
-    ]
-    source = tmp_path / "lf.jsonl"
-    out = _compressed(source, {"messages": messages}, 1500)
-    written = read_jsonl(out)[0]["messages"][3]["content"]
-    assert len(written) == 1 and written[0]["type"] == "observation", written
-    assert written[0]["value"].startswith("[ctxcli placeholder id="), written
-    stats = json.loads((tmp_path / "lf.out.stats.json").read_text())
-    counted = CliRunner().invoke(cli, ["count", str(out)])
-    assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1]
-    restored = CliRunner().invoke(cli, ["restore", str(out)])
-    assert restored.exit_code == 0, restored.output
-    assert json.loads(restored.stdout) == json.loads(source.read_text())
-
-
 def _parts(text: str, kind: str = "text") -> list[dict[str, Any]]:
     return [{"type": kind, "value": text}]
 
@@ -651,22 +615,39 @@ def _restored(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_a_llama_factory_result_of_a_tool_call_part_gets_a_placeholder_part(
-    tmp_path: Path,
+def _read_big(calling: str) -> dict[str, Any]:
+    """The assistant message that reads big.py: with ``tool_calls``, or its call as a
+    ``tool_call`` part (LLaMA-Factory's own shape: the reader pairs its result by
+    adjacency)."""
+    if calling == "part":
+        return _part_call("read", {"path": "big.py"})
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
+    return {"role": "assistant", "content": _parts("Reading."), "tool_calls": [call]}
+
+
+@pytest.mark.parametrize("calling", ["tool_calls", "part"])
+def test_a_llama_factory_tool_result_placeholder_is_one_part_and_restores(
+    tmp_path: Path, calling: str
 ) -> None:
-    """With its call as a ``tool_call`` part (LLaMA-Factory's own shape: the reader
-    pairs the result by adjacency), a tool result's placeholder was a plain string
-    (a Parquet column of parts could not hold it); it is one part, and restores."""
+    """In a record of LLaMA-Factory parts (``[{"type": "text", "value": …}]``) a tool
+    result's placeholder was a plain string, which a loader that reads only parts
+    (LLaMA-Factory v1's messages format) cannot take, nor a Parquet column of parts
+    hold. It is one part like the first of those it replaced, whichever way the call
+    is written, the stats count it as written, and restore gives the parts back."""
+    result = {"role": "tool", "content": _parts(_file_text(200), "observation")}
     messages = [
-        {"role": "user", "content": _parts("Read big.py")},
-        _part_call("read", {"path": "big.py"}),
-        {"role": "tool", "content": _parts(_file_text(200), "observation")},
+        {"role": "system", "content": _parts("You read files.")},
+        {"role": "user", "content": _parts("Read big.py.")},
+        _read_big(calling),
+        {**result, "tool_call_id": "c1"} if calling == "tool_calls" else result,
         {"role": "assistant", "content": _parts("It defines 200 functions.")},
         {"role": "user", "content": _parts("Which is the last?")},
+        {"role": "assistant", "content": _parts("f_199.")},
+        {"role": "user", "content": _parts("Thanks.")},
     ]
-    source = tmp_path / "lf.jsonl"
-    out = _compressed(source, {"messages": messages}, 1500)
-    written = read_jsonl(out)[0]["messages"][2]["content"]
+    out = _compressed(tmp_path / "lf.jsonl", {"messages": messages}, 1500)
+    written = read_jsonl(out)[0]["messages"][3]["content"]
     assert len(written) == 1 and written[0]["type"] == "observation", written
     assert written[0]["value"].startswith("[ctxcli placeholder id="), written
     _counted_as_written(tmp_path, out)
@@ -703,12 +684,10 @@ def test_a_placeholder_for_parts_that_open_with_an_image_is_a_text_part(tmp_path
     """The placeholder of a result whose first part is an image takes the type of its
     first text part (it took ``image``: a loader reads its text as an image's URL, and
     a counter as an image's 85 tokens)."""
-    call = {"id": "c1", "type": "function"}
-    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
     content = [{"type": "image", "value": "https://x/img.png"}, *_parts(_file_text(200))]
     messages = [
         {"role": "user", "content": _parts("Read big.py.")},
-        {"role": "assistant", "content": _parts("Reading."), "tool_calls": [call]},
+        _read_big("tool_calls"),
         {"role": "tool", "tool_call_id": "c1", "content": content},
         {"role": "assistant", "content": _parts("It defines 200 functions.")},
         {"role": "user", "content": _parts("Which is the last?")},
@@ -723,11 +702,9 @@ def test_a_placeholder_part_of_an_earlier_run_is_read_as_a_placeholder(tmp_path:
     """Compressed again, a placeholder an earlier run wrote as a part is that run's
     placeholder: never replaced again (nested), named in the new store as it was, so
     restore leaves it and exits 0 (it failed: 'cannot be restored')."""
-    call = {"id": "c1", "type": "function"}
-    call["function"] = {"name": "read", "arguments": '{"path": "big.py"}'}
     messages = [
         {"role": "user", "content": _parts("Read big.py.")},
-        {"role": "assistant", "content": _parts("Reading."), "tool_calls": [call]},
+        _read_big("tool_calls"),
         {"role": "tool", "tool_call_id": "c1", "content": _parts(_file_text(300))},
         {"role": "assistant", "content": _parts("It defines 300 functions.")},
         {"role": "user", "content": _parts("Which is the last?")},
