@@ -1282,17 +1282,30 @@ def test_opaque_ids_in_a_tools_output_rank_after_its_other_facts_and_the_users_q
     assert tight.endswith("\nFacts: LIMIT_2026") and "- And the default?" in tight, tight
 
 
-def test_the_opaque_id_a_state_changing_call_made_ranks_with_what_it_changed() -> None:
+@pytest.mark.parametrize(
+    ("name", "arguments", "made"),
+    [
+        pytest.param("create_session", '{"region": "us-east-1"}', True, id="made"),
+        pytest.param("bash", '{"command": "grep -A3 session config.ini"}', False, id="found"),
+    ],
+)
+def test_the_opaque_id_a_state_changing_call_made_ranks_with_what_it_changed(
+    name: str, arguments: str, made: bool
+) -> None:
     # A UUID a look-up finds ranks last (above); the one ``create_session`` returns is
     # what the call made, the id the next step acts on: it ranks with the final state
-    # (it ranked after a chat's ``web-00``, the questions and the rest).
+    # (it ranked after a chat's ``web-00``, the questions and the rest). What a shell
+    # command printed is what it found (a grep of a config file, no path to tell it
+    # from a file's text), and stays last.
     call = {"id": "c1", "type": "function"}
-    call["function"] = {"name": "create_session", "arguments": '{"region": "us-east-1"}'}
-    made = "Session created.\nid 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8\nplan tier-3\nowner ops-7"
+    call["function"] = {"name": name, "arguments": arguments}
+    made_text = (
+        "Session created.\nid 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8\nplan tier-3\nowner ops-7"
+    )
     messages: Messages = [
         {"role": "user", "content": "Please create a new session for the ops team."},
         {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": made},
+        {"role": "tool", "tool_call_id": "c1", "content": made_text},
         *(
             m
             for k in range(4)
@@ -1303,10 +1316,18 @@ def test_the_opaque_id_a_state_changing_call_made_ranks_with_what_it_changed() -
         ),
     ]
     tight = _summary(messages, 80)  # it was left out up to 400, web-00 and the rest kept
-    assert "Facts: tier-3; ops-7; 5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8" in tight, tight
+    assert ("5d1c8e2a-9b7f-4c3d-a1e2-f3b4c5d6e7f8" in tight) is made, tight
+    assert made or "- What about step 0?" in tight, tight
 
 
-def _reservation(prices: tuple[int, int], payments: list[int], bags: int) -> str:
+def _reservation(
+    prices: tuple[int, int],
+    payments: list[int],
+    bags: int,
+    *,
+    reservation: str = "YAX4DR",
+    cabin: str = "economy",
+) -> str:
     flights = [
         {"flight_number": number, "date": date, "price": price, "origin": a, "destination": b}
         for number, date, price, a, b in (
@@ -1316,44 +1337,60 @@ def _reservation(prices: tuple[int, int], payments: list[int], bags: int) -> str
     ]
     paid = [{"payment_id": "credit_card_4938634", "amount": amount} for amount in payments]
     return json.dumps(
-        {"reservation_id": "YAX4DR", "origin": "BOS", "destination": "MSP", "cabin": "economy"}
+        {"reservation_id": reservation, "origin": "BOS", "destination": "MSP", "cabin": cabin}
         | {"flights": flights, "payment_history": paid, "total_baggages": bags}
     )
+
+
+def _called(n: int, name: str, reservation: str, result: str) -> Messages:
+    call = {"id": f"c{n}", "type": "function"}
+    call["function"] = {"name": name, "arguments": json.dumps({"reservation_id": reservation})}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+    ]
 
 
 def test_an_object_a_later_result_shows_again_is_told_in_its_final_state() -> None:
     # tau-bench 14-3 at 1500 tokens: the look-up's record of the reservation ranked
     # before the update's (its facts are as dense), so the summary said the flights
     # cost 122 and 127 when the upgrade had made them 350 and 499.
-    def called(n: int, name: str, arguments: str, result: str) -> Messages:
-        call = {"id": f"c{n}", "type": "function"}
-        call["function"] = {"name": name, "arguments": arguments}
-        return [
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": f"c{n}", "content": result},
-        ]
-
     messages: Messages = [
         {"role": "user", "content": "Please upgrade reservation YAX4DR to business."},
-        *called(
-            1,
-            "get_reservation_details",
-            '{"reservation_id": "YAX4DR"}',
-            _reservation((122, 127), [498], 0),
-        ),
-        *called(
+        *_called(1, "get_reservation_details", "YAX4DR", _reservation((122, 127), [498], 0)),
+        *_called(
             2,
             "update_reservation_flights",
-            '{"reservation_id": "YAX4DR"}',
-            _reservation((350, 499), [498, 1200], 0),
+            "YAX4DR",
+            _reservation((350, 499), [498, 1200], 0, cabin="business"),
         ),
-        *called(
+        *_called(
             3,
             "update_reservation_baggages",
-            '{"reservation_id": "YAX4DR"}',
-            _reservation((350, 499), [498, 1200], 2),
+            "YAX4DR",
+            _reservation((350, 499), [498, 1200], 2, cabin="business"),
         ),
     ]
     whole = _summary(messages, 400)
     assert "price 350" in whole and "amount 1200" in whole, whole
     assert "price 122" not in whole and "price 127" not in whole, whole
+    assert "economy" not in whole and "get_reservation_details(YAX4DR) → ok" in whole, whole
+
+
+def test_a_flight_or_a_card_in_two_reservations_is_two_things() -> None:
+    # A breaker's case: the final state is of one reservation; the same flight number
+    # and card in another keep that one's price and payment (they were taken for one
+    # object and the older reservation's were dropped).
+    messages: Messages = [
+        {"role": "user", "content": "What did I pay for ABC123? And cancel XYZ789."},
+        *_called(1, "get_reservation_details", "ABC123", _reservation((122, 127), [498], 0)),
+        *_called(
+            2,
+            "cancel_reservation",
+            "XYZ789",
+            _reservation((350, 499), [300], 0, reservation="XYZ789"),
+        ),
+    ]
+    whole = _summary(messages, 400)
+    assert "price 122" in whole and "price 350" in whole, whole
+    assert "amount 498" in whole and "amount 300" in whole, whole

@@ -1379,26 +1379,26 @@ def _later_items(
     kinds: Sequence[str],
     names: Mapping[int, str],
     tier: int,
-    named: frozenset[int] = frozenset(),
+    named_makers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()),
 ) -> Iterator[Item]:
     """The items of one of the later tiers, newest message first, each message read
     when the stream reaches it; a record of the result of a state-changing call, or of
-    a look-up of what the user named (``named``, :func:`_user_named`), is of
-    :data:`CHANGED`, under its call's name, and so is an opaque id a state-changing
-    call's result gives (``create_session`` → ``id 5d1c8e2a-…``: what it made), not
-    one a look-up or a search it ran found (:func:`ctxcli.summarizers.records.hits`:
-    a shell's grep over fixtures)."""
+    a look-up of what the user named (first of ``named_makers``, :func:`_user_named`),
+    is of :data:`CHANGED`, under its call's name, and so is an opaque id in the result
+    of a state-changing call that runs no shell command (second of ``named_makers``:
+    ``create_session`` → ``id 5d1c8e2a-…`` is what it made; a command's output, a
+    ``grep`` of a config file, holds what it found)."""
+    named, makers = named_makers
     for i in range(len(texts) - 1, -1, -1):
         if tier not in _LATER_TIERS.get(kinds[i], ()):
             continue
         name = names.get(i, "")
-        state = bool(name) and rec.changes_state(name)
-        changed = state or (bool(name) and i in named)
+        changed = bool(name) and (rec.changes_state(name) or i in named)
         if tier == CHANGED and not changed and not _answer_of_changed(texts[i], kinds[i]):
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and changed:
-                own = _changed_tier(own, state, texts[i])
+                own = _changed_tier(own, made=i in makers)
             if own != tier:
                 continue
             if section == "facts" and name:  # ``search_books: …``, not ``search_bookss``
@@ -1406,15 +1406,11 @@ def _later_items(
             yield Item(section, said, own, i, order, seq)
 
 
-def _changed_tier(tier: int, state: bool, text: str) -> int:
-    """The tier of a fact of ``tier`` in ``text``, the result of a call that changes
-    state (``state``) or looks up what the user named: :data:`CHANGED` for one of
-    :data:`REST`, and for an opaque id (:data:`COUNTED`) the call made, when it changes
-    state and its result is no search's hits (:func:`ctxcli.summarizers.records.hits`);
-    else ``tier``."""
-    if tier == REST or (tier == COUNTED and state and not rec.hits(text)):
-        return CHANGED
-    return tier
+def _changed_tier(tier: int, *, made: bool) -> int:
+    """The tier of a fact of ``tier`` in the result of a call that changes state or
+    looks up what the user named: :data:`CHANGED` for one of :data:`REST`, and for an
+    opaque id (:data:`COUNTED`) the call ``made``; else ``tier``."""
+    return CHANGED if tier == REST or (tier == COUNTED and made) else tier
 
 
 #: The label :func:`ctxcli.summarizers.records.records` gives a result's record(s),
@@ -1464,41 +1460,74 @@ def _stream(
     names, paired = results
     names = _polled_names(texts, names, paired)
     named = _user_named(texts, kinds, paired)
+    makers = frozenset(
+        at
+        for _, name, arguments, at, _ in paired
+        if at is not None and rec.changes_state(name) and rec.command_of(arguments) is None
+    )
     first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=_first_rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
-            yield from _by_density(_newest_state(_later_items(texts, kinds, names, tier, named)))
+            changed = _later_items(texts, kinds, names, tier, (named, makers))
+            yield from _by_density(_newest_state(changed))
         elif tier > CHANGED:
-            yield from _later_items(texts, kinds, names, tier, named)
+            yield from _later_items(texts, kinds, names, tier, (named, makers))
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
 
 
 def _newest_state(items: Iterable[Item]) -> list[Item]:
     """``items`` of :data:`CHANGED` (newest message first) with each object's final
     state: a record of an object with an id (its label's last word holds a digit:
-    ``flight HAT235``) that a newer message's record of it gave, only with the values
-    that one has no key for (a look-up's ``price 122`` is stale beside the update's
-    ``price 350``; its ``address …`` is not), or not at all when none is left (tau-bench
-    14-3 at 1500 kept the look-up's economy prices and cut the upgrade's)."""
-    newest: dict[str, tuple[int, set[str]]] = {}  # label: (its message, what it says)
+    ``flight HAT235``) that a newer result about the same thing gave again (its first
+    record's label, ``reservation YAX4DR``: a flight number or a card is no object of
+    its own, the same in two reservations), only with the values that one has no key
+    for (a look-up's ``price 122`` is stale beside the update's ``price 350``; its
+    ``address …`` is not), and without its values of no key when the newer record
+    says some of them again (``economy`` beside ``mia_1, BOS→MSP, business``; a status
+    alone, ``cancelled``, leaves them); none when nothing is left (tau-bench 14-3 at
+    1500 kept the look-up's economy prices and cut the upgrade's)."""
+    listed = list(items)
+    subjects: dict[int, str] = {}  # each message's first record's label
+    for item in listed:
+        subjects.setdefault(item.position, _own_label(item))
+    newest: dict[tuple[str, str], tuple[int, set[str]]] = {}
     out = []
-    for item in items:
-        label, colon, values = item.text.partition(": ")
-        own = label.rpartition(" ")[2]
-        if item.section != "facts" or not colon or " " not in label or not _DIGIT.search(own):
+    for item in listed:
+        label = _own_label(item)
+        subject = subjects[item.position]
+        if not label or not subject:
             out.append(item)
             continue
-        parts = values.split(", ")
-        position, said = newest.setdefault(label, (item.position, set()))
+        parts = item.text[len(label) + 2 :].split(", ")
+        position, said = newest.setdefault((subject, label), (item.position, set()))
         if position == item.position:
             said.update(parts, (p.rpartition(" ")[0] for p in parts if " " in p))
             out.append(item)
             continue
-        kept = [p for p in parts if p not in said and p.rpartition(" ")[0] not in said]
+        restated = any(" " not in p and p in said for p in parts)
+        kept = [p for p in parts if p not in said and _unkeyed(p, said, restated)]
         if kept:
             out.append(dataclasses.replace(item, text=f"{label}: {', '.join(kept)}"))
     return out
+
+
+def _own_label(item: Item) -> str:
+    """The label of ``item`` when it is a record of an object with an id (``flight
+    HAT235``), else ``""``."""
+    label, colon, _ = item.text.partition(": ")
+    own = label.rpartition(" ")[2]
+    if item.section != "facts" or not colon or " " not in label or not _DIGIT.search(own):
+        return ""
+    return label
+
+
+def _unkeyed(part: str, said: set[str], restated: bool) -> bool:
+    """Whether ``part`` of an older record is no value a newer one of the same object
+    gave anew: its key is not among ``said``, or, with no key, the newer record has not
+    ``restated`` the values of no key (it shares none with the older: a status alone)."""
+    key = part.rpartition(" ")[0]
+    return key not in said if key else not restated
 
 
 def _first_rank(item: Item) -> tuple[int, int, int, int]:
@@ -1748,16 +1777,30 @@ def _gist_unsaid(item: Item, said: str) -> Item:
     gave, whole or within a newer record of the same object (``get_user_details(
     daiki_muller_1116) → name Daiki Muller, …`` after ``get_user_details: name Daiki
     Muller, …``; ``→ james_9828, business`` after ``reservation GV1N64: james_9828,
-    business, cancelled``, the final state ranking first), with ``ok`` for that
-    outcome; any other item as it is."""
+    business, cancelled``, the final state ranking first), or a look-up of an object
+    whose record a line gave (:func:`_record_of`), with ``ok`` for that outcome unless
+    it is an error; any other item as it is."""
     if item.section != "actions":
         return item
     head, arrow, outcome = item.text.rpartition(" → ")
     if not arrow or outcome == "ok":
         return item
-    if f": {outcome}\n" not in said and not _within_a_record(outcome, said):
+    told = f": {outcome}\n" in said or _within_a_record(outcome, said)
+    if not told and (rec.ERROR_OUTCOME.search(outcome) or not _record_of(head, said)):
         return item
     return dataclasses.replace(item, text=f"{head} → ok")
+
+
+def _record_of(call: str, said: str) -> bool:
+    """Whether a line of ``said`` is a record of an object with an id the ``call``
+    (``get_reservation_details(YAX4DR``) names: its final state, which a look-up's
+    gist of the object at its time says again, or says stale."""
+    for line in said.splitlines():
+        label = line.partition(": ")[0]
+        own = label.rpartition(" ")[2]
+        if " " in label and _DIGIT.search(own) and _holds(call, own):
+            return True
+    return False
 
 
 def _within_a_record(gist: str, said: str) -> bool:

@@ -717,11 +717,19 @@ def no_match(arguments: str) -> bool:
     status 1 says it found nothing, no failure (grep(1): "Normally the exit status is
     0 if a line is selected, 1 if no lines were selected, and 2 if an error
     occurred"; ripgrep's is the same)."""
+    command = command_of(arguments)
+    return command is not None and _SEARCH_COMMAND.search(command.strip()) is not None
+
+
+def command_of(arguments: str) -> str | None:
+    """The shell command a call's ``arguments`` run (JSON: ``cmd`` or ``command``, a
+    string or an argument list, whose last item is the command: ``["bash", "-lc",
+    "…"]``), or ``None`` for a call that runs none."""
     value = parse_json(arguments)
     command = value.get("cmd", value.get("command")) if isinstance(value, dict) else None
     if isinstance(command, list):
         command = command[-1] if command and isinstance(command[-1], str) else None
-    return isinstance(command, str) and _SEARCH_COMMAND.search(command.strip()) is not None
+    return command if isinstance(command, str) else None
 
 
 def outcome(
