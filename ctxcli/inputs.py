@@ -154,7 +154,9 @@ def plan(
     when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
     writes, or one and an input (other than its own, in place), are the same file, or
     when the output is stdout and the default store beside the input already exists
-    (it may hold an earlier run's originals).
+    (it may hold an earlier run's originals), or when the default store beside a new
+    output already exists (another output's of the same stem: ``x.compressed.jsonl``
+    beside ``x.compressed.parquet``).
     """
     found = find_inputs(inputs, globs)
     _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
@@ -236,6 +238,14 @@ def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
             f"{kept} exists (the store of the run that wrote {path}?); with output to "
             f"{'stdout' if target == '-' else target} give --store PATH, or name that "
             "file to replace it"
+        )
+    if not streamed and Path(kept).exists() and not Path(target).exists():
+        # Named after the output's stem, it is another output's (x.compressed.jsonl
+        # beside a new x.compressed.parquet): replacing it would leave that one with
+        # placeholders nothing restores.
+        raise ConfigError(
+            f"{kept} exists beside no {target}: it may be the store of another output "
+            f"of the same name; give --store PATH or -o another name, or remove it"
         )
     return kept
 

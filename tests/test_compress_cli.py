@@ -866,6 +866,32 @@ def test_output_to_stdout_never_replaces_the_store_of_the_run_that_wrote_the_inp
     assert store.read_bytes() == kept
 
 
+def test_a_new_output_never_replaces_the_store_of_another_of_the_same_stem(
+    tmp_path: Path,
+) -> None:
+    """run.jsonl and run.json compress to run.compressed.jsonl and .json, whose stores
+    are both run.compressed.store.jsonl: the second run replaced the first's, whose
+    placeholders then restored from nothing. It refuses; the first run again may."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
+    for n in range(4):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": f"file{n}.txt\n" * 60})
+    record = {"id": "r", "messages": messages}
+    source = write_jsonl(tmp_path / "run.jsonl", [record])
+    (tmp_path / "run.json").write_text(json.dumps([record]))
+    args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "-q"]
+    args += ["--placeholder-threshold", "100"]
+    assert invoke("compress", str(source), *args).exit_code == 0
+    store = tmp_path / "run.compressed.store.jsonl"
+    kept = store.read_bytes()
+    other = invoke("compress", str(tmp_path / "run.json"), *args)
+    assert other.exit_code == 1 and "exists beside no" in other.stderr, other.output
+    assert store.read_bytes() == kept and not (tmp_path / "run.compressed.json").exists()
+    assert invoke("compress", str(source), *args).exit_code == 0  # its own run again
+    assert invoke("restore", str(tmp_path / "run.compressed.jsonl")).exit_code == 0
+
+
 def test_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:
     """With --jobs, a run killed with SIGKILL (a CI timeout, the OOM killer) leaves no
     worker processes behind."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +133,12 @@ def test_count_equals_compress_tokens_before_on_the_samples(tmp_path: Path) -> N
 
 
 def assert_agree(path: Path, extra: list[str], tmp_path: Path) -> None:
-    """count's total for ``path`` is compress's tokens before (or both refuse it alike)."""
-    out = tmp_path / f"out{path.suffix}"
-    stats = tmp_path / "stats.json"
+    """count's total for ``path`` is compress's tokens before (or both refuse it alike).
+    Each call writes in a folder of its own: ``out.json`` beside ``out.jsonl``'s store
+    would be refused (that store is another output's)."""
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    out = work / f"out{path.suffix}"
+    stats = work / "stats.json"
     compressed = invoke("compress", str(path), "-o", str(out), "--stats", str(stats), "-q", *extra)
     counted = invoke("count", str(path), "--format", "json", *extra)
     if compressed.exit_code not in (0, 3):
