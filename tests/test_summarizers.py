@@ -162,6 +162,21 @@ def test_a_month_and_its_year_is_no_day() -> None:
     assert found == ["June 2024", "June 20, 2024", "May 3 2025"], found
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("奶酪起源于公元前700年的希腊。", ["公元前700年"]),
+        ("该城建于公元1200年。", ["公元1200年"]),
+        ("Cheese dates to 700 BC in Greece.", ["700 BC", "Greece"]),
+        ("Rome was founded in 753 BCE; the wall in AD 122.", ["753 BCE", "AD 122"]),
+        ("Our CEO met 5 CEOs in 2024年.", ["2024年"]),
+    ],
+)
+def test_a_year_keeps_its_era(text: str, expected: list[str]) -> None:
+    """A glaive summary said ``700年`` of 公元前700年 (700 BC): the year turned round."""
+    assert facts(text) == expected
+
+
 def test_an_english_range_or_count_keeps_its_ends_and_its_noun() -> None:
     """A range is one fact ("5 to 7 business days"; it was "7 business", a seat
     count?), and a count keeps its noun ("3 free checked bags", not "3 free")."""

@@ -172,6 +172,13 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         re.compile(r"\d{4} ?年 ?\d{1,2} ?月(?: ?\d{1,2} ?[日号])?|\d{1,2} ?月 ?\d{1,2} ?[日号]"),
         ("月",),
     ),  # 6月18日
+    (
+        re.compile(
+            r"公元前?\d{1,4} ?年|\b(?:AD|A\.D\.) ?\d{1,4}\b"
+            r"|\b\d{1,4} ?(?:BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)(?![A-Za-z])"
+        ),
+        ("公元", "BC", "AD", "CE", "B.C", "A.D"),
+    ),  # a year with its era, whole: 公元前700年 (700 BC) is no 700年
     (_PHONE, re.compile(r"\d(?:[ -]\d{3}|\d{10})")),
     (
         re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
