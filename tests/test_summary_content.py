@@ -1394,3 +1394,15 @@ def test_a_flight_or_a_card_in_two_reservations_is_two_things() -> None:
     whole = _summary(messages, 400)
     assert "price 122" in whole and "price 350" in whole, whole
     assert "amount 498" in whole and "amount 300" in whole, whole
+
+
+def test_a_call_that_changes_state_keeps_what_it_made_beside_a_record_it_names() -> None:
+    # Only a look-up's gist gives way to a newer record of its object: a booking that
+    # names a flight already said keeps the reservation it made.
+    from ctxcli.summarizers.extractive import Item, _gist_unsaid
+
+    said = "flight HAT235: 2024-05-18, price 350\n"
+    booked = Item("actions", "book_reservation(HAT235) → ok, reservation NEW123", 1, 3, 0)
+    assert _gist_unsaid(booked, said) is booked
+    looked = Item("actions", "get_flight_status(HAT235) → available, price 122", 4, 1, 0)
+    assert _gist_unsaid(looked, said).text == "get_flight_status(HAT235) → ok"

@@ -1778,17 +1778,26 @@ def _gist_unsaid(item: Item, said: str) -> Item:
     daiki_muller_1116) → name Daiki Muller, …`` after ``get_user_details: name Daiki
     Muller, …``; ``→ james_9828, business`` after ``reservation GV1N64: james_9828,
     business, cancelled``, the final state ranking first), or a look-up of an object
-    whose record a line gave (:func:`_record_of`), with ``ok`` for that outcome unless
-    it is an error; any other item as it is."""
+    whose record a line gave (:func:`_newer_record`), with ``ok`` for that outcome; any
+    other item as it is."""
     if item.section != "actions":
         return item
     head, arrow, outcome = item.text.rpartition(" → ")
     if not arrow or outcome == "ok":
         return item
-    told = f": {outcome}\n" in said or _within_a_record(outcome, said)
-    if not told and (rec.ERROR_OUTCOME.search(outcome) or not _record_of(head, said)):
+    if f": {outcome}\n" not in said and not _newer_record(head, outcome, said):
         return item
     return dataclasses.replace(item, text=f"{head} → ok")
+
+
+def _newer_record(call: str, outcome: str, said: str) -> bool:
+    """Whether ``said`` holds the record a look-up's ``outcome`` is the gist of, or a
+    newer one of the object its ``call`` names (:func:`_within_a_record`,
+    :func:`_record_of`); never for a call that may change state (its outcome says what
+    it made: ``ok, reservation HATHAT``) nor an error."""
+    if rec.changes_state(call.partition("(")[0]) or rec.ERROR_OUTCOME.search(outcome):
+        return False
+    return _within_a_record(outcome, said) or _record_of(call, said)
 
 
 def _record_of(call: str, said: str) -> bool:
