@@ -1406,3 +1406,21 @@ def test_a_call_that_changes_state_keeps_what_it_made_beside_a_record_it_names()
     assert _gist_unsaid(booked, said) is booked
     looked = Item("actions", "get_flight_status(HAT235) → available, price 122", 4, 1, 0)
     assert _gist_unsaid(looked, said).text == "get_flight_status(HAT235) → ok"
+
+
+def test_the_flights_a_newer_result_no_longer_lists_are_not_said() -> None:
+    # tau-bench 13-0 at 2000: the look-up's four flights stood beside the final
+    # reservation, which held one; a status alone (no flights listed) leaves them.
+    flights = json.loads(_reservation((122, 127), [498], 0))
+    moved = {**flights, "flights": flights["flights"][1:]}
+    messages: Messages = [
+        {"role": "user", "content": "Drop the first flight of YAX4DR."},
+        *_called(1, "get_reservation_details", "YAX4DR", json.dumps(flights)),
+        *_called(2, "update_reservation_flights", "YAX4DR", json.dumps(moved)),
+    ]
+    whole = _summary(messages, 400)
+    assert "HAT298" in whole and "HAT235" not in whole, whole
+    cancelled = {"reservation_id": "YAX4DR", "status": "cancelled"}
+    messages[-1] = {**messages[-1], "content": json.dumps(cancelled)}
+    whole = _summary(messages, 400)
+    assert "HAT235" in whole and "cancelled" in whole, whole

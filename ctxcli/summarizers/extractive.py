@@ -1478,48 +1478,69 @@ def _stream(
 
 def _newest_state(items: Iterable[Item]) -> list[Item]:
     """``items`` of :data:`CHANGED` (newest message first) with each object's final
-    state: a record of an object with an id (its label's last word holds a digit:
-    ``flight HAT235``) that a newer result about the same thing gave again (its first
-    record's label, ``reservation YAX4DR``: a flight number or a card is no object of
-    its own, the same in two reservations), only with the values that one has no key
-    for (a look-up's ``price 122`` is stale beside the update's ``price 350``; its
-    ``address …`` is not), and without its values of no key when the newer record
-    says some of them again (``economy`` beside ``mia_1, BOS→MSP, business``; a status
-    alone, ``cancelled``, leaves them); none when nothing is left (tau-bench 14-3 at
-    1500 kept the look-up's economy prices and cut the upgrade's)."""
+    state. A result's object is its first record's, when that names an id
+    (``reservation YAX4DR``: a flight number or a card is no object of its own, the
+    same in two reservations); an older result's records of an object a newer result
+    gave again are trimmed to what that one did not say again (:func:`_trimmed`): a
+    look-up's ``price 122`` is stale beside the update's ``price 350``, its flights the
+    update no longer lists are gone, its ``address …`` is not (tau-bench 14-3 at 1500
+    kept the look-up's economy prices and cut the upgrade's; 13-0 listed four flights
+    beside the one the reservation kept)."""
     listed = list(items)
-    subjects: dict[int, str] = {}  # each message's first record's label
+    subjects: dict[int, str] = {}  # each message's object: its first record's label
     for item in listed:
         subjects.setdefault(item.position, _own_label(item))
-    newest: dict[tuple[str, str], tuple[int, set[str]]] = {}
+    newest: dict[str, tuple[int, dict[str, set[str]]]] = {}  # object: (message, its say)
+    for item in listed:
+        subject, label = subjects[item.position], _label(item)
+        position, said = newest.setdefault(subject, (item.position, {}))
+        if subject and label and position == item.position:
+            parts = item.text[len(label) + 2 :].split(", ")
+            keys = (p.rpartition(" ")[0] for p in parts if " " in p)
+            said.setdefault(label, set()).update(parts, keys)
     out = []
     for item in listed:
-        label = _own_label(item)
-        subject = subjects[item.position]
-        if not label or not subject:
+        subject, label = subjects[item.position], _label(item)
+        if not subject or not label or newest[subject][0] == item.position:
             out.append(item)
-            continue
-        parts = item.text[len(label) + 2 :].split(", ")
-        position, said = newest.setdefault((subject, label), (item.position, set()))
-        if position == item.position:
-            said.update(parts, (p.rpartition(" ")[0] for p in parts if " " in p))
-            out.append(item)
-            continue
-        restated = any(" " not in p and p in said for p in parts)
-        kept = [p for p in parts if p not in said and _unkeyed(p, said, restated)]
-        if kept:
-            out.append(dataclasses.replace(item, text=f"{label}: {', '.join(kept)}"))
+        elif (trimmed := _trimmed(item, label, newest[subject][1])) is not None:
+            out.append(trimmed)
     return out
+
+
+def _label(item: Item) -> str:
+    """The label of ``item`` when it is a record (``flight HAT235``, ``passengers``),
+    else ``""``."""
+    label, colon, _ = item.text.partition(": ")
+    return label if item.section == "facts" and colon else ""
 
 
 def _own_label(item: Item) -> str:
     """The label of ``item`` when it is a record of an object with an id (``flight
     HAT235``), else ``""``."""
-    label, colon, _ = item.text.partition(": ")
+    label = _label(item)
     own = label.rpartition(" ")[2]
-    if item.section != "facts" or not colon or " " not in label or not _DIGIT.search(own):
-        return ""
-    return label
+    return label if " " in label and _DIGIT.search(own) else ""
+
+
+def _trimmed(item: Item, label: str, newer: Mapping[str, set[str]]) -> Item | None:
+    """``item``, an older record under ``label`` of an object a newer result told again
+    (``newer``: what that one's records said, by label, values and their keys), with
+    only what the newer did not say again: ``None`` for a part of the object the newer
+    no longer has (a flight, when it lists flights) or a field of no id it restates
+    (``passengers``); else the values it has no key for, and its values of no key when
+    the newer record says none of them again (:func:`_unkeyed`: ``economy`` beside
+    ``mia_1, BOS→MSP, business``; a status alone, ``cancelled``, leaves them)."""
+    said = newer.get(label)
+    if said is None:
+        kinds = {other.partition(" ")[0] for other in newer}
+        return None if label.partition(" ")[0] in kinds else item
+    if " " not in label:
+        return None
+    parts = item.text[len(label) + 2 :].split(", ")
+    restated = any(" " not in p and p in said for p in parts)
+    kept = [p for p in parts if p not in said and _unkeyed(p, said, restated)]
+    return dataclasses.replace(item, text=f"{label}: {', '.join(kept)}") if kept else None
 
 
 def _unkeyed(part: str, said: set[str], restated: bool) -> bool:
