@@ -111,9 +111,9 @@ def restore_file(compressed: str, output: str, store: str | None = None) -> Rest
     the placeholders the store cannot resolve (and writes nothing)."""
     from ctxcli import store as stores
     from ctxcli.errors import ConfigError
-    from ctxcli.inputs import default_store
+    from ctxcli.inputs import store_of
 
-    store = store or default_store(compressed)
+    store = store or store_of(compressed)
     if store is None:
         raise ConfigError("give the store when the compressed file is read from stdin")
     return stores.restore_file(compressed, output, store)

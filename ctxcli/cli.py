@@ -301,7 +301,8 @@ def output_options(func: F) -> F:
                 "--stats",
                 "stats_path",
                 metavar="PATH",
-                shown="<output stem>.stats.json; none in place or to stdout",
+                shown="<output stem>.stats.json beside a .jsonl output, <output name>"
+                ".stats.json beside another; none in place or to stdout",
                 help="Stats JSON path (one input only).",
             ),
             config_option("YAML settings file; options given here win."),
@@ -382,7 +383,8 @@ def placeholder_options(func: F) -> F:
                 "--store",
                 "store_path",
                 metavar="PATH",
-                shown="<output stem>.store.jsonl",
+                shown="<output stem>.store.jsonl beside a .jsonl output, <output name>"
+                ".store.jsonl beside another",
                 help="Store of the originals placeholders replaced.",
             ),
         ],
@@ -492,9 +494,10 @@ def compress(inputs: tuple[str, ...], **options: Any) -> None:
     also s3:// paths. Records may be OpenAI, Anthropic or ShareGPT; a Claude
     Code session log is one conversation. Writes <name>.compressed.<ext> (same shape
     and format) and <name>.compressed.stats.json beside each input (or under
-    --out-dir), and a table on stderr. With the placeholder stage (on by default),
-    large tool results become placeholders whose originals go to
-    <name>.compressed.store.jsonl; ctxcli restore puts them back. Inputs are never
+    --out-dir; <name>.compressed.<ext>.stats.json when <ext> is not jsonl), and a
+    table on stderr. With the placeholder stage (on by default), large tool results
+    become placeholders whose originals go to <name>.compressed.store.jsonl (or
+    <name>.compressed.<ext>.store.jsonl); ctxcli restore puts them back. Inputs are never
     modified unless --in-place is given.
 
     With --summarizer llm a model writes the summaries (see the README); a summary
@@ -911,11 +914,11 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
     cannot resolve are an error naming them (exit 1), and nothing is written.
     """
     from ctxcli.batch import plural
-    from ctxcli.inputs import default_store
+    from ctxcli.inputs import store_of
     from ctxcli.store import restore_file
 
     if store_path is None:
-        store_path = default_store(compressed)
+        store_path = store_of(compressed)
         if store_path is None:
             raise click.UsageError("give --store when the compressed file is read from stdin")
 

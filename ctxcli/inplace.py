@@ -9,7 +9,7 @@ rewrite each input with its compressed form, or check it and say which would cha
   with the input's permission bits, so a reader sees the old file or the new one,
   never half of either. A file no stage changes is not rewritten at all (its time
   stamp stays). The originals that placeholders replaced are added to the store
-  beside it (``<stem>.store.jsonl``, see :func:`ctxcli.inputs.default_store`): an
+  beside it (``<stem>.store.jsonl``, see :func:`ctxcli.inputs.store_of`): an
   existing store keeps its entries, since the input's earlier placeholders restore
   from them. The store is moved into place before the input.
 - A dry run compresses to ``/dev/null`` and writes nothing anywhere.

@@ -98,21 +98,43 @@ def default_output(input_path: str, out_dir: str | None = None, relative: str | 
 
 
 def default_stats(output_path: str) -> str:
-    """``<output stem>.stats.json`` beside the output."""
-    path = Path(output_path)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    return str(path.with_name(f"{stem}.stats.json"))
+    """The stats file beside the output: ``<stem>.stats.json`` for a ``.jsonl`` one,
+    ``<name>.stats.json`` for any other (:func:`beside`)."""
+    return beside(output_path, "stats.json")
 
 
 def default_store(output_path: str, input_path: str = "-") -> str | None:
-    """``<output stem>.store.jsonl`` beside the output; with output to stdout,
-    ``<input stem>.store.jsonl`` beside the input; ``None`` for stdin to stdout."""
+    """The store beside the output (``<stem>.store.jsonl`` for a ``.jsonl`` one,
+    ``<name>.store.jsonl`` for any other: :func:`beside`); with output to stdout,
+    beside the input by the same rule; ``None`` for stdin to stdout."""
     base = output_path if output_path != "-" else input_path
-    if base == "-":
-        return None
-    path = Path(base)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    return str(path.with_name(f"{stem}.store.jsonl"))
+    return None if base == "-" else beside(base, "store.jsonl")
+
+
+def beside(path: str, kind: str) -> str:
+    """The file of ``kind`` (``stats.json``) that goes with ``path`` (a local path or
+    a URL such as ``s3://…``): named after its stem for a ``.jsonl`` file
+    (``run.compressed.stats.json``), after its whole name for any other
+    (``run.compressed.parquet.stats.json``), so that two outputs of one stem never
+    share one (run.jsonl and run.parquet compressed in turn: the second replaced the
+    first's store, whose placeholders then restored from nothing)."""
+    folder, slash, name = path.rpartition("/")
+    base = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return f"{folder}{slash}{base}.{kind}"
+
+
+def store_of(compressed: str) -> str | None:
+    """The store of ``compressed`` when none is given, for ``restore`` and for
+    ``--in-place`` (which adds to it): the one beside it (:func:`default_store`), or,
+    when only that exists, the one an earlier version named after its stem whatever
+    its suffix (``run.compressed.store.jsonl`` of ``run.compressed.json``); ``None``
+    for stdin."""
+    store = default_store(compressed)
+    if store is None or Path(store).exists():
+        return store
+    folder, slash, name = compressed.rpartition("/")
+    earlier = f"{folder}{slash}{name.rpartition('.')[0] or name}.store.jsonl"
+    return earlier if Path(earlier).exists() else store
 
 
 @dataclass(frozen=True)
@@ -154,15 +176,13 @@ def plan(
     when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
     writes, or one and an input (other than its own, in place), are the same file, or
     when the output is stdout and the default store beside the input already exists
-    (it may hold an earlier run's originals), or when the default store beside a new
-    output already exists (another output's of the same stem: ``x.compressed.jsonl``
-    beside ``x.compressed.parquet``).
+    (it may hold an earlier run's originals).
     """
     found = find_inputs(inputs, globs)
     _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
     if in_place:
         _refuse_in_place(found, output=output, out_dir=out_dir)
-        plans = [Plan(f.path, f.path, stats, store or default_store(f.path)) for f in found]
+        plans = [Plan(f.path, f.path, stats, store or store_of(f.path)) for f in found]
         plans = [dataclasses.replace(p, in_place=True) for p in plans]
     else:
         plans = [_plan_one(f, output, out_dir, stats, store, restorable) for f in found]
@@ -238,14 +258,6 @@ def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
             f"{kept} exists (the store of the run that wrote {path}?); with output to "
             f"{'stdout' if target == '-' else target} give --store PATH, or name that "
             "file to replace it"
-        )
-    if not streamed and Path(kept).exists() and not Path(target).exists():
-        # Named after the output's stem, it is another output's (x.compressed.jsonl
-        # beside a new x.compressed.parquet): replacing it would leave that one with
-        # placeholders nothing restores.
-        raise ConfigError(
-            f"{kept} exists beside no {target}: it may be the store of another output "
-            f"of the same name; give --store PATH or -o another name, or remove it"
         )
     return kept
 

@@ -507,8 +507,8 @@ def plan_remote(inputs: Iterable[str], *, out_dir: str | None, restorable: bool)
         stem, suffix = (stem, f".{suffix}") if dot else (name, ".jsonl")
         where = (out_dir or folder).rstrip("/")
         output = f"{where}/{stem}.compressed{suffix}"
-        stats = f"{where}/{stem}.compressed.stats.json"
-        store = f"{where}/{stem}.compressed.store.jsonl" if restorable else None
+        stats = inputs_module.beside(output, "stats.json")
+        store = inputs_module.beside(output, "store.jsonl") if restorable else None
         plans.append(Plan(input=path, output=output, stats=stats, store=store))
     return plans
 

@@ -835,7 +835,7 @@ def test_an_input_that_already_breaks_its_format_is_reported(tmp_path: Path) -> 
     source.with_suffix(".json").write_text(json.dumps(records))
     result = invoke("compress", str(source.with_suffix(".json")), "--stages", "window", "-q")
     assert result.exit_code == 0, result.output
-    stats = json.loads((tmp_path / "in.compressed.stats.json").read_text())
+    stats = json.loads((tmp_path / "in.compressed.json.stats.json").read_text())
     assert [(p["id"], p["record"]) for p in stats["input_problems"]] == [("b", 1), ("b2", 2)]
 
 
@@ -866,12 +866,12 @@ def test_output_to_stdout_never_replaces_the_store_of_the_run_that_wrote_the_inp
     assert store.read_bytes() == kept
 
 
-def test_a_new_output_never_replaces_the_store_of_another_of_the_same_stem(
-    tmp_path: Path,
-) -> None:
-    """run.jsonl and run.json compress to run.compressed.jsonl and .json, whose stores
-    are both run.compressed.store.jsonl: the second run replaced the first's, whose
-    placeholders then restored from nothing. It refuses; the first run again may."""
+def test_outputs_of_one_stem_keep_their_own_stats_and_store(tmp_path: Path) -> None:
+    """run.jsonl and run.json compress to run.compressed.jsonl and .json, whose stats
+    and stores were both run.compressed.stats.json and .store.jsonl: the second run
+    replaced the first's, whose placeholders then restored from nothing. A .jsonl
+    output's side files are named after its stem, any other's after its whole name;
+    restore still finds a store an earlier version named after the stem."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
     for n in range(4):
         call = {"id": f"c{n}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -879,17 +879,22 @@ def test_a_new_output_never_replaces_the_store_of_another_of_the_same_stem(
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": f"file{n}.txt\n" * 60})
     record = {"id": "r", "messages": messages}
     source = write_jsonl(tmp_path / "run.jsonl", [record])
-    (tmp_path / "run.json").write_text(json.dumps([record]))
+    (tmp_path / "run.json").write_text(json.dumps([record, record]))
     args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "-q"]
     args += ["--placeholder-threshold", "100"]
     assert invoke("compress", str(source), *args).exit_code == 0
-    store = tmp_path / "run.compressed.store.jsonl"
-    kept = store.read_bytes()
-    other = invoke("compress", str(tmp_path / "run.json"), *args)
-    assert other.exit_code == 1 and "exists beside no" in other.stderr, other.output
-    assert store.read_bytes() == kept and not (tmp_path / "run.compressed.json").exists()
-    assert invoke("compress", str(source), *args).exit_code == 0  # its own run again
+    assert invoke("compress", str(tmp_path / "run.json"), *args).exit_code == 0
+    stats = json.loads((tmp_path / "run.compressed.stats.json").read_text())
+    assert stats["conversations"] == 1
+    assert (
+        json.loads((tmp_path / "run.compressed.json.stats.json").read_text())["conversations"] == 2
+    )
+    assert (tmp_path / "run.compressed.json.store.jsonl").is_file()
     assert invoke("restore", str(tmp_path / "run.compressed.jsonl")).exit_code == 0
+    (tmp_path / "run.compressed.json.store.jsonl").rename(tmp_path / "run.compressed.store.jsonl")
+    back = invoke("restore", str(tmp_path / "run.compressed.json"), "-o", str(tmp_path / "b.json"))
+    assert back.exit_code == 0, back.output
+    assert json.loads((tmp_path / "b.json").read_text()) == [record, record]
 
 
 def test_workers_end_when_the_run_is_killed(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import anthropic, claude_code, openai, sharegpt
+from ctxcli.inputs import default_stats
 from ctxcli.model import SUMMARY_MARKER, Message, seal, summary_header
 from ctxcli.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, TokenCounter
 from ctxcli.validate import validate_file
@@ -558,7 +559,7 @@ def test_errors_name_the_array_record_and_keep_passes_it_through(tmp_path: Path)
     )
     assert result.exit_code == 0
     assert json.loads((tmp_path / "o.json").read_text())[1] == {"prompt": "no messages"}
-    stats = json.loads((tmp_path / "o.stats.json").read_text())
+    stats = json.loads(Path(default_stats(str(tmp_path / "o.json"))).read_text())
     assert stats["errors"][0]["record"] == 1
 
 
@@ -645,7 +646,7 @@ def test_real_data_compresses_validates_and_round_trips(
             ["compress", str(source), "-o", str(out), "-q", "--max-tokens", budget, *stages, *args],
         )
         assert result.exit_code == 0, result.output
-        stats = json.loads(out.with_name(f"{budget}.stats.json").read_text())
+        stats = json.loads(Path(default_stats(str(out))).read_text())
         assert stats["errors"] == []
         found = [(p.line, p.record, p.reason) for p in validate_file(str(out), messages_key=key)]
         assert found == known  # only what the input already had (two glaive records)

@@ -67,15 +67,15 @@ def test_a_nested_mixed_folder_compresses_in_one_command_under_out_dir(tmp_path:
         "a/b/run.compressed.stats.json",
         "a/b/run.compressed.store.jsonl",
         "a/runs.compressed.json",
-        "a/runs.compressed.stats.json",
-        "a/runs.compressed.store.jsonl",
-        "top.compressed.stats.json",
-        "top.compressed.store.jsonl",
+        "a/runs.compressed.json.stats.json",
+        "a/runs.compressed.json.store.jsonl",
         "top.compressed.traj",
+        "top.compressed.traj.stats.json",
+        "top.compressed.traj.store.jsonl",
     ]
     for name in ("a/b/run.compressed.jsonl", "a/runs.compressed.json", "top.compressed.traj"):
         assert list(validate_file(str(out / name))) == []
-    assert json.loads((out / "a/runs.compressed.stats.json").read_text())["conversations"] == 2
+    assert json.loads((out / "a/runs.compressed.json.stats.json").read_text())["conversations"] == 2
     table = result.stderr.splitlines()
     total = next(line for line in table if line.startswith("total (3 files)"))
     assert total.split()[3:5] == ["4", "60→60"]  # conversations; messages before→after

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxcli.cli import cli
+from ctxcli.inputs import default_stats
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -65,7 +66,7 @@ def test_compression_keeps_every_other_column_and_the_schema(shard: Path, tmp_pa
     assert after.schema.equals(before.schema, check_metadata=True)
     for name in ("id", "source", "blob"):
         assert after.column(name) == before.column(name)
-    stats = json.loads((tmp_path / "out.stats.json").read_text())
+    stats = json.loads(Path(default_stats(str(out))).read_text())
     assert stats["conversations"] == 12 and stats["conversations_changed"] > 6
     assert after.column("messages") != before.column("messages")
     assert CliRunner().invoke(cli, ["validate", str(out)]).exit_code == 0
@@ -139,5 +140,5 @@ def test_count_reads_parquet_as_compress_does(shard: Path, tmp_path: Path) -> No
     assert counted.exit_code == 0, counted.output
     out = tmp_path / "out.parquet"
     compress(str(shard), "-o", str(out), "--max-tokens", "300")
-    stats = json.loads((tmp_path / "out.stats.json").read_text())
+    stats = json.loads(Path(default_stats(str(out))).read_text())
     assert json.loads(counted.stdout)["total"]["tokens"] == stats["tokens"]["before"] > 0

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from helpers import assert_valid, read_jsonl
 
 from ctxcli.cli import cli
+from ctxcli.inputs import default_stats, default_store
 from ctxcli.model import SUMMARY_MARKER
 from ctxcli.tokens import TokenCounter
 from ctxcli.validate import validate_file
@@ -85,7 +86,7 @@ def test_single_task_agent_runs_fold_their_steps_into_a_summary(
         ],
     )
     assert result.exit_code == 0, result.output
-    stats = json.loads(out.with_suffix(".stats.json").read_text())
+    stats = json.loads(Path(default_stats(str(out))).read_text())
     summary = stats["stage_events"]["summary"]
     assert summary["summaries_written"] == 1 and summary["steps_summarized"] >= 18
     assert stats["stage_events"]["priority"] == {}  # nothing dropped without a trace
@@ -157,11 +158,11 @@ def test_every_real_file_compresses_with_no_flag_but_the_budget(
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
         assert sorted(p.reason for p in validate_file(str(out))) == problems_before
-        stats = json.loads((tmp_path / "out.stats.json").read_text())
+        stats = json.loads(Path(default_stats(str(out))).read_text())
         assert stats["fallbacks"] == [] and stats["tokens"]["before"] == tokens
         recount = CliRunner().invoke(cli, ["count", str(out), "--format", "json"])
         assert json.loads(recount.stdout)["total"]["tokens"] == stats["tokens"]["after"]
-        assert not _placeholders_no_smaller(out, tmp_path / "out.store.jsonl")
+        assert not _placeholders_no_smaller(out, Path(str(default_store(str(out)))))
     same = CliRunner().invoke(
         cli,
         [

@@ -13,6 +13,7 @@ from test_compress_cli import PLACEHOLDERS_ONLY
 
 from ctxcli.cli import cli
 from ctxcli.formats import detect, responses
+from ctxcli.inputs import default_stats
 from ctxcli.tokens import TokenCounter, opaque_tokens
 
 COUNTER = TokenCounter("o200k_base")
@@ -381,7 +382,7 @@ def test_bare_item_lists_are_one_conversation_each(tmp_path: Path, shape: str) -
         assert out[1] == items[:5]
     assert api_errors(items, out[0]) == []
     assert len(out[0]) < len(items) and out[0][-1] == items[-1]
-    stats = json.loads((tmp_path / "run.compressed.stats.json").read_text())
+    stats = json.loads(Path(default_stats(str(out_path))).read_text())
     assert stats["conversations"] == (2 if shape == "jsonl-arrays" else 1)
     assert CliRunner().invoke(cli, ["validate", str(out_path)]).exit_code == 0
     same = CliRunner().invoke(
