@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ctxcli.inputs import default_stats, default_store
+
 SETTINGS = {
     "default-2000": ["--max-tokens", "2000"],
     "summary-1000": ["--max-tokens", "1000", "--stages", "summary,priority"],
@@ -73,9 +75,7 @@ def main(root: Path) -> None:
             for name, args in settings.items():
                 out = Path(work) / f"{name}-{path.name}"
                 done = _ctxcli("compress", str(path), "-o", str(out), "-q", *args)
-                stem = out.name.rsplit(".", 1)[0]
-                stats = out.with_name(stem + ".stats.json")
-                store = out.with_name(stem + ".store.jsonl")
+                stats, store = Path(default_stats(str(out))), Path(str(default_store(str(out))))
                 line = [path.relative_to(root).as_posix(), name, f"exit={done.returncode}"]
                 line += [_digest(out), _digest(stats), _digest(store)]
                 print(" ".join(line), flush=True)

@@ -170,6 +170,10 @@ def test_a_month_and_its_year_is_no_day() -> None:
         ("Cheese dates to 700 BC in Greece.", ["700 BC", "Greece"]),
         ("Rome was founded in 753 BCE; the wall in AD 122.", ["753 BCE", "AD 122"]),
         ("Our CEO met 5 CEOs in 2024年.", ["2024年"]),
+        ("公元前 700 年", ["公元前 700 年"]),
+        ("Caesar died in 44 BC.", ["44 BC"]),
+        ("10 AD units, 2 CE marks, 500 CE-certified, 5 BCE-certified, Gate 7 BC", []),
+        ("a 1999 AD/DC conversion", ["1999"]),
     ],
 )
 def test_a_year_keeps_its_era(text: str, expected: list[str]) -> None:

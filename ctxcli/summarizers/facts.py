@@ -173,12 +173,16 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("月",),
     ),  # 6月18日
     (
+        # a year with its era, whole: 公元前700年 (700 BC) is no 700年. After a number,
+        # BC of two digits or more, AD and CE of three or more, none that goes on
+        # (``10 AD units``, ``500 CE-certified``, ``1999 AD/DC`` are no years)
         re.compile(
-            r"公元前?\d{1,4} ?年|\b(?:AD|A\.D\.) ?\d{1,4}\b"
-            r"|\b\d{1,4} ?(?:BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)(?![A-Za-z])"
+            r"公元前? ?\d{1,4} ?年|\b(?:AD|A\.D\.) ?\d{1,4}\b"
+            r"|\b(?:\d{2,4} ?(?:BCE|BC|B\.C\.(?:E\.)?)|\d{3,4} ?(?:CE|AD|A\.D\.))"
+            r"(?![-/\w])"
         ),
         ("公元", "BC", "AD", "CE", "B.C", "A.D"),
-    ),  # a year with its era, whole: 公元前700年 (700 BC) is no 700年
+    ),
     (_PHONE, re.compile(r"\d(?:[ -]\d{3}|\d{10})")),
     (
         re.compile(r"(?:[$€£¥￥]|(?:USD|EUR|GBP|CNY|RMB) ?)\d(?:[\d,]*\d)?(?:\.\d+)?"),
