@@ -108,7 +108,7 @@ def write(
     without the keys the reader added (LLaMA-Factory calls go back into parts); a
     summary a stage wrote or rewrote, in a record of LLaMA-Factory parts, as one such
     text part; the text that took the place of a tool result's LLaMA-Factory parts
-    (its placeholder) as one part like its first (:func:`as_value_part`).
+    (its placeholder) as one part like its first (:func:`_part_for`).
     """
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
@@ -137,7 +137,7 @@ def _written(
     content = data.get("content")
     if message.role in ("tool", "function") and isinstance(content, str) and entries:
         was = entries[index] if index is not None else None
-        part = as_value_part(was.get("content") if isinstance(was, Mapping) else None)
+        part = _part_for(was.get("content") if isinstance(was, Mapping) else None)
         if part is not None:
             return {**data, "content": [{**part, "value": content}]}
     if message.is_summary and isinstance(content, str) and valued():
@@ -151,7 +151,7 @@ def _written(
 _MEDIA = ("image", "video", "audio", "input_image", "input_audio")
 
 
-def as_value_part(content: Any) -> dict[str, str] | None:
+def _part_for(content: Any) -> dict[str, str] | None:
     """The part a text written in place of ``content`` takes when that is a list of
     LLaMA-Factory parts (``[{"type": "text", "value": …}]``), so a loader that reads
     only parts reads it: the ``type`` of its first text part (``observation``), or
@@ -269,7 +269,7 @@ def _unwrapped_placeholder(message: Mapping[str, Any]) -> Mapping[str, Any]:
     """A tool result whose content is one LLaMA-Factory part holding a placeholder (an
     earlier run's, as :func:`write` puts one) with that text as its content, so it is
     read as a placeholder (not replaced again, and named in the store as it was); the
-    writer puts the part back (:func:`as_value_part`). Any other message as it is."""
+    writer puts the part back (:func:`_part_for`). Any other message as it is."""
     content = message.get("content")
     if message.get("role") not in ("tool", "function") or not isinstance(content, list):
         return message

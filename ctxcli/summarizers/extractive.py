@@ -1519,8 +1519,15 @@ def _own_label(item: Item) -> str:
     """The label of ``item`` when it is a record of an object with an id (``flight
     HAT235``), else ``""``."""
     label = _label(item)
-    own = label.rpartition(" ")[2]
-    return label if " " in label and _DIGIT.search(own) else ""
+    return label if _id_of(label) else ""
+
+
+def _id_of(label: str) -> str:
+    """The id of the object a record's ``label`` names, its last word when that holds
+    a digit and follows the kind of thing (``HAT235`` of ``flight HAT235``), else
+    ``""``."""
+    kind, space, own = label.rpartition(" ")
+    return own if space and kind and _DIGIT.search(own) else ""
 
 
 def _trimmed(item: Item, label: str, newer: Mapping[str, set[str]]) -> Item | None:
@@ -1825,12 +1832,8 @@ def _record_of(call: str, said: str) -> bool:
     """Whether a line of ``said`` is a record of an object with an id the ``call``
     (``get_reservation_details(YAX4DR``) names: its final state, which a look-up's
     gist of the object at its time says again, or says stale."""
-    for line in said.splitlines():
-        label = line.partition(": ")[0]
-        own = label.rpartition(" ")[2]
-        if " " in label and _DIGIT.search(own) and _holds(call, own):
-            return True
-    return False
+    ids = (_id_of(line.partition(": ")[0]) for line in said.splitlines())
+    return any(own and _holds(call, own) for own in ids)
 
 
 def _within_a_record(gist: str, said: str) -> bool:
@@ -1874,8 +1877,8 @@ def _unsaid(item: Item, values: str, said: str) -> Item | None:
     ``update_reservation_flights(…, HAT028 (each date 2024-05-21), …)`` is ``flight
     HAT028: price 105``; ``None`` when it has none left."""
     label = item.text[: -len(values) - 2]
-    own = label.rpartition(" ")[2]
-    if " " not in label or not _DIGIT.search(own) or own not in said:
+    own = _id_of(label)
+    if not own or own not in said:
         return item
     given: set[str] = set()
     for line in said.splitlines():
