@@ -1802,12 +1802,11 @@ def _said_key(item: Item) -> str:
 
 def _gist_unsaid(item: Item, said: str) -> Item:
     """``item``, an action whose outcome is the gist of a record a line of ``said``
-    gave, whole or within a newer record of the same object (``get_user_details(
-    daiki_muller_1116) → name Daiki Muller, …`` after ``get_user_details: name Daiki
-    Muller, …``; ``→ james_9828, business`` after ``reservation GV1N64: james_9828,
-    business, cancelled``, the final state ranking first), or a look-up of an object
-    whose record a line gave (:func:`_newer_record`), with ``ok`` for that outcome; any
-    other item as it is."""
+    gave (``get_user_details(daiki_muller_1116) → name Daiki Muller, …`` after
+    ``get_user_details: name Daiki Muller, …``, the final state ranking first), or a
+    look-up of an object whose record a line gave (:func:`_newer_record`: ``→
+    james_9828, business`` after ``reservation GV1N64: james_9828, business,
+    cancelled``), with ``ok`` for that outcome; any other item as it is."""
     if item.section != "actions":
         return item
     head, arrow, outcome = item.text.rpartition(" → ")
@@ -1819,29 +1818,14 @@ def _gist_unsaid(item: Item, said: str) -> Item:
 
 
 def _newer_record(call: str, outcome: str, said: str) -> bool:
-    """Whether ``said`` holds the record a look-up's ``outcome`` is the gist of, or a
-    newer one of the object its ``call`` names (:func:`_within_a_record`,
-    :func:`_record_of`); never for a call that may change state (its outcome says what
-    it made: ``ok, reservation HATHAT``) nor an error."""
-    if rec.changes_state(call.partition("(")[0]) or rec.ERROR_OUTCOME.search(outcome):
-        return False
-    return _within_a_record(outcome, said) or _record_of(call, said)
-
-
-def _record_of(call: str, said: str) -> bool:
     """Whether a line of ``said`` is a record of an object with an id the ``call``
     (``get_reservation_details(YAX4DR``) names: its final state, which a look-up's
-    gist of the object at its time says again, or says stale."""
+    ``outcome`` said at its time again, or stale; never for a call that may change
+    state (its outcome says what it made: ``ok, reservation HATHAT``) nor an error."""
+    if rec.changes_state(call.partition("(")[0]) or rec.ERROR_OUTCOME.search(outcome):
+        return False
     ids = (_id_of(line.partition(": ")[0]) for line in said.splitlines())
     return any(own and _holds(call, own) for own in ids)
-
-
-def _within_a_record(gist: str, said: str) -> bool:
-    """Whether every value of ``gist`` (``a, b``) is a value of one record that a line
-    of ``said`` gives (``label: a, b, c``)."""
-    values = set(gist.split(", "))
-    lines = (line.partition(": ")[2] for line in said.splitlines() if gist[:8] in line)
-    return any(values <= set(line.split(", ")) for line in lines)
 
 
 #: How alike two notes' words must be for the later to say nothing new (the share
