@@ -1493,8 +1493,10 @@ def _newest_state(items: Iterable[Item]) -> list[Item]:
     newest: dict[str, tuple[int, dict[str, set[str]]]] = {}  # object: (message, its say)
     for item in listed:
         subject, label = subjects[item.position], _label(item)
+        if not (subject and label):
+            continue
         position, said = newest.setdefault(subject, (item.position, {}))
-        if subject and label and position == item.position:
+        if position == item.position:
             parts = item.text[len(label) + 2 :].split(", ")
             keys = (p.rpartition(" ")[0] for p in parts if " " in p)
             said.setdefault(label, set()).update(parts, keys)
