@@ -725,6 +725,8 @@ def command_of(arguments: str) -> str | None:
     """The shell command a call's ``arguments`` run (JSON: ``cmd`` or ``command``, a
     string or an argument list, whose last item is the command: ``["bash", "-lc",
     "…"]``), or ``None`` for a call that runs none."""
+    if "cmd" not in arguments and "command" not in arguments:
+        return None  # not parsed: a write's arguments may be a whole file
     value = parse_json(arguments)
     command = value.get("cmd", value.get("command")) if isinstance(value, dict) else None
     if isinstance(command, list):
