@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from helpers import read_jsonl
 
 from ctxcli.cli import cli
+from ctxcli.inputs import default_stats
 from ctxcli.stages.placeholder import content_id
 
 BIG = "a long line of tool output\n" * 60
@@ -602,9 +603,9 @@ def _part_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": [{"type": "tool_call", "value": value}]}
 
 
-def _counted_as_written(tmp_path: Path, out: Path) -> None:
+def _counted_as_written(out: Path) -> None:
     """The stats' tokens after are what ``count`` reads in the written file."""
-    stats = json.loads(out.with_name(out.name.replace(".jsonl", ".stats.json")).read_text())
+    stats = json.loads(Path(default_stats(str(out))).read_text())
     counted = CliRunner().invoke(cli, ["count", str(out)])
     assert f"{stats['tokens']['after']:,}" in counted.output.splitlines()[-1], counted.output
 
@@ -650,7 +651,7 @@ def test_a_llama_factory_tool_result_placeholder_is_one_part_and_restores(
     written = read_jsonl(out)[0]["messages"][3]["content"]
     assert len(written) == 1 and written[0]["type"] == "observation", written
     assert written[0]["value"].startswith("[ctxcli placeholder id="), written
-    _counted_as_written(tmp_path, out)
+    _counted_as_written(out)
     assert _restored(out) == [{"messages": messages}]
 
 
@@ -672,7 +673,7 @@ def test_the_arguments_a_stage_cleared_in_a_tool_call_part_are_written(tmp_path:
     out = _compressed(source, {"messages": messages}, 2000)
     written = json.loads(read_jsonl(out)[0]["messages"][1]["content"][0]["value"])
     assert list(written["arguments"]) == ["ctxcli_placeholder"], written
-    _counted_as_written(tmp_path, out)
+    _counted_as_written(out)
     restored = _restored(out)[0]["messages"]
     assert restored[2:] == messages[2:]
     assert json.loads(restored[1]["content"][0]["value"]) == json.loads(
@@ -695,7 +696,7 @@ def test_a_placeholder_for_parts_that_open_with_an_image_is_a_text_part(tmp_path
     out = _compressed(tmp_path / "img.jsonl", {"messages": messages}, 1500)
     written = read_jsonl(out)[0]["messages"][2]["content"]
     assert [p["type"] for p in written] == ["text"], written
-    _counted_as_written(tmp_path, out)
+    _counted_as_written(out)
 
 
 def test_a_placeholder_part_of_an_earlier_run_is_read_as_a_placeholder(tmp_path: Path) -> None:
