@@ -99,8 +99,10 @@ _FACT_AFTER_MISS = re.compile(
     r"[A-Za-z][A-Za-z0-9_.~@+%/-]*"
 )
 #: A JSON string's escape (``\\u2190``, ``\\n``), as a tool's output that is JSON text
-#: holds it: read as a space, so it is no fact (``u2190``, ``n2025``).
-_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
+#: holds it, a ``\\u`` one escaped again in JSON text of arguments (``\\\\u0040``),
+#: and any other run of backslashes: read as a space, so it is no fact (``u2190``,
+#: ``n2025``, ``u0040epam.com``), while a path's ``C:\\\\temp`` keeps ``temp``.
+_JSON_ESCAPE = re.compile(r"\\+u[0-9a-fA-F]{4}|(?<!\\)(?:\\\\)*\\[nrtbf\"/]|\\+")
 
 
 def content_id(content: Any) -> str:

@@ -577,6 +577,12 @@ def test_spare_tokens_put_a_result_back_whole_never_a_preview_as_large() -> None
             ["u2190", "u201340", "n2025"],
             id="json-escapes",
         ),
+        pytest.param(
+            r'{"content": "write to me\\u0040corp42.com from C:\\temp2025"}',
+            ["temp2025"],
+            ["u0040corp42.com", "emp2025"],
+            id="escaped-again",
+        ),
     ],
 )
 def test_the_facts_a_placeholder_names_are_whole(
