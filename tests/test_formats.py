@@ -294,6 +294,21 @@ def test_llama_factory_tool_call_parts_pair_with_the_tool_messages_after_them() 
     assert out["messages"][1] == record["messages"][1]  # the added keys never leak out
 
 
+def test_llama_factory_parts_must_alternate_sides_where_plain_openai_need_not() -> None:
+    parts = {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "value": "Be brief."}]},
+            {"role": "user", "content": [{"type": "text", "value": "One."}]},
+            {"role": "user", "content": [{"type": "text", "value": "Two."}]},
+            {"role": "assistant", "content": [{"type": "text", "value": "Both."}]},
+        ]
+    }
+    found = openai.problems(parts, read(openai, parts))
+    assert [p.rule for p in found] == ["two-in-a-row"] and "message 2" in str(found[0])
+    plain = {"messages": [{"role": "user", "content": "One."}, {"role": "user", "content": "Two."}]}
+    assert openai.problems(plain, read(openai, plain)) == []
+
+
 def test_a_summary_in_llama_factory_parts_is_one_text_part_and_read_back_as_one() -> None:
     """A summary in a record of ``{"type": "text", "value": …}`` parts was a plain
     string, the one message of another shape, which a loader of such data may reject."""

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ctxcli.cli import cli
 from ctxcli.config import resolve
-from ctxcli.formats import sharegpt
+from ctxcli.formats import openai, sharegpt
 from ctxcli.model import SUMMARY_MARKER, make_conversation, seal, summary_header
 from ctxcli.pipeline import Context, build_stage, run
 from ctxcli.placeholders import ARGUMENTS_KEY, render
@@ -473,6 +473,50 @@ def test_sharegpt_turns_still_alternate(tmp_path: Path) -> None:
     assert [m.is_summary for m in again.messages[:2]] == [False, True]
     assert again.messages[0].data["content"] == TASK
     assert sharegpt.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
+
+
+def llama_factory_run(task: str, answer: str) -> list[dict[str, Any]]:
+    """:func:`sharegpt_run` in LLaMA-Factory's OpenAI-style parts: the calls are
+    ``tool_call`` parts of the assistant messages, the results ``tool`` messages."""
+
+    def text(value: str) -> list[dict[str, str]]:
+        return [{"type": "text", "value": value}]
+
+    messages = [{"role": "user", "content": text(task)}]
+    for i in range(20):
+        call_value = json.dumps({"name": "read_file", "arguments": {"path": f"m{i}.py"}})
+        messages.append(
+            {"role": "assistant", "content": [{"type": "tool_call", "value": call_value}]}
+        )
+        messages.append({"role": "tool", "content": text(f"ORD-{1000 + i} " + "x " * 60)})
+    return [*messages, {"role": "assistant", "content": text(answer)}]
+
+
+def test_llama_factory_parts_turns_alternate_and_a_joined_summary_reads_back(
+    tmp_path: Path,
+) -> None:
+    """A summary of the steps after the task was a second user message in a row, which
+    the chat templates LLaMA-Factory renders with (Llama 2's, Mistral's, Gemma's)
+    reject ("Conversation roles must alternate"); 6 of the 50 reason_tool_use runs at
+    1500 tokens. It is now one more text part of the task's message."""
+    messages = llama_factory_run(TASK, "Fixed.")
+    source = write_jsonl(tmp_path / "run.jsonl", [{"messages": messages}])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, "--stages summary,priority --max-tokens 800")
+    written = read_jsonl(out)[0]["messages"]
+    sides = ["assistant" if m["role"] == "assistant" else "user" for m in written]
+    assert all(a != b for a, b in itertools.pairwise(sides)), sides
+    assert stats["stage_events"]["summary"]["steps_summarized"] > 0
+    task, summary = written[0]["content"]
+    assert task == messages[0]["content"][0] and summary["type"] == "text"
+    assert summary["value"].startswith("\n\n" + SUMMARY_MARKER) and "ORD-1000" in summary["value"]
+    again = openai.read(read_jsonl(out)[0], COUNTER, path="out.jsonl", line=1)
+    assert [m.is_summary for m in again.messages[:2]] == [False, True]
+    assert openai.write(read_jsonl(out)[0], again) == read_jsonl(out)[0]
+    twice = tmp_path / "twice.jsonl"
+    compress_file(out, twice, "--stages summary,priority --max-tokens 600")
+    head = read_jsonl(twice)[0]["messages"][0]["content"]
+    assert [p["value"].count(SUMMARY_MARKER) for p in head] == [0, 1]  # merged, not quoted
 
 
 def test_two_summaries_that_are_all_there_is_to_fold_share_the_room(tmp_path: Path) -> None:

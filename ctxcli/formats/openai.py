@@ -14,7 +14,14 @@ Two close relatives read as this format too:
   ``tool`` messages after it carry no ids. Such a call is given a neutral
   ``tool_calls`` entry with an id ``ctxcli-<message>-<n>`` and the tool messages that
   follow take those ids in order (the last one takes all that are left), so the
-  calls pair by adjacency. The added keys never reach the output.
+  calls pair by adjacency. The added keys never reach the output. Turns alternate
+  sides (a user message or tool result, then an assistant message): LLaMA-Factory
+  renders them with the model's chat template, and templates such as Llama 2's,
+  Mistral's and Gemma's raise "Conversation roles must alternate user/assistant/…".
+  So a summary that meets a user message is one more text part of it, before the
+  user's parts (its text ending in :data:`ctxcli.model.PIECE_JOINER`, since the
+  loader joins text parts with nothing between) or after them (the joiner opening
+  it); read back, each such part is a message of its own again.
 """
 
 from __future__ import annotations
@@ -28,10 +35,10 @@ import orjson
 
 from ctxcli import jsonio
 from ctxcli.errors import InputError
-from ctxcli.formats._common import function_of, kind, messages_of, pending
+from ctxcli.formats._common import function_of, joined, kind, messages_of, pending
 from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
-from ctxcli.model import ROLES, Conversation, Message, read_messages
+from ctxcli.model import PIECE_JOINER, ROLES, Conversation, Message, read_messages, sealed
 from ctxcli.placeholders import looks_like
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
@@ -42,6 +49,9 @@ DEFAULT_KEY = "messages"
 kept_problems = no_kept_problems
 _PART_CALL = "tool_call"
 _ADDED = "_ctxcli_added"
+#: Under this key of ``meta``: the entry each neutral message was read from, when a
+#: LLaMA-Factory user message held summaries joined to it (else absent).
+_SOURCES = "_ctxcli_sources"
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
@@ -82,21 +92,80 @@ def read(
             raise InputError(path, line, f"message {i}: tool_calls is {kind(calls)}, not a list")
     neutral, added = _with_part_calls(messages)
     neutral = [_unwrapped_placeholder(m) for m in neutral]
+    valued = _value_parts(messages)
+    neutral, sources = _pieces(neutral) if valued else (neutral, None)
+    meta: dict[str, Any] = {"entries": messages}
+    if added:
+        meta[_ADDED] = added
+    if sources is not None:
+        meta[_SOURCES] = sources
     record_id = record.get("id")
     return Conversation(
-        messages=read_messages(neutral, counter),
+        messages=read_messages(neutral, counter, entries=sources),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
-        meta={"entries": messages, _ADDED: added} if added else {"entries": messages},
+        meta=meta,
+        alternating=valued,
+        joins_user=valued,
     )
+
+
+def _pieces(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[int] | None]:
+    """``messages`` of LLaMA-Factory parts with each user message that holds summaries
+    joined to it (module docstring) cut into its pieces: each summary a message of its
+    own (its text, the joiner off), the user's parts between them another; with the
+    entry each piece was read from. ``(messages, None)`` when no message holds one."""
+    out: list[Mapping[str, Any]] = []
+    sources: list[int] = []
+    for i, message in enumerate(messages):
+        pieces = _cut(message)
+        out += pieces
+        sources += [i] * len(pieces)
+    return out, (sources if len(out) > len(messages) else None)
+
+
+def _cut(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pieces of one message (see :func:`_pieces`): ``[message]`` but for a user
+    message of parts with a summary joined to it."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list) or len(content) < 2:
+        return [message]
+    texts = [_joined_summary(p) for p in content]
+    if not any(texts):
+        return [message]
+    out: list[Mapping[str, Any]] = []
+    run: list[Any] = []
+    for part, text in zip(content, texts):
+        if text is None:
+            run.append(part)
+            continue
+        if run:
+            out.append({**message, "content": run})
+            run = []
+        out.append({"role": "user", "content": text})
+    return [*out, {**message, "content": run}] if run else out
+
+
+def _joined_summary(part: Any) -> str | None:
+    """The summary a text part holds as :func:`write` joins one to a user message (the
+    joiner after or before it), else ``None``."""
+    value = part.get("value") if isinstance(part, Mapping) else None
+    if not isinstance(value, str) or part.get("type", "text") != "text":
+        return None
+    for text in (value.removesuffix(PIECE_JOINER), value.removeprefix(PIECE_JOINER)):
+        if text != value and sealed(text):
+            return text
+    return None
 
 
 def writes_as_read(conversation: Conversation) -> bool:
     """True when :func:`write` puts the neutral messages in as they are (no content
     parts were turned into tool calls on reading), so reading the output back would
-    give ``conversation`` again."""
-    return _ADDED not in conversation.meta
+    give ``conversation`` again (nor a summary joined to a user message)."""
+    return _ADDED not in conversation.meta and not conversation.joins_user
 
 
 def write(
@@ -107,36 +176,83 @@ def write(
     A message no stage changed is written as the entry that was read; a changed one
     without the keys the reader added (LLaMA-Factory calls go back into parts); a
     summary a stage wrote or rewrote, in a record of LLaMA-Factory parts, as one such
-    text part; the text that took the place of a tool result's LLaMA-Factory parts
-    (its placeholder) as one part like its first (:func:`_part_for`).
+    text part, joined to the user message it meets (module docstring); the text that
+    took the place of a tool result's LLaMA-Factory parts (its placeholder) as one part
+    like its first (:func:`_part_for`).
     """
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
+    sources: Sequence[int] | None = conversation.meta.get(_SOURCES)
+    pieced = {s for s in sources or () if sources.count(s) > 1} if sources else set()
     out = dict(record)
     valued = functools.cache(lambda: _value_parts(entries))  # asked at most once
-    written = [_written(m, entries, added, valued) for m in conversation.messages]
+    written: list[Any] = []
+    made: set[int] = set()  # the summaries written, by identity, which join a user's
+    for message in conversation.messages:
+        at = message.index if sources is None or message.index is None else sources[message.index]
+        entry = _written(message, at, (entries, added, at in pieced), valued)
+        written.append(entry)
+        if message.is_summary and message.role == "user" and _joins(entry):
+            made.add(id(entry))
+    if made:
+        written = joined(written, made, joins=_joins, join=_join)
     out[messages_key or DEFAULT_KEY] = written
     return out
 
 
+def _joins(entry: Any) -> bool:
+    """Whether ``entry`` is a user message of LLaMA-Factory parts, which a summary
+    joins (module docstring)."""
+    return (
+        isinstance(entry, Mapping)
+        and entry.get("role") == "user"
+        and isinstance(entry.get("content"), list)
+        and all(isinstance(p, Mapping) and "value" in p for p in entry["content"])
+    )
+
+
+def _join(own: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:
+    """``before`` and ``after`` as one user message with the keys of ``own`` (the
+    message read; the other is a summary): the summary's one text part ends in the
+    joiner when it comes first, opens with it when it comes second."""
+    if own is before:
+        first, (summary, *rest) = list(before["content"]), list(after["content"])
+        second = [{**summary, "value": PIECE_JOINER + summary["value"]}, *rest]
+    else:
+        *rest, summary = list(before["content"])
+        first = [*rest, {**summary, "value": summary["value"] + PIECE_JOINER}]
+        second = list(after["content"])
+    return {**own, "content": first + second}
+
+
 def _written(
     message: Message,
-    entries: Sequence[Any],
-    added: Mapping[int, tuple[str, ...]],
+    at: int | None,
+    read: tuple[Sequence[Any], Mapping[int, tuple[str, ...]], bool],
     valued: Callable[[], bool],
 ) -> Any:
-    """What :func:`write` puts out for ``message``, given the record's ``entries``
-    read, the keys the reader ``added`` to each, and whether the record holds
-    LLaMA-Factory parts (``valued``)."""
-    index = message.index
-    if index is not None and not message.changed and entries:
-        return entries[index]
+    """What :func:`write` puts out for ``message``, read from entry ``at``, given
+    ``read``: the record's entries, the keys the reader added to each, and whether
+    entry ``at`` was cut into pieces (a summary joined to it); and whether the record
+    holds LLaMA-Factory parts (``valued``)."""
+    entries, added, pieced = read
+    if at is not None and not message.changed and entries and not pieced:
+        return entries[at]
     data = message.data
-    if index is not None and index in added:
-        data = _without_added(data, added[index])
+    if at is not None and at in added:
+        data = _without_added(data, added[at])
+    was = entries[at] if at is not None and entries else None
+    return _as_parts(message, data, was, valued)
+
+
+def _as_parts(
+    message: Message, data: Mapping[str, Any], was: Any, valued: Callable[[], bool]
+) -> Any:
+    """``data``, the message dict written for ``message`` (read from the entry ``was``,
+    if any), with a text that stands in a record of LLaMA-Factory parts as one part:
+    a tool result's placeholder (:func:`_part_for`) and a summary."""
     content = data.get("content")
-    if message.role in ("tool", "function") and isinstance(content, str) and entries:
-        was = entries[index] if index is not None else None
+    if message.role in ("tool", "function") and isinstance(content, str) and was is not None:
         part = _part_for(was.get("content") if isinstance(was, Mapping) else None)
         if part is not None:
             return {**data, "content": [{**part, "value": content}]}
@@ -183,8 +299,11 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     result names the call it answers; ``content`` is a string, ``null`` or a list of
     parts. Calls in the last message may still wait for their results (a log cut
     mid-run, a training target): :func:`ctxcli.formats._common.pending` leaves them
-    out."""
+    out. In a record of LLaMA-Factory parts, turns alternate sides (module
+    docstring)."""
     found: list[Problem] = []
+    if conversation.alternating:
+        found += _side_problems(conversation.meta.get("entries", ()))
     for position, message in enumerate(conversation.messages):
         content = message.data.get("content")
         if content is not None and not isinstance(content, (str, list)):
@@ -198,6 +317,18 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     pairing = pairing_problems(conversation.messages)
     found += [p for p in pairing if p.rule != "result-without-call-id"]  # said above
     return pending(found, len(conversation.messages))
+
+
+def _side_problems(entries: Sequence[Any]) -> list[Problem]:
+    """A problem for each message of ``entries`` on the same side as the one before it,
+    system messages aside (a user message and a tool result are of one side)."""
+    roles = [(i, e.get("role")) for i, e in enumerate(entries) if isinstance(e, Mapping)]
+    sides = [(i, "assistant" if r == "assistant" else "user") for i, r in roles if r != "system"]
+    return [
+        Problem("two-in-a-row", f"two {one} messages in a row", i)
+        for (_, one), (i, two) in zip(sides, sides[1:])
+        if one == two
+    ]
 
 
 def _call_problems(calls: list[Any], position: int) -> list[Problem]:
