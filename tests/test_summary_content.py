@@ -717,6 +717,29 @@ def test_parallel_results_in_one_message_are_each_calls_outcome() -> None:
     assert actions[1].endswith("→ area 28.2743, radius 3, square meters"), actions
 
 
+def test_a_sub_agents_result_is_told_by_what_its_report_found() -> None:
+    """Claude Code's ``Task`` runs a sub-agent whose result is its report; the action
+    read ``→ ok`` and, at a quarter of the session, no finding fitted beside it."""
+    report = (
+        "## Package.json Analysis Summary\n\n**Current Tech Stack Versions:**\n"
+        "- Next.js: 15.5.2 (upgraded from documented v14)\n- React: 19.1.0\n\n"
+        "**Differences from CLAUDE.md Documentation:**\n"
+        "1. **Version upgrades**: Next.js upgraded to v15.5.2, React to v19.1.0\n"
+        "The project uses modern versions but lacks some documented tools."
+    )
+    arguments = {"subagent_type": "general-purpose", "description": "Check packages"}
+    function = {"name": "Task", "arguments": json.dumps(arguments)}
+    task = {"id": "t1", "type": "function", "function": function}
+    messages = [
+        {"role": "user", "content": "Update CLAUDE.md to match the project."},
+        {"role": "assistant", "content": None, "tool_calls": [task]},
+        {"role": "tool", "tool_call_id": "t1", "content": report},
+    ]
+    actions = parse_summary(_summary(messages, 300))["actions"]
+    outcome = actions[0].partition(" → ")[2]
+    assert "15.5.2" in outcome and "**" not in outcome and len(outcome) <= 120, actions
+
+
 def test_a_long_list_of_ids_is_one_record() -> None:
     # tau-bench's get_user_details: "reservations: 82K959; reservations: 790JYN; …"
     ids = ["82K959", "790JYN", "BE2L57", "CXBB4L", "TAMSDK", "3RK2T9", "VAOW1B", "Q4MCUF"]

@@ -1247,7 +1247,8 @@ def _outcome(
     give only the text replaced); a search that exited 1 found ``no match``
     (:func:`ctxcli.summarizers.records.no_match`), one that found lines says in which
     files (:func:`ctxcli.summarizers.records.hits`: ``12 lines in 3 files: …``), and
-    so does a file list."""
+    so does a file list; a sub-agent's result says what its report found
+    (:func:`ctxcli.summarizers.records.report`)."""
     name, arguments = call
     errors = [t[1] for t in _eager(text, kind) if t[0] == "errors"]
     failed = message.get("is_error") is True
@@ -1256,6 +1257,15 @@ def _outcome(
         return "no match"
     if said != "ok":
         return said
+    return _more_than_ok(call, text, named) or said
+
+
+def _more_than_ok(call: tuple[str, str], text: str, named: bool) -> str:
+    """What :func:`_outcome` says of a ``call`` whose result ``text`` says ``ok`` (see
+    there; ``named``: a look-up of what the user named), ``""`` when nothing more."""
+    name, arguments = call
+    if rec.runs_subagent(name, arguments):  # what the sub-agent found
+        return rec.report(text)
     found_files = _hits(text)  # a search or a file list: what it found
     if found_files:
         return found_files
@@ -1265,9 +1275,9 @@ def _outcome(
     if rec.changes_state(name):
         named_one = rec.names_target(arguments)  # what it changed, if said
         own = rec.made(text) or ("" if named_one else rec.touched(text))
-        return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else said
+        return f"ok, {own}" if own and own.rpartition(" ")[2] not in arguments else ""
     found = _gist if named else _found  # a named look-up's record is said once
-    return found(text) or said
+    return found(text)
 
 
 def _as_next(calls: Sequence[tuple[str, str, str, int, int]], j: int) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from ctxcli.summarizers.facts import PATH, error_lines
-from ctxcli.summarizers.text import shorten
+from ctxcli.summarizers.text import by_content, shorten
 
 #: The longest record and action (characters): past that a record is a dump.
 RECORD_CHARS = 200
@@ -881,6 +881,28 @@ def made(result: str) -> str:
         return ""
     label, key = _label(value, "")
     return label if key is not None and " " in label else ""  # a kind and its id
+
+
+#: The most characters of a sub-agent's report an outcome says (:func:`report`).
+REPORT_CHARS = 120
+#: Markdown's emphasis and heading marks, which say nothing in an outcome.
+_MARKUP = re.compile(r"\*\*|__|^#+\s*", re.MULTILINE)
+
+
+def runs_subagent(name: str, arguments: str) -> bool:
+    """Whether a call of ``name`` with ``arguments`` (JSON text) runs a sub-agent, whose
+    result is the report of what it found: Claude Code's ``Task`` tool, or any call
+    that names a ``subagent_type`` (that tool's argument)."""
+    return name == "Task" or '"subagent_type"' in arguments
+
+
+def report(result: str) -> str:
+    """What a sub-agent's report ``result`` says it found, as its call's outcome: its
+    sentences of most content (:func:`ctxcli.summarizers.text.by_content`: words that
+    hold a digit count thrice) within :data:`REPORT_CHARS`, its Markdown emphasis
+    off (``Version upgrades: Next.js upgraded to v15.5.2, React to v19.1.0``, where
+    the action said ``ok``); ``""`` when it says nothing (empty, or filler alone)."""
+    return by_content(_MARKUP.sub("", result), lambda said: len(said) <= REPORT_CHARS)
 
 
 def answer(result: str) -> str:
