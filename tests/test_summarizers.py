@@ -190,6 +190,14 @@ def test_an_english_range_or_count_keeps_its_ends_and_its_noun() -> None:
     assert facts("The trip is 2 to 3 hours long, 10-20 kg.") == ["2 to 3 hours", "10-20 kg"]
 
 
+def test_a_spec_of_quantities_joined_by_plus_is_one_fact() -> None:
+    """The Chinese sample's "顶配 16GB+512GB" was "16GB; 512GB" beside "12GB; 256GB"
+    of the other model: which goes with which, and which is memory, was lost."""
+    text = "标准版 12GB+256GB 售价 4999 元，顶配 16GB+512GB 售价 5999 元。"
+    assert facts(text) == ["12GB+256GB", "4999 元", "16GB+512GB", "5999 元"]
+    assert facts("Pick 8 GB + 1 TB, or 16GB.") == ["8 GB", "1 TB", "16GB"]  # spaced: apart
+
+
 def test_a_word_that_labels_an_id_is_no_name_and_a_clock_time_no_quantity() -> None:
     """ "go with Flight HAT072" gave the fact "Flight" beside HAT072 (tau-bench runs
     listed "Flight" and "Reservation" among their facts), and "at 10:00 flight" gave

@@ -328,11 +328,12 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     """Identifiers, numbers, names, dates and amounts found in ``text``, in order;
     ``strict`` keeps to addresses, paths, dates, amounts and identifiers.
 
-    A range is one fact, whole (``50-100元``, ``$20-$30``, ``1小时-2小时``); a street
-    address keeps its street (``建国路277号``); a number inside a name (``7天连锁酒店``)
-    is no quantity; a phone number or an e-mail address keeps the words before it that
-    say whose it is (``快递员张师傅 138-0000-1234``); a path a span of code quotes keeps
-    its spaces (``~/Library/Application Support/opencode/``). Only the first
+    A range is one fact, whole (``50-100元``, ``$20-$30``, ``1小时-2小时``), and so is
+    a spec (``16GB+512GB``); a street address keeps its street (``建国路277号``); a
+    number inside a name (``7天连锁酒店``) is no quantity; a phone number or an e-mail
+    address keeps the words before it that say whose it is (``快递员张师傅
+    138-0000-1234``); a path a span of code quotes keeps its spaces
+    (``~/Library/Application Support/opencode/``). Only the first
     :data:`FACT_SCAN_CHARS` characters are read, and the rest of the word there
     (:data:`_CUT_WORD`): past that, a message is a dump whose facts a summary cannot
     hold anyway.
@@ -350,12 +351,29 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
         if fact[-1:] in "天号个" and _NAME_AFTER.match(text, end):
             continue  # a name holding a number: 7天连锁酒店
         fact, end = _whole_fact(text, start, fact, previous)
+        if _UNIT_QUANTITY.fullmatch(fact):
+            fact, end = _specified(text, fact, end)
         if "/" in fact:
             fact = _TRAILING.sub("", fact)  # the sentence's end: see /src/main.py.
         elif _BARE.fullmatch(fact):
             fact = _labelled(text, start, fact, previous)
         result.append(shorten(fact, FACT_CHARS))
     return result
+
+
+#: A quantity in a Latin unit (``16GB``, ``100W``), and ``+`` and another after one:
+#: ``12GB+256GB`` is one spec, a phone's memory and storage (:func:`_specified`).
+_UNIT_QUANTITY = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNORECASE)
+_SPEC_NEXT = re.compile(r"\+\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNORECASE)
+
+
+def _specified(text: str, fact: str, end: int) -> tuple[str, int]:
+    """``(fact, end)``: a quantity of :data:`_UNIT_QUANTITY` ending at ``end`` of
+    ``text`` with the quantities ``+`` joins to it (``12GB+256GB``: apart, ``12GB;
+    256GB`` did not say they are one model's, nor which is which), and where it ends."""
+    while spec := _SPEC_NEXT.match(text, end):
+        fact, end = fact + spec.group(), spec.end()
+    return fact, end
 
 
 #: A version or a number a summary shows with what it is of (:func:`_labelled`).
