@@ -519,6 +519,109 @@ def test_llama_factory_parts_turns_alternate_and_a_joined_summary_reads_back(
     assert [p["value"].count(SUMMARY_MARKER) for p in head] == [0, 1]  # merged, not quoted
 
 
+def _parts_record(*messages: tuple[str, Any]) -> dict[str, Any]:
+    """A record of LLaMA-Factory parts: each ``(role, text or parts)``; an assistant's
+    ``"call"`` is a ``tool_call`` part; a string stays a string for a ``"user:str"``."""
+    out = []
+    for role, content in messages:
+        if content == "call":
+            value = json.dumps({"name": "lookup", "arguments": {"q": "x"}})
+            content = [{"type": "tool_call", "value": value}]
+        elif role == "user:str":
+            role = "user"
+        elif isinstance(content, str):
+            content = [{"type": "text", "value": content}]
+        out.append({"role": role, "content": content})
+    return {"messages": out}
+
+
+SEALED = seal(summary_header(2), "User requests:\n- pasted old note")
+ROWS = " ".join(f"row {i}: ORD-{7000 + i}" for i in range(80))
+
+
+@pytest.mark.parametrize(
+    ("record", "args"),
+    [
+        pytest.param(  # the summary joins a user message of a string as a text part
+            _parts_record(
+                ("user:str", "q"), *[("assistant", "call"), ("tool", ROWS)] * 2, ("assistant", "a")
+            ),
+            "--max-tokens 200",
+            id="string-user",
+        ),
+        pytest.param(  # a system message mid-record parted the summary from the user's
+            _parts_record(
+                ("system", "S"),
+                ("user", "q1"),
+                ("assistant", "call"),
+                ("tool", "r1 " * 300),
+                ("assistant", "a1"),
+                ("system", "mid"),
+                ("user", "q2"),
+                ("assistant", "a2"),
+            ),
+            "--max-tokens 200 --keep-last 0",
+            id="mid-system",
+        ),
+        pytest.param(  # a sealed text the user pasted is the user's, where it stands
+            _parts_record(
+                ("user", "a"),
+                ("assistant", "a done"),
+                ("user", [{"type": "text", "value": v} for v in ("Look:", SEALED + "\n\n", "?")]),
+                *[("assistant", "call"), ("tool", ROWS)] * 2,
+                ("assistant", "x done"),
+            ),
+            "--max-tokens 300",
+            id="sealed-in-the-middle",
+        ),
+        pytest.param(
+            _parts_record(
+                ("user", [{"type": "text", "value": v} for v in (SEALED + "\n\n", "?")]),
+                *[("assistant", "call"), ("tool", ROWS)] * 2,
+                ("assistant", "x done"),
+            ),
+            "--max-tokens 300",
+            id="sealed-opening-the-latest",
+        ),
+    ],
+)
+def test_a_summary_joins_the_user_message_it_meets_in_any_llama_factory_record(
+    tmp_path: Path, record: dict[str, Any], args: str
+) -> None:
+    """A breaker's records: each was written with a safer plan (exit 5, the steps
+    dropped with no summary) or kept as read. The latest user message's text and
+    parts stay; sides alternate."""
+    source = write_jsonl(tmp_path / "in.jsonl", [record])
+    out = tmp_path / "out.jsonl"
+    stats = compress_file(source, out, args)
+    assert not stats["fallbacks"] and stats["stage_events"]["summary"], stats
+    written = read_jsonl(out)[0]["messages"]
+    sides = [m["role"] == "assistant" for m in written if m["role"] != "system"]
+    assert all(a != b for a, b in itertools.pairwise(sides)), written
+    latest = [m for m in record["messages"] if m["role"] == "user"][-1]["content"]
+    own = latest if isinstance(latest, list) else [{"type": "text", "value": latest}]
+    assert all(part in written_part for part in own for written_part in [_user_parts(written)])
+
+
+def _user_parts(messages: list[dict[str, Any]]) -> list[Any]:
+    return [p for m in messages if m["role"] == "user" for p in m["content"]]
+
+
+def test_llama_factory_parallel_results_and_a_developer_message_keep_sides() -> None:
+    """The results of parallel calls are two tool messages in a row, which LLaMA-Factory
+    reads as one observation; a developer message stands apart as a system one. Both
+    were reported as two user messages in a row."""
+    parallel = _parts_record(
+        ("user", "Two areas."), ("assistant", "call"), ("tool", "3.14"), ("tool", "12.57")
+    )
+    parallel["messages"][1]["content"] *= 2
+    developer = _parts_record(
+        ("system", "S"), ("developer", "D"), ("user", "q"), ("assistant", "a")
+    )
+    for record in (parallel, developer):
+        assert openai.problems(record, openai.read(record, COUNTER, path="x", line=1)) == []
+
+
 def test_two_summaries_that_are_all_there_is_to_fold_share_the_room(tmp_path: Path) -> None:
     """With a summary before the latest turn and one of the steps after it, only the
     first was tried, and when it could not take all of the overflow both were dropped

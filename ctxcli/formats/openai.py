@@ -108,6 +108,7 @@ def read(
         meta=meta,
         alternating=valued,
         joins_user=valued,
+        summary_role="user" if valued else None,
     )
 
 
@@ -129,36 +130,37 @@ def _pieces(
 
 def _cut(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The pieces of one message (see :func:`_pieces`): ``[message]`` but for a user
-    message of parts with a summary joined to it."""
+    message of parts that opens with summaries joined to it (each ending in the
+    joiner) or closes with one (opening with it), where :func:`write` puts them; a
+    sealed text anywhere else is the user's own."""
     content = message.get("content")
     if message.get("role") != "user" or not isinstance(content, list) or len(content) < 2:
         return [message]
-    texts = [_joined_summary(p) for p in content]
-    if not any(texts):
-        return [message]
-    out: list[Mapping[str, Any]] = []
-    run: list[Any] = []
-    for part, text in zip(content, texts):
+    heads: list[str] = []
+    while len(heads) < len(content) - 1:
+        text = _joined_summary(content[len(heads)], opening=True)
         if text is None:
-            run.append(part)
-            continue
-        if run:
-            out.append({**message, "content": run})
-            run = []
-        out.append({"role": "user", "content": text})
-    return [*out, {**message, "content": run}] if run else out
+            break
+        heads.append(text)
+    rest = content[len(heads) :]
+    tail = _joined_summary(rest[-1], opening=False) if len(rest) > 1 else None
+    if not heads and tail is None:
+        return [message]
+    own = rest[:-1] if tail is not None else rest
+    out: list[Mapping[str, Any]] = [{"role": "user", "content": text} for text in heads]
+    out.append({**message, "content": own})
+    return out + ([{"role": "user", "content": tail}] if tail is not None else [])
 
 
-def _joined_summary(part: Any) -> str | None:
-    """The summary a text part holds as :func:`write` joins one to a user message (the
-    joiner after or before it), else ``None``."""
+def _joined_summary(part: Any, *, opening: bool) -> str | None:
+    """The summary a text part holds as :func:`write` joins one to a user message: with
+    the joiner after it when it ``opening`` the message, before it when it closes
+    it; else ``None``."""
     value = part.get("value") if isinstance(part, Mapping) else None
     if not isinstance(value, str) or part.get("type", "text") != "text":
         return None
-    for text in (value.removesuffix(PIECE_JOINER), value.removeprefix(PIECE_JOINER)):
-        if text != value and sealed(text):
-            return text
-    return None
+    text = value.removesuffix(PIECE_JOINER) if opening else value.removeprefix(PIECE_JOINER)
+    return text if text != value and sealed(text) else None
 
 
 def writes_as_read(conversation: Conversation) -> bool:
@@ -192,37 +194,72 @@ def write(
         at = message.index if sources is None or message.index is None else sources[message.index]
         entry = _written(message, at, (entries, added, at in pieced), valued)
         written.append(entry)
-        if message.is_summary and message.role == "user" and _joins(entry):
-            made.add(id(entry))
+        joining = (message.is_summary or at in pieced) and message.role == "user"
+        if joining and valued() and _joins(entry):
+            made.add(id(entry))  # a piece of a message read (a pasted summary) joins again
     if made:
-        written = joined(written, made, joins=_joins, join=_join)
+        written = joined(_past_system(written, made), made, joins=_joins, join=_join)
     out[messages_key or DEFAULT_KEY] = written
     return out
 
 
+#: The roles of messages that stand apart from the dialogue's two sides.
+_APART = ("system", "developer")
+
+
+def _past_system(entries: Sequence[Any], made: set[int]) -> list[Any]:
+    """``entries`` with each summary of ``made`` that system messages alone part from a
+    user message after them moved past them, so it joins that message: sides
+    alternate with system messages aside (a summary of what came before is put
+    right after the leading system messages, and one may stand mid-record)."""
+    out = list(entries)
+    i = 0
+    while i < len(out):
+        j = i + 1
+        while id(out[i]) in made and j < len(out) and _role(out[j]) in _APART:
+            j += 1
+        if j > i + 1 and j < len(out) and _joins(out[j]):
+            out.insert(j - 1, out.pop(i))
+            i = j - 1
+        i += 1
+    return out
+
+
+def _role(entry: Any) -> Any:
+    return entry.get("role") if isinstance(entry, Mapping) else None
+
+
 def _joins(entry: Any) -> bool:
-    """Whether ``entry`` is a user message of LLaMA-Factory parts, which a summary
-    joins (module docstring)."""
-    return (
-        isinstance(entry, Mapping)
-        and entry.get("role") == "user"
-        and isinstance(entry.get("content"), list)
-        and all(isinstance(p, Mapping) and "value" in p for p in entry["content"])
-    )
+    """Whether ``entry`` is a user message a summary joins (module docstring): of
+    parts, or of a string, which joins as one text part."""
+    content = entry.get("content") if isinstance(entry, Mapping) else None
+    parts = isinstance(content, list) and all(isinstance(p, Mapping) for p in content)
+    return _role(entry) == "user" and (parts or isinstance(content, str))
 
 
 def _join(own: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:
     """``before`` and ``after`` as one user message with the keys of ``own`` (the
-    message read; the other is a summary): the summary's one text part ends in the
-    joiner when it comes first, opens with it when it comes second."""
-    if own is before:
-        first, (summary, *rest) = list(before["content"]), list(after["content"])
-        second = [{**summary, "value": PIECE_JOINER + summary["value"]}, *rest]
-    else:
-        *rest, summary = list(before["content"])
-        first = [*rest, {**summary, "value": summary["value"] + PIECE_JOINER}]
-        second = list(after["content"])
+    message read, when one is): a summary's text part ends in the joiner when it comes
+    first, opens with it when it comes second."""
+    first, second = _parts(before), _parts(after)
+    if first and _sealed_part(first[-1]):
+        first[-1] = {**first[-1], "value": first[-1]["value"] + PIECE_JOINER}
+    elif second and _sealed_part(second[0]):
+        second[0] = {**second[0], "value": PIECE_JOINER + second[0]["value"]}
     return {**own, "content": first + second}
+
+
+def _sealed_part(part: Any) -> bool:
+    """Whether ``part`` is a text part holding a summary (:func:`ctxcli.model.sealed`)."""
+    value = part.get("value") if isinstance(part, Mapping) else None
+    return isinstance(value, str) and part.get("type", "text") == "text" and sealed(value)
+
+
+def _parts(entry: Mapping[str, Any]) -> list[Any]:
+    """The content of a user message as LLaMA-Factory parts (a string as one text
+    part)."""
+    content = entry["content"]
+    return [{"type": "text", "value": content}] if isinstance(content, str) else list(content)
 
 
 def _written(
@@ -321,14 +358,16 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
 
 def _side_problems(entries: Sequence[Any]) -> list[Problem]:
     """A problem for each message of ``entries`` on the same side as the one before it,
-    system messages aside (a user message and a tool result are of one side)."""
-    roles = [(i, e.get("role")) for i, e in enumerate(entries) if isinstance(e, Mapping)]
-    sides = [(i, "assistant" if r == "assistant" else "user") for i, r in roles if r != "system"]
-    return [
-        Problem("two-in-a-row", f"two {one} messages in a row", i)
-        for (_, one), (i, two) in zip(sides, sides[1:])
-        if one == two
-    ]
+    system and developer messages aside: a user message and a tool result are of one
+    side, and tool results in a row are one (the results of parallel calls, which
+    LLaMA-Factory reads as one observation)."""
+    roles = [(i, _role(e)) for i, e in enumerate(entries) if _role(e) not in _APART]
+    found = []
+    for (_, one), (i, two) in zip(roles, roles[1:]):
+        if (one == "assistant") == (two == "assistant") and not one == two == "tool":
+            side = "assistant" if two == "assistant" else "user-side"
+            found.append(Problem("two-in-a-row", f"two {side} messages in a row", i))
+    return found
 
 
 def _call_problems(calls: list[Any], position: int) -> list[Problem]:
