@@ -558,6 +558,21 @@ def test_a_record_writes_times_to_the_minute() -> None:
     assert records(made, "result") == ["reservation JG7FMM: created_at 2024-05-11T08:28, 07:00"]
 
 
+def test_objects_of_one_label_in_a_row_are_one_record_within_its_bound() -> None:
+    """tau-bench 15-0 at 1500 tokens: a payment and its refund (one ``payment_id``)
+    were two records, and the one cut to fit was the refund's: ``payment
+    gift_card_1642017: amount 5700`` said the money was still paid."""
+    history = [
+        {"payment_id": "gift_card_1642017", "amount": 5700},
+        {"payment_id": "gift_card_1642017", "amount": -5700},
+    ]
+    assert records({"payment_history": history}, "result") == [
+        "payment gift_card_1642017: amount 5700, amount -5700"
+    ]
+    long = [{"payment_id": "card_1", "note": f"{n} " + "x" * 80} for n in range(3)]
+    assert len(records({"payment_history": long}, "result")) == 2  # each within 200
+
+
 def test_a_record_leaves_out_a_count_of_none_but_not_a_zero_amount() -> None:
     made = {"reservation_id": "JG7FMM", "total_baggages": 2, "nonfree_baggages": 0}
     assert records(made, "result") == ["reservation JG7FMM: total_baggages 2"]

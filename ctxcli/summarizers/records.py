@@ -104,14 +104,24 @@ LITERAL_CHARS = 20_000
 
 def records(value: Any, label: str) -> list[str]:
     """The records of a parsed JSON value (at most :data:`RECORDS_PER_RESULT`), each
-    ``label: values`` with the label its own object's id when it has one."""
-    out: list[str] = []
+    ``label: values`` with the label its own object's id when it has one; objects of
+    one label in a row are one record while it is within :data:`RECORD_CHARS`
+    (``payment gift_card_1642017: amount 5700, amount -5700``: a payment and its
+    refund, which a summary cut to fit had told as the payment alone)."""
+    out: list[tuple[str, list[str]]] = []
     for name, values in _walk(value, label):
-        if values:
-            out.append(shorten(f"{name}: {', '.join(values)}", RECORD_CHARS))
-        if len(out) >= RECORDS_PER_RESULT:
+        if values and out and out[-1][0] == name and _fits(name, out[-1][1] + values):
+            out[-1][1].extend(values)
+        elif values:
+            out.append((name, list(values)))
+        if len(out) > RECORDS_PER_RESULT:
             break
-    return out
+    return [shorten(f"{n}: {', '.join(v)}", RECORD_CHARS) for n, v in out[:RECORDS_PER_RESULT]]
+
+
+def _fits(label: str, values: Sequence[str]) -> bool:
+    """Whether the record of ``label`` and ``values`` is within :data:`RECORD_CHARS`."""
+    return len(label) + 2 + sum(len(v) + 2 for v in values) - 2 <= RECORD_CHARS
 
 
 def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
