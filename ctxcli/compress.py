@@ -144,7 +144,7 @@ class Compressor:
 
         Raises :class:`ctxcli.errors.InputError` for a bad line (no output is left
         behind), :class:`ConfigError` when the output or store would overwrite the
-        input, or a placeholder is written with no ``store_path``, and
+        input or is of another shape, or a placeholder is written with no ``store_path``, and
         :class:`ctxcli.errors.WorkerError` when a worker process cannot start or dies.
         """
         _refuse_overwrites(input_path, output_path, store_path)
@@ -324,7 +324,9 @@ def _read(
 
 def _refuse_overwrites(input_path: str, output_path: str, store_path: str | None) -> None:
     """Raise :class:`ConfigError` when the output or the store is the input, or the
-    store is the output."""
+    store is the output, or the output is named in another shape than the input's
+    (:func:`_refuse_other_shape`)."""
+    _refuse_other_shape(input_path, output_path)
     for target in (output_path, store_path):
         if target and target != "-" and input_path != "-" and jsonio.same_file(input_path, target):
             raise ConfigError(f"{target}: the output would overwrite the input")
@@ -335,6 +337,21 @@ def _refuse_overwrites(input_path: str, output_path: str, store_path: str | None
         and jsonio.same_file(output_path, store_path)
     ):
         raise ConfigError(f"{store_path}: the store would overwrite the output")
+
+
+def _refuse_other_shape(input_path: str, output_path: str) -> None:
+    """Raise :class:`ConfigError` when one of a named input and output is Parquet (by
+    its ``.parquet`` suffix) and the other is not: the output is written in the
+    input's shape, so JSONL bytes would have been written under a ``.parquet`` name
+    (which no Parquet reader opens), or Parquet bytes under a ``.jsonl`` one."""
+    if "-" in (input_path, output_path):
+        return
+    if parquet.is_parquet(input_path) != parquet.is_parquet(output_path):
+        shape = "Parquet" if parquet.is_parquet(input_path) else "JSON"
+        raise ConfigError(
+            f"{output_path}: the output is written as {shape}, as its input "
+            f"{input_path} is; name it {'.parquet' if shape == 'Parquet' else '.jsonl'}"
+        )
 
 
 def commit_outputs(

@@ -142,3 +142,18 @@ def test_count_reads_parquet_as_compress_does(shard: Path, tmp_path: Path) -> No
     compress(str(shard), "-o", str(out), "--max-tokens", "300")
     stats = json.loads(Path(default_stats(str(out))).read_text())
     assert json.loads(counted.stdout)["total"]["tokens"] == stats["tokens"]["before"] > 0
+
+
+def test_an_output_named_in_another_shape_than_its_input_is_refused(
+    shard: Path, tmp_path: Path
+) -> None:
+    """``-o out.parquet`` of a JSONL input wrote JSONL bytes under that name, which no
+    Parquet reader opens (exit 0); a Parquet input's ``-o out.jsonl``, Parquet bytes."""
+    source = tmp_path / "chat.jsonl"
+    source.write_text(json.dumps({"messages": chat(3, 40)}) + "\n")
+    for given, named in ((source, "out.parquet"), (shard, "out.jsonl")):
+        result = CliRunner().invoke(
+            cli, ["compress", str(given), "-o", str(tmp_path / named), "--max-tokens", "200"]
+        )
+        assert result.exit_code == 1 and "the output is written as" in result.output
+        assert not (tmp_path / named).exists()
