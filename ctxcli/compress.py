@@ -339,18 +339,25 @@ def _refuse_overwrites(input_path: str, output_path: str, store_path: str | None
         raise ConfigError(f"{store_path}: the store would overwrite the output")
 
 
+#: The names of outputs in the JSON shapes (JSON lines, a JSON array).
+_JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
 def _refuse_other_shape(input_path: str, output_path: str) -> None:
-    """Raise :class:`ConfigError` when one of a named input and output is Parquet (by
-    its ``.parquet`` suffix) and the other is not: the output is written in the
-    input's shape, so JSONL bytes would have been written under a ``.parquet`` name
-    (which no Parquet reader opens), or Parquet bytes under a ``.jsonl`` one."""
-    if "-" in (input_path, output_path):
+    """Raise :class:`ConfigError` when the output's name says another shape than its
+    input's: the output is written in the input's shape, so JSON lines were written
+    under a ``.parquet`` name (which no Parquet reader opens), or Parquet bytes under a
+    ``.jsonl`` one. Standard input is JSON; an output of no such name (``-``, a device,
+    ``--in-place``'s temporary file) is not checked."""
+    if output_path == "-":
         return
-    if parquet.is_parquet(input_path) != parquet.is_parquet(output_path):
-        shape = "Parquet" if parquet.is_parquet(input_path) else "JSON"
+    parquet_in = input_path != "-" and parquet.is_parquet(input_path)
+    named = output_path.lower().endswith(_JSON_SUFFIXES) if parquet_in else None
+    if named or (not parquet_in and parquet.is_parquet(output_path)):
+        shape = "Parquet" if parquet_in else "JSON"
         raise ConfigError(
             f"{output_path}: the output is written as {shape}, as its input "
-            f"{input_path} is; name it {'.parquet' if shape == 'Parquet' else '.jsonl'}"
+            f"{input_path} is; name it {'.parquet' if parquet_in else '.jsonl'}"
         )
 
 

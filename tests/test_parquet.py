@@ -4,6 +4,7 @@ other columns beside it), JSON text columns, and what happens without pyarrow.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -157,3 +158,21 @@ def test_an_output_named_in_another_shape_than_its_input_is_refused(
         )
         assert result.exit_code == 1 and "the output is written as" in result.output
         assert not (tmp_path / named).exists()
+    piped = CliRunner().invoke(
+        cli,
+        ["compress", "-", "-o", str(tmp_path / "piped.parquet")],
+        input=source.read_text(),
+    )
+    assert piped.exit_code == 1 and not (tmp_path / "piped.parquet").exists()
+
+
+def test_a_parquet_file_compresses_in_place_and_dry_run(shard: Path, tmp_path: Path) -> None:
+    """The shape check above refused ``--in-place`` (its temporary file is no
+    ``.parquet`` name), ``--dry-run`` and ``-o /dev/null`` of a Parquet input."""
+    before = pq.read_table(shard)
+    dry = CliRunner().invoke(cli, ["compress", str(shard), "--dry-run", "--max-tokens", "300"])
+    assert dry.exit_code == 1 and "would" in dry.output, dry.output  # it would change
+    compress(str(shard), "-o", os.devnull, "--max-tokens", "300")
+    compress(str(shard), "--in-place", "--max-tokens", "300")
+    after = pq.read_table(shard)
+    assert after.num_rows == before.num_rows and after != before
