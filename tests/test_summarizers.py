@@ -196,6 +196,9 @@ def test_a_spec_of_quantities_joined_by_plus_is_one_fact() -> None:
     text = "标准版 12GB+256GB 售价 4999 元，顶配 16GB+512GB 售价 5999 元。"
     assert facts(text) == ["12GB+256GB", "4999 元", "16GB+512GB", "5999 元"]
     assert facts("Pick 8 GB + 1 TB, or 16GB.") == ["8 GB", "1 TB", "16GB"]  # spaced: apart
+    # what it is of stays with the last (a breaker's: "8GB+8GB" lost "RAM"), a sum apart
+    assert facts("Add 8GB+8GB RAM kits") == ["8GB", "8GB RAM"]
+    assert facts("2GB+2GB=4GB") == ["2GB", "2GB", "4GB"]
 
 
 def test_a_word_that_labels_an_id_is_no_name_and_a_clock_time_no_quantity() -> None:

@@ -367,13 +367,21 @@ _UNIT_QUANTITY = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNO
 _SPEC_NEXT = re.compile(r"\+\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNORECASE)
 
 
+#: What may not follow a spec (:func:`_specified`): a word of what it is of, which the
+#: last quantity keeps as a fact of its own (``8GB+8GB RAM``: ``8GB; 8GB RAM``), or an
+#: equals sign (``2GB+2GB=4GB`` is a sum).
+_NOT_A_SPEC_END = re.compile(r" ?[A-Za-z=]")
+
+
 def _specified(text: str, fact: str, end: int) -> tuple[str, int]:
     """``(fact, end)``: a quantity of :data:`_UNIT_QUANTITY` ending at ``end`` of
     ``text`` with the quantities ``+`` joins to it (``12GB+256GB``: apart, ``12GB;
-    256GB`` did not say they are one model's, nor which is which), and where it ends."""
-    while spec := _SPEC_NEXT.match(text, end):
-        fact, end = fact + spec.group(), spec.end()
-    return fact, end
+    256GB`` did not say they are one model's, nor which is which), and where it ends;
+    as it is when the spec ends in :data:`_NOT_A_SPEC_END`."""
+    joined, after = fact, end
+    while spec := _SPEC_NEXT.match(text, after):
+        joined, after = joined + spec.group(), spec.end()
+    return (fact, end) if _NOT_A_SPEC_END.match(text, after) else (joined, after)
 
 
 #: A version or a number a summary shows with what it is of (:func:`_labelled`).
