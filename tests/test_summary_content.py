@@ -569,8 +569,18 @@ def test_objects_of_one_label_in_a_row_are_one_record_within_its_bound() -> None
     assert records({"payment_history": history}, "result") == [
         "payment gift_card_1642017: amount 5700, amount -5700"
     ]
-    long = [{"payment_id": "card_1", "note": f"{n} " + "x" * 80} for n in range(3)]
+    long = [{"payment_id": "card_1", "amount": 100 + n, "fee": 10**60} for n in range(3)]
     assert len(records({"payment_history": long}, "result")) == 2  # each within 200
+    # a breaker's: a shared owner's id labels two orders, whose bare values would run
+    # together once joined (which status, which total?)
+    orders = [
+        {"user_id": "u1", "order_id": "o1", "status": "delivered", "total": 30},
+        {"user_id": "u1", "order_id": "o2", "status": "pending", "total": 40},
+    ]
+    assert records(orders, "result") == [
+        "user u1: o1, delivered, total 30",
+        "user u1: o2, pending, total 40",
+    ]
 
 
 def test_a_record_leaves_out_a_count_of_none_but_not_a_zero_amount() -> None:
@@ -737,10 +747,9 @@ def test_a_sub_agents_result_is_told_by_what_its_report_found() -> None:
     read ``→ ok`` and, at a quarter of the session, no finding fitted beside it."""
     report = (
         "## Package.json Analysis Summary\n\n**Current Tech Stack Versions:**\n"
-        "- Next.js: 15.5.2 (upgraded from documented v14)\n- React: 19.1.0\n\n"
-        "**Differences from CLAUDE.md Documentation:**\n"
-        "1. **Version upgrades**: Next.js upgraded to v15.5.2, React to v19.1.0\n"
-        "The project uses modern versions but lacks some documented tools."
+        "- **Next.js**: 15.5.2 (upgraded from documented v14)\n- React: 19.1.0\n\n"
+        "The project uses modern versions but lacks some documented tools.\n\n"
+        "agentId: a693a87 (for resuming to continue this agent's work if needed)"
     )
     arguments = {"subagent_type": "general-purpose", "description": "Check packages"}
     function = {"name": "Task", "arguments": json.dumps(arguments)}
@@ -751,8 +760,47 @@ def test_a_sub_agents_result_is_told_by_what_its_report_found() -> None:
         {"role": "tool", "tool_call_id": "t1", "content": report},
     ]
     actions = parse_summary(_summary(messages, 300))["actions"]
-    outcome = actions[0].partition(" → ")[2]
-    assert "15.5.2" in outcome and "**" not in outcome and len(outcome) <= 120, actions
+    assert actions[0].endswith("→ Next.js: 15.5.2 (upgraded from documented v14)"), actions
+
+
+@pytest.mark.parametrize(
+    ("said", "outcome"),
+    [
+        pytest.param(  # the verdict, not the sentence of most numbers
+            "No vulnerabilities were found. I checked 12 files and 4 hard-coded keys.",
+            "No vulnerabilities were found.",
+            id="verdict-first",
+        ),
+        ("Uses **kwargs and O(n**2) loops in src/pkg/__init__.py.", None),  # no bold there
+        ("| Package | Old |\n|---|---|\n| next | 15.5.2 |\n\nThe upgrade is safe.", None),
+        ("```python\ndef foo(x):\n    pass\n```\nfoo is unused.", "foo is unused."),
+        pytest.param(  # Claude Code's Explore agent, codemie session 9eda1058
+            "Now I have a comprehensive understanding of the codebase. Let me compile "
+            "this into a detailed overview.\n# Overview\n**CodeMie CLI** (v0.0.28) is a "
+            "unified command-line interface.",
+            "CodeMie CLI (v0.0.28) is a unified command-line interface.",
+            id="its-own-steps-are-no-finding",
+        ),
+        pytest.param(
+            "No errors were found in the 12 modules; 0 tests failed.", "ok", id="reads-as-error"
+        ),
+        pytest.param('{"id": "task_8812", "status": "open"}', "ok", id="json-is-no-report"),
+    ],
+)
+def test_a_report_outcome_is_its_first_statement(said: str, outcome: str | None) -> None:
+    """A breaker's reports: the outcome was the sentence of most digits (the verdict
+    lost), ``**kwargs`` lost its stars, a table or code was the outcome, a report of no
+    errors ranked as a failed call, and a ``Task`` tool of a to-do app dumped JSON."""
+    last = said.rpartition("\n")[2] if outcome is None else outcome
+    arguments = json.dumps({"subagent_type": "Explore", "description": "Audit"})
+    task = {"id": "t1", "type": "function", "function": {"name": "Task", "arguments": arguments}}
+    messages = [
+        {"role": "user", "content": "Audit the repository."},
+        {"role": "assistant", "content": None, "tool_calls": [task]},
+        {"role": "tool", "tool_call_id": "t1", "content": said},
+    ]
+    actions = parse_summary(_summary(messages, 300))["actions"]
+    assert actions[0] == f"Task(Explore, Audit) → {last}", actions
 
 
 def test_a_long_list_of_ids_is_one_record() -> None:

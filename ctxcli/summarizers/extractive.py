@@ -1264,7 +1264,7 @@ def _more_than_ok(call: tuple[str, str], text: str, named: bool) -> str:
     """What :func:`_outcome` says of a ``call`` whose result ``text`` says ``ok`` (see
     there; ``named``: a look-up of what the user named), ``""`` when nothing more."""
     name, arguments = call
-    if rec.runs_subagent(name, arguments):  # what the sub-agent found
+    if rec.runs_subagent(arguments):  # what the sub-agent found
         return rec.report(text)
     found_files = _hits(text)  # a search or a file list: what it found
     if found_files:

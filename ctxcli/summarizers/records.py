@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from ctxcli.summarizers.facts import PATH, error_lines
-from ctxcli.summarizers.text import by_content, shorten
+from ctxcli.summarizers.text import own_sentences, shorten
 
 #: The longest record and action (characters): past that a record is a dump.
 RECORD_CHARS = 200
@@ -105,12 +105,14 @@ LITERAL_CHARS = 20_000
 def records(value: Any, label: str) -> list[str]:
     """The records of a parsed JSON value (at most :data:`RECORDS_PER_RESULT`), each
     ``label: values`` with the label its own object's id when it has one; objects of
-    one label in a row are one record while it is within :data:`RECORD_CHARS`
-    (``payment gift_card_1642017: amount 5700, amount -5700``: a payment and its
-    refund, which a summary cut to fit had told as the payment alone)."""
+    one label in a row whose values all say their key are one record while it is
+    within :data:`RECORD_CHARS` (``payment gift_card_1642017: amount 5700, amount
+    -5700``: a payment and its refund, which a summary cut to fit had told as the
+    payment alone; ``user u1: o1, delivered`` and ``user u1: o2, pending`` stay apart,
+    their values no longer told apart once joined)."""
     out: list[tuple[str, list[str]]] = []
     for name, values in _walk(value, label):
-        if values and out and out[-1][0] == name and _fits(name, out[-1][1] + values):
+        if values and out and out[-1][0] == name and _joins(name, out[-1][1], values):
             out[-1][1].extend(values)
         elif values:
             out.append((name, list(values)))
@@ -119,9 +121,17 @@ def records(value: Any, label: str) -> list[str]:
     return [shorten(f"{n}: {', '.join(v)}", RECORD_CHARS) for n, v in out[:RECORDS_PER_RESULT]]
 
 
-def _fits(label: str, values: Sequence[str]) -> bool:
-    """Whether the record of ``label`` and ``values`` is within :data:`RECORD_CHARS`."""
-    return len(label) + 2 + sum(len(v) + 2 for v in values) - 2 <= RECORD_CHARS
+#: A value that says its key (``amount 5700``), not a bare one (``o1``, ``delivered``).
+_KEYED = re.compile(r"[A-Za-z_]\w* \S")
+
+
+def _joins(label: str, said: Sequence[str], values: Sequence[str]) -> bool:
+    """Whether an object's ``values`` join the record of ``label`` that ``said`` the
+    values before them (see :func:`records`)."""
+    both = [*said, *values]
+    if not all(_KEYED.match(v) for v in both):
+        return False
+    return len(label) + 2 + sum(len(v) + 2 for v in both) - 2 <= RECORD_CHARS
 
 
 def _walk(value: Any, label: str) -> Iterator[tuple[str, list[str]]]:
@@ -895,24 +905,43 @@ def made(result: str) -> str:
 
 #: The most characters of a sub-agent's report an outcome says (:func:`report`).
 REPORT_CHARS = 120
-#: Markdown's emphasis and heading marks, which say nothing in an outcome.
-_MARKUP = re.compile(r"\*\*|__|^#+\s*", re.MULTILINE)
+#: A fenced code block, and a line of a report that states nothing: a heading, a
+#: table's row, Claude Code's trailer (``agentId: a693a87 (for resuming …)``).
+_FENCE = re.compile(r"^ *```.*?(?:^ *```[^\n]*$|\Z)", re.MULTILINE | re.DOTALL)
+_NOT_STATED = re.compile(r"^\s*(?:#|\||agentId:).*$", re.MULTILINE)
+#: A sentence where a sub-agent says what it did or is about to do, not what it found
+#: (``Now I have a comprehensive understanding of the codebase.``, ``Let me compile
+#: this into a detailed overview.``).
+_OWN_STEP = re.compile(
+    r"(?i)^(?:now,? |ok(?:ay)?,? |great,? |perfect,? )?"
+    r"(?:i(?:'ve| have| now have| will|'ll| am|'m)\b|let me\b|based on (?:my|the|this)\b)"
+)
+#: Markdown's bold (``**Version upgrades**``), around words only (``x**2`` stays).
+_BOLD = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")
 
 
-def runs_subagent(name: str, arguments: str) -> bool:
-    """Whether a call of ``name`` with ``arguments`` (JSON text) runs a sub-agent, whose
-    result is the report of what it found: Claude Code's ``Task`` tool, or any call
-    that names a ``subagent_type`` (that tool's argument)."""
-    return name == "Task" or '"subagent_type"' in arguments
+def runs_subagent(arguments: str) -> bool:
+    """Whether a call with ``arguments`` (JSON text) runs a sub-agent, whose result is
+    the report of what it found: it names a ``subagent_type`` (Claude Code's
+    ``Task``)."""
+    return '"subagent_type"' in arguments
 
 
 def report(result: str) -> str:
-    """What a sub-agent's report ``result`` says it found, as its call's outcome: its
-    sentences of most content (:func:`ctxcli.summarizers.text.by_content`: words that
-    hold a digit count thrice) within :data:`REPORT_CHARS`, its Markdown emphasis
-    off (``Version upgrades: Next.js upgraded to v15.5.2, React to v19.1.0``, where
-    the action said ``ok``); ``""`` when it says nothing (empty, or filler alone)."""
-    return by_content(_MARKUP.sub("", result), lambda said: len(said) <= REPORT_CHARS)
+    """What a sub-agent's report ``result`` says first, as its call's outcome: its
+    first statement (:func:`ctxcli.summarizers.text.own_sentences`, filler out; not a
+    heading, a table, code, nor a lead-in to a list ending in ``:``), bold off, within
+    :data:`REPORT_CHARS` (``Next.js: 15.5.2 (upgraded from documented v14)``, where
+    the action said ``ok``), none where the agent tells its own steps
+    (:data:`_OWN_STEP`); ``""`` for a JSON result, and when the statement reads as
+    an error (:data:`ERROR_OUTCOME`: the call would be taken for a failed one) or
+    there is none."""
+    if parse_json(result) is not None:
+        return ""
+    text = _BOLD.sub(r"\1", _NOT_STATED.sub("", _FENCE.sub("", result)))
+    stated = (s for s in own_sentences(text) if not _OWN_STEP.match(s))
+    said = next((s for s in stated if not s.endswith((":", "："))), "")
+    return "" if ERROR_OUTCOME.search(said) else shorten(said, REPORT_CHARS)
 
 
 def answer(result: str) -> str:
