@@ -23,7 +23,8 @@ The placeholder format (one line of header, then the preview)::
 - ``head`` / ``tail``: the lengths in characters of the two preview pieces, so
   ``preview[:head]`` and ``preview[-tail:]`` (when ``tail`` > 0) give them exactly.
   The preview text is the string content itself, or for a list of parts their texts
-  joined by newlines (an image part as ``[image]``).
+  joined by newlines (an image part as ``[image]``), without the lines Codex CLI's
+  exec tools open their output with (:func:`preview_source`).
 
 Previews are cut at a line end, or else between words, where one is near the cut
 (:func:`cut_preview`), and always on character boundaries: Python strings are
@@ -48,6 +49,7 @@ from typing import Any, TypeGuard
 from ctxcli import jsonio
 from ctxcli.memo import TextMemo
 from ctxcli.model import Message
+from ctxcli.summarizers.records import without_exec_head
 
 #: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
 #: before about 4e9 distinct contents (birthday bound).
@@ -342,8 +344,17 @@ def render(
     return _render(content, tool, tokens, head, tail, facts)
 
 
+def preview_source(content: Any) -> str:
+    """The text a placeholder's preview is cut from: :func:`preview_text` without the
+    lines Codex CLI's exec tools open their output with (``Chunk ID: 712654``, ``Wall
+    time: …``, ``Process exited with code 0``, ``Original token count: 714``,
+    ``Output:``), which took a preview's whole head; ``exit N`` in their place for a
+    code other than 0 (:func:`ctxcli.summarizers.records.without_exec_head`)."""
+    return without_exec_head(preview_text(content))
+
+
 def _render(content: Any, tool: str, tokens: int, head: int, tail: int, facts: bool) -> str:
-    source = preview_text(content)
+    source = preview_source(content)
     first, last = cut_preview(source, head, tail)
     first, last = _clean(first), _clean(last)
     chars = len(content) if isinstance(content, str) else len(canonical_json(content))

@@ -248,6 +248,22 @@ def test_previews_cut_at_line_ends_or_between_words() -> None:
     assert head == "y" * 30  # nowhere to cut between words: the count decides
 
 
+def test_a_codex_exec_output_is_previewed_without_its_opening_lines() -> None:
+    """A Codex CLI session's placeholders at a quarter of its tokens showed "Chunk ID:
+    712654 / Wall time: 0.0000 seconds / Process exited with code 0 / Original token
+    count: 714" as their whole head, and none of the output."""
+    output = "src/app.ts: export const port = 3001;\n" + BIG
+    for code, opening in (("0", "src/app.ts: export"), ("2", "exit 2\nsrc/app.ts")):
+        content = (
+            f"Chunk ID: 712654\nWall time: 0.0000 seconds\nProcess exited with code {code}\n"
+            f"Original token count: 714\nOutput:\n{output}"
+        )
+        text = render(content, tool="exec_command", tokens=714, head=60, tail=20)
+        assert text.split("\n", 1)[1].startswith(opening), text
+        match = parse(text)
+        assert match is not None and f"chars={len(content)}" in text
+
+
 def test_cuts_stay_out_of_data_urls() -> None:
     url = "data:image/png;base64," + "A" * 200
     text = "see " + url + " end of text"

@@ -47,7 +47,7 @@ from ctxcli.placeholders import ARGUMENTS_KEY as ARGUMENTS_KEY
 from ctxcli.placeholders import FACT_CHARS as FACT_CHARS
 from ctxcli.placeholders import FACT_LINE_CHARS as FACT_LINE_CHARS
 from ctxcli.placeholders import ID_HEX as ID_HEX
-from ctxcli.placeholders import LOCAL_SHELL
+from ctxcli.placeholders import LOCAL_SHELL, preview_source
 from ctxcli.placeholders import PLACEHOLDER_RE as PLACEHOLDER_RE
 from ctxcli.placeholders import PLACEHOLDER_START as PLACEHOLDER_START
 from ctxcli.placeholders import TOOL_ROLES as TOOL_ROLES
@@ -430,7 +430,7 @@ def _wider(
         whole = message.replace({**message.data, "content": original}, counter)
         if whole.tokens <= message.tokens + spare:
             return whole
-    length = len(preview_text(original))
+    length = len(preview_source(original))
     tool = json.loads(match.group("tool"))
 
     def wider(grow: int) -> Message | None:
