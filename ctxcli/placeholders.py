@@ -104,6 +104,10 @@ _FACT_AFTER_MISS = re.compile(
 #: holds it, a ``\\u`` one escaped again in JSON text of arguments (``\\\\u0040``),
 #: and any other run of backslashes: read as a space, so it is no fact (``u2190``,
 #: ``n2025``, ``u0040epam.com``), while a path's ``C:\\\\temp`` keeps ``temp``.
+#: The number a file's reader puts before each line (Claude Code's ``Read``: ``  1019→``,
+#: ``cat -n``: ``  1019\t``): no fact of the file (a placeholder listed ``1019, 1020,
+#: 1021, …`` where its paths and ids should be).
+_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
 _JSON_ESCAPE = re.compile(r"\\+u[0-9a-fA-F]{4}|(?<!\\)(?:\\\\)*\\[nrtbf\"/]|\\+")
 
 
@@ -299,7 +303,8 @@ def _fact_matches(source: str) -> Iterator[re.Match[str]]:
 
 def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
-    digit (ids, dates, amounts, numbers), its paths and its error lines (up to
+    digit (ids, dates, amounts, numbers; not the numbers of its lines,
+    :data:`_LINE_NUMBER`), its paths and its error lines (up to
     :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
     order they first appear, as many as fit :data:`FACT_CHARS` characters or an eighth
     of ``source``'s, whichever is more (a result too full of facts for that saves
@@ -312,14 +317,19 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     room = max(FACT_CHARS, len(source) // 8)
     if "\\" in source:
         source = _JSON_ESCAPE.sub(" ", source)
+    if "→" in source or "\t" in source:
+        source = _LINE_NUMBER.sub("", source)
     facts: list[str] = []
     seen: set[str] = set()
     for match in _fact_matches(source):
         fact = match.group()
-        if match.lastgroup == "error":  # the whole line it stands in
+        if match.lastgroup == "error":  # the whole line it stands in, if a line's length
             start = source.rfind("\n", 0, match.start()) + 1
             end = source.find("\n", match.end())
-            fact = source[start : end if end >= 0 else len(source)].strip()[:FACT_LINE_CHARS]
+            end = end if end >= 0 else len(source)
+            if end - start > 2 * FACT_LINE_CHARS:  # a dump (JSON on one line): from it on
+                start = match.start()
+            fact = source[start:end].strip()[:FACT_LINE_CHARS]
         fact = fact.rstrip(".,:;-")
         if len(fact) < 3 or fact in seen or fact in shown:
             continue

@@ -264,6 +264,17 @@ def test_a_codex_exec_output_is_previewed_without_its_opening_lines() -> None:
         assert match is not None and f"chars={len(content)}" in text
 
 
+def test_a_placeholders_facts_are_no_line_numbers_nor_a_dump_line() -> None:
+    """A Claude Code session's ``Read`` results listed "they hold: 1019, 1020, 1021,
+    …" (the reader's numbers of the lines), and an ``Edit``'s arguments, one line of
+    JSON holding ``lastConversationSyncError``, "{"file_path": "/Users/…", …"."""
+    read = "".join(f"  {1019 + n}→  const one = load('src/m{n}.ts');\n" for n in range(40))
+    held = omitted_facts(read, "")
+    assert held[:2] == ["src/m0.ts", "src/m1.ts"] and not any(f.isdigit() for f in held)
+    edit = json.dumps({"file_path": "/repo/a.md", "old_string": "x " * 200 + "syncError?: string"})
+    assert omitted_facts(edit, "")[-1].startswith("syncError?: string")
+
+
 def test_cuts_stay_out_of_data_urls() -> None:
     url = "data:image/png;base64," + "A" * 200
     text = "see " + url + " end of text"
