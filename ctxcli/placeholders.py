@@ -104,10 +104,6 @@ _FACT_AFTER_MISS = re.compile(
 #: holds it, a ``\\u`` one escaped again in JSON text of arguments (``\\\\u0040``),
 #: and any other run of backslashes: read as a space, so it is no fact (``u2190``,
 #: ``n2025``, ``u0040epam.com``), while a path's ``C:\\\\temp`` keeps ``temp``.
-#: The number a file's reader puts before each line (Claude Code's ``Read``: ``  1019→``,
-#: ``cat -n``: ``  1019\t``): no fact of the file (a placeholder listed ``1019, 1020,
-#: 1021, …`` where its paths and ids should be).
-_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
 _JSON_ESCAPE = re.compile(r"\\+u[0-9a-fA-F]{4}|(?<!\\)(?:\\\\)*\\[nrtbf\"/]|\\+")
 
 
@@ -303,8 +299,7 @@ def _fact_matches(source: str) -> Iterator[re.Match[str]]:
 
 def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
-    digit (ids, dates, amounts, numbers; not the numbers of its lines,
-    :data:`_LINE_NUMBER`), its paths and its error lines (up to
+    digit (ids, dates, amounts, numbers), its paths and its error lines (up to
     :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
     order they first appear, as many as fit :data:`FACT_CHARS` characters or an eighth
     of ``source``'s, whichever is more (a result too full of facts for that saves
@@ -317,8 +312,6 @@ def omitted_facts(source: str, shown: str) -> list[str]:
     room = max(FACT_CHARS, len(source) // 8)
     if "\\" in source:
         source = _JSON_ESCAPE.sub(" ", source)
-    if "→" in source or "\t" in source:
-        source = _LINE_NUMBER.sub("", source)
     facts: list[str] = []
     seen: set[str] = set()
     for match in _fact_matches(source):

@@ -264,15 +264,14 @@ def test_a_codex_exec_output_is_previewed_without_its_opening_lines() -> None:
         assert match is not None and f"chars={len(content)}" in text
 
 
-def test_a_placeholders_facts_are_no_line_numbers_nor_a_dump_line() -> None:
-    """A Claude Code session's ``Read`` results listed "they hold: 1019, 1020, 1021,
-    …" (the reader's numbers of the lines), and an ``Edit``'s arguments, one line of
-    JSON holding ``lastConversationSyncError``, "{"file_path": "/Users/…", …"."""
-    read = "".join(f"  {1019 + n}→  const one = load('src/m{n}.ts');\n" for n in range(40))
-    held = omitted_facts(read, "")
-    assert held[:2] == ["src/m0.ts", "src/m1.ts"] and not any(f.isdigit() for f in held)
+def test_an_error_word_in_a_dump_line_lists_from_that_word() -> None:
+    """A Claude Code ``Edit``'s arguments, one line of JSON holding the field name
+    ``lastConversationSyncError``, listed the line it stood in from its start: "{"file_path":
+    "/Users/…", "old_string": "#### Type Definit"."""
     edit = json.dumps({"file_path": "/repo/a.md", "old_string": "x " * 200 + "syncError?: string"})
     assert omitted_facts(edit, "")[-1].startswith("syncError?: string")
+    log = "ok\n" * 50 + "ValueError: invalid literal for int() with base 10: 'abc'\n" + "ok\n" * 50
+    assert "ValueError: invalid literal for int() with base 10: 'abc'" in omitted_facts(log, "")
 
 
 def test_cuts_stay_out_of_data_urls() -> None:
