@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -154,8 +155,8 @@ def _cut(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _joined_summary(part: Any, *, opening: bool) -> str | None:
     """The summary a text part holds as :func:`write` joins one to a user message: with
-    the joiner after it when it ``opening`` the message, before it when it closes
-    it; else ``None``."""
+    the joiner after it when it opens the message (``opening``), before it when it
+    closes it; else ``None``."""
     value = part.get("value") if isinstance(part, Mapping) else None
     if not isinstance(value, str) or part.get("type", "text") != "text":
         return None
@@ -185,7 +186,7 @@ def write(
     entries: Sequence[Any] = conversation.meta.get("entries", ())
     added: Mapping[int, tuple[str, ...]] = conversation.meta.get(_ADDED, {})
     sources: Sequence[int] | None = conversation.meta.get(_SOURCES)
-    pieced = {s for s in sources or () if sources.count(s) > 1} if sources else set()
+    pieced = {s for s, n in Counter(sources).items() if n > 1} if sources else set()
     out = dict(record)
     valued = functools.cache(lambda: _value_parts(entries))  # asked at most once
     written: list[Any] = []

@@ -363,8 +363,9 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
 
 #: A quantity in a Latin unit (``16GB``, ``100W``), and ``+`` and another after one:
 #: ``12GB+256GB`` is one spec, a phone's memory and storage (:func:`_specified`).
-_UNIT_QUANTITY = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNORECASE)
-_SPEC_NEXT = re.compile(r"\+\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)", re.IGNORECASE)
+_IN_A_LATIN_UNIT = r"\d+(?:\.\d+)?\s?(?:[KMGT]B|W|mAh|Hz|kWh)"
+_UNIT_QUANTITY = re.compile(_IN_A_LATIN_UNIT, re.IGNORECASE)
+_SPEC_NEXT = re.compile(rf"\+{_IN_A_LATIN_UNIT}", re.IGNORECASE)
 
 
 #: What may not follow a spec (:func:`_specified`): a word of what it is of, which the
