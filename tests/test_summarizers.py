@@ -201,6 +201,14 @@ def test_a_spec_of_quantities_joined_by_plus_is_one_fact() -> None:
     assert facts("2GB+2GB=4GB") == ["2GB", "2GB", "4GB"]
 
 
+def test_a_hash_is_a_fact_whole_past_the_length_a_fact_is_cut_at() -> None:
+    """A Docker container's id (64 hex digits, ``docker run -d``) came out cut at 60
+    characters with "…": no later command could be matched to it."""
+    container = "3f4e9a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3"
+    assert facts(f"Started {container} on port 8080") == [container, "port 8080"]
+    assert facts("see https://example.com/" + "a" * 80)[0].endswith("…")  # others are cut
+
+
 def test_a_word_that_labels_an_id_is_no_name_and_a_clock_time_no_quantity() -> None:
     """ "go with Flight HAT072" gave the fact "Flight" beside HAT072 (tau-bench runs
     listed "Flight" and "Reservation" among their facts), and "at 10:00 flight" gave

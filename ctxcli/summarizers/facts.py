@@ -333,7 +333,8 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
     number inside a name (``7天连锁酒店``) is no quantity; a phone number or an e-mail
     address keeps the words before it that say whose it is (``快递员张师傅
     138-0000-1234``); a path a span of code quotes keeps its spaces
-    (``~/Library/Application Support/opencode/``). Only the first
+    (``~/Library/Application Support/opencode/``). A fact longer than
+    :data:`FACT_CHARS` is cut, but for a hash (:data:`_HEX_ID`). Only the first
     :data:`FACT_SCAN_CHARS` characters are read, and the rest of the word there
     (:data:`_CUT_WORD`): past that, a message is a dump whose facts a summary cannot
     hold anyway.
@@ -357,8 +358,13 @@ def facts(text: str, *, strict: bool = False) -> list[str]:
             fact = _TRAILING.sub("", fact)  # the sentence's end: see /src/main.py.
         elif _BARE.fullmatch(fact):
             fact = _labelled(text, start, fact, previous)
-        result.append(shorten(fact, FACT_CHARS))
+        result.append(fact if _HEX_ID.fullmatch(fact) else shorten(fact, FACT_CHARS))
     return result
+
+
+#: A hash or an id made of one (a sha256 digest, a Docker container's id: 64 hex
+#: digits), kept whole past :data:`FACT_CHARS`: cut with "…" it names nothing.
+_HEX_ID = re.compile(r"[0-9a-f]{40,64}")
 
 
 #: A quantity in a Latin unit (``16GB``, ``100W``), and ``+`` and another after one:
