@@ -174,10 +174,14 @@ def test_a_month_and_its_year_is_no_day() -> None:
         ("Caesar died in 44 BC.", ["44 BC"]),
         ("10 AD units, 2 CE marks, 500 CE-certified, 5 BCE-certified, Gate 7 BC", []),
         ("a 1999 AD/DC conversion", ["1999"]),
+        # the short era (221 BC was 221年), a century; 前 of a word, or a count, is none
+        ("秦始建于前221年，长城始于公元前3世纪、前3世纪。", ["前221年", "公元前3世纪", "前3世纪"]),
+        ("前3年的收入；之前221年；目前2024年", ["3年", "221年", "2024年"]),
     ],
 )
 def test_a_year_keeps_its_era(text: str, expected: list[str]) -> None:
-    """A glaive summary said ``700年`` of 公元前700年 (700 BC): the year turned round."""
+    """A glaive summary said ``700年`` of 公元前700年 (700 BC): the year turned round;
+    a breaker's ``前221年`` said ``221年`` and ``公元前3世纪`` nothing."""
     assert facts(text) == expected
 
 

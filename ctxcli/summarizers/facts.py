@@ -173,15 +173,19 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
         ("月",),
     ),  # 6月18日
     (
-        # a year with its era, whole: 公元前700年 (700 BC) is no 700年. After a number,
-        # BC of two digits or more, AD and CE of three or more, none that goes on
-        # (``10 AD units``, ``500 CE-certified``, ``1999 AD/DC`` are no years)
+        # a year or a century with its era, whole: 公元前700年 (700 BC) is no 700年, nor
+        # is the short 前221年 (of three or four digits, 前 no part of a word such as
+        # 之前 or 目前: 前3年 is "the first 3 years") a 221年; 公元前3世纪. After a
+        # number, BC of two digits or more, AD and CE of three or more, none that goes
+        # on (``10 AD units``, ``500 CE-certified``, ``1999 AD/DC`` are no years)
         re.compile(
-            r"公元前? ?\d{1,4} ?年|\b(?:AD|A\.D\.) ?\d{1,4}\b"
+            r"公元前? ?\d{1,4} ?(?:年|世纪)|(?<![之以提目当先此从眼面生事日向空])前\d{3,4} ?年"
+            r"|(?<![之以提目当先此从眼面生事日向空])前\d{1,2} ?世纪"
+            r"|\b(?:AD|A\.D\.) ?\d{1,4}\b"
             r"|\b(?:\d{2,4} ?(?:BCE|BC|B\.C\.(?:E\.)?)|\d{3,4} ?(?:CE|AD|A\.D\.))"
             r"(?![-/\w])"
         ),
-        ("公元", "BC", "AD", "CE", "B.C", "A.D"),
+        ("公元", "前", "BC", "AD", "CE", "B.C", "A.D"),
     ),
     (_PHONE, re.compile(r"\d(?:[ -]\d{3}|\d{10})")),
     (
