@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ctxcli import github, inplace
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.config import Settings
-from ctxcli.errors import ConfigError
+from ctxcli.errors import ConfigError, InputError
 from ctxcli.inplace import Outcome
 from ctxcli.inputs import Plan, plan
 from ctxcli.summarizers import Summarizer, build
@@ -81,23 +81,35 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
     ``summarizer`` builds from ``settings.summarizer`` (once the inputs are planned);
     say the table and notes through ``warn.say``; return the
     exit status (0, or :data:`OVER_BUDGET`, :data:`WOULD_CHANGE`, :data:`CONTAINED`,
-    :data:`FELL_BACK`). Raises :class:`ctxcli.errors.CtxcliError` for a bad input or
-    setting (the files done so far are written)."""
-    outcomes = _compress(batch, settings, summarizer=summarizer, warn=warn)
+    :data:`FELL_BACK`). Raises :class:`ctxcli.errors.CtxcliError` for a bad setting;
+    a file with a bad input line gets no output, the others are done, and then the
+    last such :class:`InputError` is raised (the others said as ``error:`` lines)."""
+    outcomes, failed = _compress(batch, settings, summarizer=summarizer, warn=warn)
     results = [outcome.stats for outcome in outcomes]
     rewrites = batch.in_place or batch.dry_run
-    if not batch.quiet:
+    if results and not batch.quiet:
         warn.say(table(results, wrote=not rewrites))
-    if rewrites:
+    if rewrites and results:
         for line in changes(outcomes, batch, annotate=warn.annotate):
             warn.say(line)
-    return _status(batch, outcomes, warn.say)
+    status = _status(batch, outcomes, warn.say)
+    if not failed:
+        return status
+    if len(failed) > 1 or outcomes:
+        total = len(failed) + len(outcomes)
+        warn.say(f"error: {len(failed)} of {plural(total, 'file')} not written, for a bad line:")
+    for error in failed[:-1]:
+        warn.say(f"error: {error}")
+        if warn.annotate:
+            warn.say(github.command("error", error.reason, file=error.path, line=error.line))
+    raise failed[-1]
 
 
 def _compress(
     batch: Batch, settings: Settings, *, summarizer: Build, warn: Warnings
-) -> list[Outcome]:
-    """Each input's :class:`Outcome`, in the order planned."""
+) -> tuple[list[Outcome], list[InputError]]:
+    """Each input's :class:`Outcome`, in the order planned, and the error of each input
+    with a bad line (it gets no output: one file's bad line never costs the others)."""
     plans = _plans(batch, restorable="placeholder" in settings.stage_names)
     compressor = Compressor(
         settings,
@@ -112,14 +124,18 @@ def _compress(
 
         ray_engine.start(batch.ray_address)
         stats = ray_engine.compress_files(compressor, plans)
-        return [Outcome(s, changes=bool(s.changed), rewritten=False) for s in stats]
+        return [Outcome(s, changes=bool(s.changed), rewritten=False) for s in stats], []
     outcomes = []
+    failed = []
     for item in plans:
         warn.file = item.input
-        outcomes.append(
-            inplace.run(compressor, item, dry_run=batch.dry_run, progress=batch.progress)
-        )
-    return outcomes
+        try:
+            outcome = inplace.run(compressor, item, dry_run=batch.dry_run, progress=batch.progress)
+        except InputError as error:
+            failed.append(error)
+            continue
+        outcomes.append(outcome)
+    return outcomes, failed
 
 
 def _plans(batch: Batch, *, restorable: bool) -> list[Plan]:

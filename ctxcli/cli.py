@@ -508,7 +508,8 @@ def compress(inputs: tuple[str, ...], **options: Any) -> None:
     \b
     Exit status (the first that applies):
       2  a usage error: an unknown option, a value out of its range
-      1  a bad input line or setting (nothing written for that file)
+      1  a bad input line (nothing written for that file; the others are
+         done) or setting
       3  with --check, a conversation stays over budget
       1  with --dry-run, a file would change
       5  a conversation's compressed form broke a rule and a safer one was

@@ -127,6 +127,22 @@ def test_a_bad_line_names_file_and_line_and_leaves_no_output(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
+def test_a_bad_line_in_one_file_of_a_folder_costs_only_that_file(tmp_path: Path) -> None:
+    """``compress .`` stopped at the first file with a bad line: the files before it
+    were written with no line saying so, those after it were never read."""
+    good = json.dumps(chat(6)) + "\n"
+    for name, text in (("a", good), ("b", good + "{bad\n"), ("c", good), ("d", "[1]\n")):
+        (tmp_path / f"{name}.jsonl").write_text(text)
+    result = invoke("compress", str(tmp_path), "--max-tokens", "100")
+    assert result.exit_code == 1, result.output
+    written = sorted(p.name for p in tmp_path.glob("*.compressed.jsonl"))
+    assert written == ["a.compressed.jsonl", "c.compressed.jsonl"]
+    lines = result.output.splitlines()
+    assert "error: 2 of 4 files not written, for a bad line:" in lines
+    assert f"error: {tmp_path / 'b.jsonl'}:2: invalid JSON" in result.output
+    assert lines[-1].startswith(f"Error: {tmp_path / 'd.jsonl'}")
+
+
 def test_on_error_keep_copies_bad_lines_and_lists_them(tmp_path: Path) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text(f"{json.dumps(chat(2))}\n[1]\n{json.dumps(chat(30))}\n")
