@@ -48,7 +48,7 @@ from ctxcli.stats import LISTED_MAX as LISTED_MAX
 from ctxcli.stats import Fallback as Fallback
 from ctxcli.stats import FileStats as FileStats
 from ctxcli.stats import Tally as Tally
-from ctxcli.store import StoreWriter
+from ctxcli.store import StoreWriter, refuse_foreign
 from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import TokenCounter, encoding_name_for, knows_model
 
@@ -325,8 +325,11 @@ def _read(
 def _refuse_overwrites(input_path: str, output_path: str, store_path: str | None) -> None:
     """Raise :class:`ConfigError` when the output or the store is the input, or the
     store is the output, or the output is named in another shape than the input's
-    (:func:`_refuse_other_shape`)."""
+    (:func:`_refuse_other_shape`); :class:`ctxcli.errors.StoreError` when the store
+    would replace a file that is no store (:func:`ctxcli.store.refuse_foreign`)."""
     _refuse_other_shape(input_path, output_path)
+    if store_path and store_path != "-":
+        refuse_foreign(store_path)
     for target in (output_path, store_path):
         if target and target != "-" and input_path != "-" and jsonio.same_file(input_path, target):
             raise ConfigError(f"{target}: the output would overwrite the input")

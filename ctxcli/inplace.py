@@ -33,6 +33,7 @@ from ctxcli import jsonio
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.errors import OutputError
 from ctxcli.inputs import Plan
+from ctxcli.store import refuse_foreign
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ def run(
 
 def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
     target = os.path.realpath(item.input)
+    if item.store:
+        refuse_foreign(item.store)  # it is added to: never to another file
     with contextlib.ExitStack() as stack:
         output = stack.enter_context(_temporary(target))
         store = stack.enter_context(_temporary(target)) if item.store else None
@@ -109,13 +112,16 @@ def describe(outcome: Outcome, *, dry_run: bool) -> str:
 @contextlib.contextmanager
 def _temporary(beside: str) -> Iterator[str]:
     """A hidden temporary file's path in ``beside``'s folder (so that renaming it over
-    ``beside`` is atomic), removed at the end unless renamed. Raises
-    :class:`OutputError` when the folder takes no new file."""
+    ``beside`` is atomic), removed at the end unless renamed; named with this
+    process's id as :class:`ctxcli.jsonio.AtomicWriter` names its own, so the ones a
+    killed run left (theirs, and the writer's beside them) are removed here first.
+    Raises :class:`OutputError` when the folder takes no new file."""
     folder = os.path.dirname(beside)
+    prefix = jsonio.temporary_prefix(beside)
+    for stale in (prefix, f".{prefix}"):
+        jsonio.remove_stale(Path(folder), stale)
     try:
-        fd, path = tempfile.mkstemp(
-            prefix=f".{Path(beside).name}.", suffix=".ctxcli.tmp", dir=folder
-        )
+        fd, path = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OutputError(f"{folder or '.'}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)

@@ -578,8 +578,8 @@ class AtomicWriter:
                 return
             folder = Path(target).resolve().parent
             folder.mkdir(parents=True, exist_ok=True)
-            prefix = f".{Path(target).name}.ctxcli-"
-            _remove_stale(folder, prefix)
+            prefix = temporary_prefix(target)
+            remove_stale(folder, prefix)
             fd, self._tmp = tempfile.mkstemp(
                 prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=folder
             )
@@ -631,7 +631,13 @@ class AtomicWriter:
             self.abort()
 
 
-def _remove_stale(folder: Path, prefix: str) -> None:
+def temporary_prefix(target: str) -> str:
+    """How the names of the temporary files for ``target`` open, before the writing
+    process's id: ``.<name>.ctxcli-`` (:class:`AtomicWriter`, and ``--in-place``'s)."""
+    return f".{Path(target).name}.ctxcli-"
+
+
+def remove_stale(folder: Path, prefix: str) -> None:
     """Remove the temporary files ``<prefix><pid>-*.tmp`` in ``folder`` whose process is
     gone (a run killed before it could clean up: SIGKILL, a power cut). Files of a
     process still running, or of another user's, are left."""

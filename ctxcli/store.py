@@ -91,6 +91,32 @@ class StoreWriter:
             self.abort()
 
 
+def refuse_foreign(path: str) -> None:
+    """Raise :class:`StoreError` when ``path``, where a store is to be written or added
+    to, is a file that holds something else (its first line no ``{"id", "content"}``
+    entry): a transcript named with ``--store``, or any file that happens to have the
+    name ``--in-place`` gives its store, would be replaced or appended to. A missing
+    or empty file, a device and a store are fine."""
+    if jsonio.is_stream(path):
+        return
+    try:
+        with open(path, "rb") as file:
+            first = file.readline(1 << 20).strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return
+    except OSError:
+        return  # unreadable: writing it says why
+    try:
+        entry = json.loads(first) if first else None
+    except ValueError:
+        entry = None
+    if first and not (isinstance(entry, dict) and "id" in entry and "content" in entry):
+        raise StoreError(
+            f'{path}: exists and is no ctxcli store (its first line is no {{"id", "content"}} '
+            "entry): move it, or give the store another name with --store"
+        )
+
+
 def load_store(path: str) -> dict[str, Any]:
     """Read a store into ``{id: original}``.
 

@@ -90,6 +90,35 @@ def test_in_place_adds_to_the_store_beside_it_never_replacing_it(tmp_path: Path)
     assert read_jsonl(restored) == read_jsonl(SAMPLES / "agent_run.jsonl") * 2
 
 
+def test_in_place_never_adds_to_a_file_that_is_no_store(tmp_path: Path) -> None:
+    """A file that happened to have the store's name (a copy of a transcript named
+    agent_run.store.jsonl, or any text) was appended to, and restore then failed; a
+    --store naming a transcript replaced it."""
+    big, small = fixtures(tmp_path)
+    before = big.read_bytes()
+    store = big.with_name("agent_run.store.jsonl")
+    store.write_bytes(small.read_bytes())
+    result = invoke("compress", str(big), "--in-place")
+    assert result.exit_code == 1 and f"{store}: exists and is no ctxcli store" in result.output
+    assert big.read_bytes() == before and store.read_bytes() == small.read_bytes()
+    named = invoke("compress", str(big), "-o", str(tmp_path / "o.jsonl"), "--store", str(small))
+    assert named.exit_code == 1 and small.read_bytes() == store.read_bytes()
+
+
+def test_in_place_removes_what_a_killed_in_place_run_left(tmp_path: Path) -> None:
+    """A run killed while rewriting in place (SIGKILL) left its temporary file and the
+    writer's beside it, and no later run removed them, as the README says runs do."""
+    big, _ = fixtures(tmp_path)
+    dead = 4_194_305  # above Linux's largest process id: no such process
+    left = [f".agent_run.jsonl.ctxcli-{dead}-x1.tmp", f"..agent_run.jsonl.ctxcli-{dead}-x1.tmp"]
+    left[1] += f".ctxcli-{dead}-y2.tmp"
+    for name in left:
+        (big.parent / name).write_text("half a file")
+    assert invoke("compress", str(big), "--in-place").exit_code == 0
+    names = sorted(p.name for p in big.parent.iterdir())
+    assert names == ["agent_run.jsonl", "agent_run.store.jsonl", "chat.jsonl"]
+
+
 def test_in_place_follows_a_symlink_to_the_file(tmp_path: Path) -> None:
     big, _ = fixtures(tmp_path)
     link = tmp_path / "link.jsonl"
