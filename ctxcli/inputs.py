@@ -172,7 +172,8 @@ def plan(
     ``<stem>.store.jsonl`` beside it, and no stats unless ``stats`` is given.
 
     Raises :class:`ConfigError` when ``output``, ``stats`` or ``store`` is given with
-    several inputs, when ``stats`` or ``store`` is ``-``, when an output is a folder,
+    several inputs, when ``stats`` or ``store`` is ``-``, when ``output`` meets
+    ``out_dir``, when an output is a folder,
     when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
     writes, or one and an input (other than its own, in place), are the same file, or
     when the output is stdout and the default store beside the input already exists
@@ -199,9 +200,12 @@ def _refuse_options(
     store: str | None,
 ) -> None:
     """Raise :class:`ConfigError` for one file's options given with several inputs,
-    or for stats or a store on stdout."""
+    for stats or a store on stdout, or for both ``-o`` and ``--out-dir`` (``-o`` won,
+    and the folder was never made)."""
     if len(found) > 1 and (output or stats or store):
         raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+    if output and out_dir:
+        raise ConfigError("-o names the output, --out-dir the folder of outputs: give one")
     for name, value in (("--stats", stats), ("--store", store)):
         if value == "-":
             raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")

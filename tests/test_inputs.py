@@ -81,6 +81,14 @@ def test_a_nested_mixed_folder_compresses_in_one_command_under_out_dir(tmp_path:
     assert total.split()[3:5] == ["4", "60→60"]  # conversations; messages before→after
 
 
+def test_an_output_and_a_folder_of_outputs_are_not_given_together(tmp_path: Path) -> None:
+    """``-o y.jsonl --out-dir O`` wrote y.jsonl and never made O, with exit 0."""
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(agent_run()) + "\n")
+    with pytest.raises(ConfigError, match="-o names the output, --out-dir the folder"):
+        plan([str(source)], output=str(tmp_path / "y.jsonl"), out_dir=str(tmp_path / "O"))
+
+
 def test_in_place_takes_no_output_and_no_stdin(tmp_path: Path) -> None:
     source = tmp_path / "a.jsonl"
     source.write_text(json.dumps(agent_run()) + "\n")
