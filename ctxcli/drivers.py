@@ -138,12 +138,15 @@ def session(
     run: FileRun, items: Iterable[jsonio.Record], format: WholeFile
 ) -> Iterator[tuple[bytes, bool]]:
     """Output lines for a file of a whole-file ``format`` (a Claude Code session log, a
-    Codex rollout: see :mod:`ctxcli.formats`), one conversation for the file. With
-    ``on_error: keep`` a bad line is copied unchanged in its place and left out of the
-    conversation."""
+    Codex rollout: see :mod:`ctxcli.formats`), one conversation for the file, and a
+    warning when it holds no message of that format (one forced on another's file).
+    With ``on_error: keep`` a bad line is copied unchanged in its place and left out
+    of the conversation."""
     events, lines, raw_of, bad_before = _events(run, items)
     done = compress_session(run.recipe, events, lines, run.path, format)
     conversation, result = done.conversation, done.result
+    if events and not conversation.messages:  # a format forced on another's file
+        run.warn(f"{run.path}: no message read as {format.NAME} (is --format right?)")
     if done.broke:
         run.warn(already_broken(run.path, conversation, format, done.broke))
     for text in result.warnings:

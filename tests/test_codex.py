@@ -176,3 +176,17 @@ def test_no_change_gives_back_the_file_byte_for_byte(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rollout.compressed.jsonl").read_bytes() == source.read_bytes()
+
+
+def test_codex_forced_on_another_formats_file_says_it_read_no_message(tmp_path: Path) -> None:
+    """``--format codex`` (or ``claude-code``) on an OpenAI chat file read no message,
+    wrote the file back and exited 0 with no word of it."""
+    source = tmp_path / "chat.jsonl"
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    source.write_text(json.dumps({"messages": chat}) + "\n")
+    for name in ("codex", "claude-code"):
+        result = CliRunner().invoke(
+            cli, ["compress", str(source), "--format", name, "-o", str(tmp_path / "o.jsonl")]
+        )
+        assert result.exit_code == 0
+        assert f"no message read as {name} (is --format right?)" in result.output
