@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -62,12 +63,30 @@ def run(
         )
         stats.output, stats.store = item.output, None
         return Outcome(stats, stats.changed > 0, False)
-    if not item.in_place:
+    if item.in_place:
+        return _in_place(compressor, item, progress=progress)
+    if item.adds_to_store and item.store is not None:
+        return _adding_to_store(compressor, item, item.store, progress=progress)
+    stats = compressor.file(
+        item.input, item.output, stats_path=item.stats, store_path=item.store, progress=progress
+    )
+    return Outcome(stats, stats.changed > 0, False)
+
+
+def _adding_to_store(compressor: Compressor, item: Plan, store: str, *, progress: bool) -> Outcome:
+    """Compress ``item`` into its output with the originals added to ``store`` (the one
+    beside the input, which may hold an earlier run's: a rerun of ``-o -`` was refused
+    for it), not written over it."""
+    refuse_foreign(store)
+    target = os.path.realpath(store)
+    with _temporary(target) as fresh:
         stats = compressor.file(
-            item.input, item.output, stats_path=item.stats, store_path=item.store, progress=progress
+            item.input, item.output, stats_path=item.stats, store_path=fresh, progress=progress
         )
-        return Outcome(stats, stats.changed > 0, False)
-    return _in_place(compressor, item, progress=progress)
+        if stats.store is not None:
+            stats.store_entries, stats.store_bytes = _add_to_store(fresh, store)
+            stats.store = store
+    return Outcome(stats, stats.changed > 0, False)
 
 
 def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
@@ -132,16 +151,25 @@ def _temporary(beside: str) -> Iterator[str]:
             os.unlink(path)
 
 
+#: The id that opens a store's line as :class:`ctxcli.store.StoreWriter` writes it.
+_ENTRY_ID = re.compile(rb'^\{"id":"([0-9a-f]+)"', re.MULTILINE)
+
+
 def _add_to_store(new: str, store: str) -> tuple[int, int]:
     """Write ``store`` as its entries so far (if it exists) followed by those of the
-    file ``new``, atomically; return the entries and bytes it then holds."""
-    added = Path(new).read_bytes()
+    file ``new`` it does not hold yet (by id: a run again adds nothing twice),
+    atomically; return the entries and bytes it then holds."""
     try:
         held = Path(store).read_bytes()
     except FileNotFoundError:
         held = b""
     if held and not held.endswith(b"\n"):
         held += b"\n"
+    known = set(_ENTRY_ID.findall(held))
+    lines = Path(new).read_bytes().splitlines(keepends=True)
+    added = b"".join(
+        line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known
+    )
     with jsonio.AtomicWriter(store) as writer:
         writer.write(held + added)
         writer.commit()

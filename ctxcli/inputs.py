@@ -140,13 +140,16 @@ def store_of(compressed: str) -> str | None:
 @dataclass(frozen=True)
 class Plan:
     """Where one input's results go: ``output`` (``-``: stdout; the input itself when
-    ``in_place``), ``stats`` and ``store`` paths (``None``: not written)."""
+    ``in_place``), ``stats`` and ``store`` paths (``None``: not written); the store is
+    added to, never replaced, when ``in_place`` or ``adds_to_store`` (it is the one
+    beside the input, which may hold the originals of the input's own placeholders)."""
 
     input: str
     output: str
     stats: str | None
     store: str | None
     in_place: bool = False
+    adds_to_store: bool = False
 
 
 def plan(
@@ -175,9 +178,7 @@ def plan(
     several inputs, when ``stats`` or ``store`` is ``-``, when ``output`` meets
     ``out_dir``, when an output is a folder,
     when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
-    writes, or one and an input (other than its own, in place), are the same file, or
-    when the output is stdout and the default store beside the input already exists
-    (it may hold an earlier run's originals).
+    writes, or one and an input (other than its own, in place), are the same file.
     """
     found = find_inputs(inputs, globs)
     _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
@@ -240,13 +241,14 @@ def _plan_one(
         output=target,
         stats=stats or (None if streamed else default_stats(target)),
         store=kept,
+        adds_to_store=bool(kept and not store and streamed and not jsonio.is_stream(kept)),
     )
 
 
 def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
     """The store of ``path`` written to ``target`` when none is given: beside the
     output; ``/dev/null`` with the output; for stdout beside the input, and only when
-    ``restorable``. Raises :class:`ConfigError` when that one beside the input exists."""
+    ``restorable`` (added to when it exists: :attr:`Plan.adds_to_store`)."""
     streamed = jsonio.is_stream(target)
     if not (restorable or not streamed):  # a file's store costs nothing unless written
         return None
@@ -255,14 +257,6 @@ def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
         return None
     if target == os.devnull:
         return os.devnull  # the output is thrown away: so are the originals
-    if streamed and not jsonio.is_stream(kept) and Path(kept).exists():
-        # Named after the input, it may be the store of the run that wrote the
-        # input: replacing it would lose that run's originals for good.
-        raise ConfigError(
-            f"{kept} exists (the store of the run that wrote {path}?); with output to "
-            f"{'stdout' if target == '-' else target} give --store PATH, or name that "
-            "file to replace it"
-        )
     return kept
 
 
