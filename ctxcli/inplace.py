@@ -80,13 +80,20 @@ def _adding_to_store(compressor: Compressor, item: Plan, store: str, *, progress
     refuse_foreign(store)
     target = os.path.realpath(store)
     with _temporary(target) as fresh:
-        stats = compressor.file(
-            item.input, item.output, stats_path=item.stats, store_path=fresh, progress=progress
-        )
+        stats = compressor.file(item.input, item.output, store_path=fresh, progress=progress)
         if stats.store is not None:
             stats.store_entries, stats.store_bytes = _add_to_store(fresh, store)
             stats.store = store
+    _write_stats(stats, item.stats)
     return Outcome(stats, stats.changed > 0, False)
+
+
+def _write_stats(stats: FileStats, path: str | None) -> None:
+    """Write ``stats`` to ``path`` (if given), atomically, once its store is in place."""
+    if path:
+        with jsonio.AtomicWriter(path) as writer:
+            writer.write(jsonio.dumps_indented(stats.to_json()))
+            writer.commit()
 
 
 def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
@@ -104,10 +111,7 @@ def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
         if stats.store and store is not None and item.store is not None:
             stats.store_entries, stats.store_bytes = _add_to_store(store, item.store)
             stats.store = item.store
-        if item.stats:
-            with jsonio.AtomicWriter(item.stats) as writer:
-                writer.write(jsonio.dumps_indented(stats.to_json()))
-                writer.commit()
+        _write_stats(stats, item.stats)
         os.chmod(output, stat.S_IMODE(os.stat(target).st_mode))
         os.replace(output, target)
     return Outcome(stats, True, True)

@@ -882,6 +882,9 @@ def test_output_to_stdout_adds_to_the_store_of_the_run_that_wrote_the_input(
         assert store.read_bytes().startswith(kept)
         sizes.append(len(store.read_bytes()))
     assert sizes[0] == sizes[1]  # nothing added twice
+    stats = tmp_path / "again.stats.json"
+    invoke("compress", str(output), "-o", "-", "--stats", str(stats), *args)
+    assert json.loads(stats.read_text())["store"]["path"] == str(store)  # not its temporary
     piped = tmp_path / "piped.jsonl"
     piped.write_text(again.stdout)
     restored = tmp_path / "restored.jsonl"
