@@ -39,7 +39,15 @@ from ctxcli.errors import InputError
 from ctxcli.formats._common import function_of, joined, kind, messages_of, pending
 from ctxcli.formats.base import no_kept_problems
 from ctxcli.invariants import pairing_problems
-from ctxcli.model import PIECE_JOINER, ROLES, Conversation, Message, read_messages, sealed
+from ctxcli.model import (
+    PIECE_JOINER,
+    ROLES,
+    SYSTEM_ROLES,
+    Conversation,
+    Message,
+    read_messages,
+    sealed,
+)
 from ctxcli.placeholders import looks_like
 from ctxcli.problems import Problem
 from ctxcli.tokens import TokenCounter
@@ -204,10 +212,6 @@ def write(
     return out
 
 
-#: The roles of messages that stand apart from the dialogue's two sides.
-_APART = ("system", "developer")
-
-
 def _past_system(entries: Sequence[Any], made: set[int]) -> list[Any]:
     """``entries`` with each summary of ``made`` that system messages alone part from a
     user message after them moved past them, so it joins that message: sides
@@ -217,7 +221,7 @@ def _past_system(entries: Sequence[Any], made: set[int]) -> list[Any]:
     i = 0
     while i < len(out):
         j = i + 1
-        while id(out[i]) in made and j < len(out) and _role(out[j]) in _APART:
+        while id(out[i]) in made and j < len(out) and _role(out[j]) in SYSTEM_ROLES:
             j += 1
         if j > i + 1 and j < len(out) and _joins(out[j]):
             out.insert(j - 1, out.pop(i))
@@ -362,7 +366,7 @@ def _side_problems(entries: Sequence[Any]) -> list[Problem]:
     system and developer messages aside: a user message and a tool result are of one
     side, and tool results in a row are one (the results of parallel calls, which
     LLaMA-Factory reads as one observation)."""
-    roles = [(i, _role(e)) for i, e in enumerate(entries) if _role(e) not in _APART]
+    roles = [(i, _role(e)) for i, e in enumerate(entries) if _role(e) not in SYSTEM_ROLES]
     found = []
     for (_, one), (i, two) in zip(roles, roles[1:]):
         if (one == "assistant") == (two == "assistant") and not one == two == "tool":
