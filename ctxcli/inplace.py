@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from ctxcli import jsonio
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.errors import OutputError
 from ctxcli.inputs import Plan
-from ctxcli.store import refuse_foreign
+from ctxcli.store import add_to_store, refuse_foreign
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ def _adding_to_store(compressor: Compressor, item: Plan, store: str, *, progress
     with _temporary(target) as fresh:
         stats = compressor.file(item.input, item.output, store_path=fresh, progress=progress)
         if stats.store is not None:
-            stats.store_entries, stats.store_bytes = _add_to_store(fresh, store)
+            stats.store_entries, stats.store_bytes = add_to_store(fresh, store)
             stats.store = store
     _write_stats(stats, item.stats)
     return Outcome(stats, stats.changed > 0, False)
@@ -109,7 +108,7 @@ def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
             stats.store = None
             return Outcome(stats, False, False)
         if stats.store and store is not None and item.store is not None:
-            stats.store_entries, stats.store_bytes = _add_to_store(store, item.store)
+            stats.store_entries, stats.store_bytes = add_to_store(store, item.store)
             stats.store = item.store
         _write_stats(stats, item.stats)
         os.chmod(output, stat.S_IMODE(os.stat(target).st_mode))
@@ -153,29 +152,3 @@ def _temporary(beside: str) -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
-
-
-#: The id that opens a store's line as :class:`ctxcli.store.StoreWriter` writes it.
-_ENTRY_ID = re.compile(rb'^\{"id":"([0-9a-f]+)"', re.MULTILINE)
-
-
-def _add_to_store(new: str, store: str) -> tuple[int, int]:
-    """Write ``store`` as its entries so far (if it exists) followed by those of the
-    file ``new`` it does not hold yet (by id: a run again adds nothing twice),
-    atomically; return the entries and bytes it then holds."""
-    try:
-        held = Path(store).read_bytes()
-    except FileNotFoundError:
-        held = b""
-    if held and not held.endswith(b"\n"):
-        held += b"\n"
-    known = set(_ENTRY_ID.findall(held))
-    lines = Path(new).read_bytes().splitlines(keepends=True)
-    added = b"".join(
-        line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known
-    )
-    with jsonio.AtomicWriter(store) as writer:
-        writer.write(held + added)
-        writer.commit()
-    data = held + added
-    return data.count(b"\n"), len(data)

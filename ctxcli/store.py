@@ -91,6 +91,33 @@ class StoreWriter:
             self.abort()
 
 
+#: The id that opens a store's line as :class:`StoreWriter` writes it (compact JSON,
+#: ``id`` first).
+_ENTRY_ID = re.compile(rb'^\{"id":"([0-9a-f]+)"', re.MULTILINE)
+
+
+def add_to_store(new: str, store: str) -> tuple[int, int]:
+    """Write ``store`` as its entries so far (if it exists) followed by those of the
+    file ``new`` it does not hold yet (by id: a run again adds nothing twice),
+    atomically; return the entries and bytes it then holds."""
+    try:
+        held = Path(store).read_bytes()
+    except FileNotFoundError:
+        held = b""
+    if held and not held.endswith(b"\n"):
+        held += b"\n"
+    known = set(_ENTRY_ID.findall(held))
+    lines = Path(new).read_bytes().splitlines(keepends=True)
+    added = b"".join(
+        line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known
+    )
+    with jsonio.AtomicWriter(store) as writer:
+        writer.write(held + added)
+        writer.commit()
+    data = held + added
+    return data.count(b"\n"), len(data)
+
+
 def refuse_foreign(path: str) -> None:
     """Raise :class:`StoreError` when ``path``, where a store is to be written or added
     to, is a file that holds something else (its first line no ``{"id", "content"}``
