@@ -763,6 +763,23 @@ def test_a_sub_agents_result_is_told_by_what_its_report_found() -> None:
     assert actions[0].endswith("→ Next.js: 15.5.2 (upgraded from documented v14)"), actions
 
 
+def test_a_note_that_repeats_a_sub_agents_outcome_is_said_once() -> None:
+    """Claude Code session 9eda1058: the Explore call's outcome and the first
+    assistant note were the same sentence ("CodeMie CLI (v0.0.28) is a professional,
+    unified command-line interface …"), the note with its bold."""
+    finding = "CodeMie CLI (v0.0.28) is a unified command-line interface for 5 agents."
+    arguments = json.dumps({"subagent_type": "Explore", "description": "Explore the repo"})
+    task = {"id": "t1", "type": "function", "function": {"name": "Task", "arguments": arguments}}
+    messages = [
+        {"role": "user", "content": "Explore the repository."},
+        {"role": "assistant", "content": None, "tool_calls": [task]},
+        {"role": "tool", "tool_call_id": "t1", "content": finding + " It has 3 layers."},
+        {"role": "assistant", "content": finding.replace("CodeMie CLI", "**CodeMie CLI**")},
+    ]
+    body = _summary(messages, 400)
+    assert body.count("(v0.0.28) is a unified") == 1, body
+
+
 @pytest.mark.parametrize(
     ("said", "outcome"),
     [

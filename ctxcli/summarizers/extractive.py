@@ -1779,20 +1779,17 @@ EXTRACTIVE = Extractive()
 def _rank(items: Iterable[Item]) -> Iterator[Item]:
     """``items`` (best first) each text once (a fact once whatever its case), without
     the short facts an item ranked before them already says, and without the notes a
-    note ranked before them says (:func:`_alike`: an answer that repeats the thought
-    before it)."""
+    note or an action's outcome ranked before them says (:func:`_alike`: an answer that
+    repeats the thought before it, a sub-agent's report its call's outcome told)."""
     seen: set[str] = set()  # :func:`_said_key` of each item said
     said = ""  # what was said so far, one item a line
-    noted: list[tuple[frozenset[str], frozenset[str]]] = []  # each note's words, facts
+    noted: list[tuple[frozenset[str], frozenset[str]]] = []  # words, facts of notes, outcomes
     for item in items:
         key = _said_key(item)
         if key in seen:
             continue  # ``Certificate 7504069 $250`` after ``certificate 7504069 $250``
-        if item.section == "notes":
-            words, facts = content_words(item.text), frozenset(_DIGIT_WORD.findall(item.text))
-            if any(_alike(words, facts, earlier) for earlier in noted):
-                continue  # the answer that says what the thought before it said
-            noted.append((words, facts))
+        if _repeats(item, noted):
+            continue  # the answer that says what the thought before it said
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
         if short and _holds(said, item.text):
             continue
@@ -1844,6 +1841,26 @@ def _newer_record(call: str, outcome: str, said: str) -> bool:
 #: of the words either says that both say): "XEHM4B: Unfortunately, it cannot be
 #: canceled for a refund …" after "XEHM4B: It cannot be canceled for a refund …".
 ALIKE_NOTES = 0.7
+
+
+def _repeats(item: Item, noted: list[tuple[frozenset[str], frozenset[str]]]) -> bool:
+    """Whether ``item`` is a note that says what a note or an action's outcome ranked
+    before it said (``noted``: their words and facts, :func:`_told`), which it adds to
+    when it says something new."""
+    if item.section == "notes":
+        told = _told(item.text)
+        if any(_alike(*told, earlier) for earlier in noted):
+            return True
+        noted.append(told)
+    elif item.section == "actions" and (told := _told(item.text.rpartition(" → ")[2]))[0]:
+        noted.append(told)
+    return False
+
+
+def _told(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The content words and the words that hold a fact of ``text`` (a note, an
+    action's outcome), as :func:`_alike` compares them."""
+    return content_words(text), frozenset(_DIGIT_WORD.findall(text))
 
 
 def _alike(
