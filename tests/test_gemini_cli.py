@@ -220,6 +220,24 @@ def test_what_the_cli_does_not_replay_passes_through() -> None:
     assert not {4, 5, 6} & set(origin)
 
 
+def test_a_chat_log_forced_as_a_recording_is_a_bad_line_not_an_empty_one(
+    tmp_path: Path,
+) -> None:
+    # An OpenAI chat record has ``messages`` too, of roles, not types: read as a
+    # recording it had held no message, and was written back with exit 0 and no word.
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    result = CliRunner().invoke(
+        cli, ["compress", str(chat), "--format", "gemini-cli", "-o", str(tmp_path / "o.jsonl")]
+    )
+    assert result.exit_code == 1
+    assert f"{chat}:1: message 0 has no 'type' (known: compression_marker" in result.output
+    newer = recording(steps=1)
+    newer["messages"].insert(1, {**user(40, "x"), "type": "a_newer_kind"})
+    conversation = gemini_cli.read(newer, COUNTER, path="s.json", line=1)
+    assert [m.role for m in conversation.messages][:2] == ["user", "assistant"]
+
+
 def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> None:
     record = recording(steps=16)
     record["messages"] = record["messages"][:-2]

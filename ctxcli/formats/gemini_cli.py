@@ -89,19 +89,17 @@ def read(
     """Read one recording into the neutral model (see the module docstring).
 
     Raises :class:`InputError` for a record that is not an object or has no messages
-    list, a message that is not an object, or ``toolCalls`` that are not a list of
-    objects.
+    list, a message that is not an object or has no ``type`` (another format's
+    message: ``--format gemini-cli`` forced on a chat log), or ``toolCalls`` that are
+    not a list of objects. A message of a ``type`` not in :data:`TYPES` passes
+    through, as a newer CLI's may.
     """
     entries = messages_of(record, messages_key or DEFAULT_KEY, path, line)
     neutral: list[dict[str, Any]] = []
     sources: list[Source] = []
     runs: dict[int, tuple[int, ...]] = {}  # the parts of each message split from its own
     for e, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            raise InputError(path, line, f"message {e} is {kind(entry)}, not an object")
-        calls = entry.get("toolCalls", [])
-        if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
-            raise InputError(path, line, f"message {e}: toolCalls is not a list of objects")
+        calls = _calls(entry, e, path, line)
         if entry.get("type") == "user" and not _is_ignored(entry):
             for data, run in _user_messages(entry):
                 if run is not None:
@@ -123,6 +121,21 @@ def read(
         joins_user=True,
         summary_role="user",  # Contents have no system role
     )
+
+
+def _calls(entry: Any, e: int, path: str, line: int) -> list[Mapping[str, Any]]:
+    """The ``toolCalls`` of message ``e`` of a recording (``entry``) on ``line`` of
+    ``path``. Raises :class:`InputError` for one that is not an object, has no
+    ``type``, or has ``toolCalls`` that are not a list of objects."""
+    if not isinstance(entry, Mapping):
+        raise InputError(path, line, f"message {e} is {kind(entry)}, not an object")
+    if not isinstance(entry.get("type"), str):
+        known = ", ".join(sorted(TYPES))
+        raise InputError(path, line, f"message {e} has no 'type' (known: {known})")
+    calls = entry.get("toolCalls", [])
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
+        raise InputError(path, line, f"message {e}: toolCalls is not a list of objects")
+    return calls
 
 
 def _gemini_messages(
