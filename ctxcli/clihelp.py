@@ -41,16 +41,28 @@ def option(*names: str, shown: str | None = None, **kwargs: Any) -> Callable[[F]
     return click.option(*names, cls=Option, shown=shown, **kwargs)
 
 
+#: The exit status of a run interrupted by Ctrl-C (SIGINT): 128 + the signal's
+#: number, as a shell reports a process a signal ended, so that a script tells it from
+#: an error (1); Click's own is 1.
+INTERRUPTED = 130
+
+
 class Group(click.Group):
     """A group of commands whose library errors end the run the same way: a
     :class:`CtxcliError` raised by any of its commands is printed as ``Error:
-    <message>`` on stderr with exit status 1 (see :func:`failure`)."""
+    <message>`` on stderr with exit status 1 (see :func:`failure`), and Ctrl-C as
+    ``Aborted: interrupted`` with :data:`INTERRUPTED`."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CtxcliError as exc:
             raise failure(exc) from None
+        except KeyboardInterrupt:
+            # Every file is written to a temporary one and renamed once whole, so the
+            # one being written is left as it was and its temporary file is removed.
+            click.echo("Aborted: interrupted; no file was left half-written", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
 
 
 def failure(exc: CtxcliError) -> click.ClickException:

@@ -139,6 +139,24 @@ def test_a_failed_in_place_run_leaves_the_input_as_it_was(tmp_path: Path) -> Non
     assert sorted(p.name for p in big.parent.iterdir()) == ["agent_run.jsonl", "chat.jsonl"]
 
 
+def test_ctrl_c_exits_130_and_leaves_the_input_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Click ends an interrupted run with "Aborted!" and exit 1, an error's status.
+    big, _ = fixtures(tmp_path)
+    before = big.read_bytes()
+
+    def interrupt(*_: Any, **__: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ctxcli.drivers.compress_record", interrupt)
+    result = invoke("compress", str(big), "--in-place")
+    assert result.exit_code == 130
+    assert "Aborted: interrupted; no file was left half-written" in result.output
+    assert big.read_bytes() == before
+    assert sorted(p.name for p in big.parent.iterdir()) == ["agent_run.jsonl", "chat.jsonl"]
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [
