@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from ctxcli import github, inplace
 from ctxcli.compress import Compressor, FileStats
@@ -93,11 +93,17 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
         for line in changes(outcomes, batch, annotate=warn.annotate):
             warn.say(line)
     status = _status(batch, outcomes, warn.say)
-    if not failed:
-        return status
-    if len(failed) > 1 or outcomes:
-        total = len(failed) + len(outcomes)
-        warn.say(f"error: {len(failed)} of {plural(total, 'file')} not written, for a bad line:")
+    if failed:
+        raise_failed(failed, len(failed) + len(outcomes), "written", warn)
+    return status
+
+
+def raise_failed(failed: list[InputError], total: int, done: str, warn: Warnings) -> NoReturn:
+    """Say which of ``total`` files were not ``done`` (``written``, ``counted``) for a
+    bad line, each but the last error as an ``error:`` line (and a GitHub annotation),
+    then raise the last (its ``Error:`` line and exit 1 are the command's)."""
+    if total > 1:
+        warn.say(f"error: {len(failed)} of {plural(total, 'file')} not {done}, for a bad line:")
     for error in failed[:-1]:
         warn.say(f"error: {error}")
         if warn.annotate:

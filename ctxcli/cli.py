@@ -651,11 +651,18 @@ Examples:
 @format_options("--input-format")
 @glob_option
 @option(
+    "--on-error",
+    type=click.Choice(["fail", "keep"]),
+    shown="fail",
+    help="On a bad line: leave its file out of the report (the others are counted, "
+    "exit 1), or leave the line out of the counts and go on.",
+)
+@option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
     shown="none",
-    help="compress's YAML settings file: its model, encoding, format and messages_key.",
+    help="compress's YAML settings file: its model, encoding, format, messages_key and on_error.",
 )
 @option(
     "--no-cache",
@@ -673,6 +680,7 @@ def count(
     format_name: str | None,
     messages_key: str | None,
     globs: tuple[str, ...],
+    on_error: str | None,
     config_path: str | None,
     no_cache: bool,
 ) -> None:
@@ -681,9 +689,12 @@ def count(
     Reads every INPUT as compress does (JSONL, a JSON array or one record, a
     folder at any depth, - for stdin; OpenAI, Anthropic, ShareGPT, Claude Code
     sessions) and counts tokens by the same rule, so a file's total is compress's
-    "tokens before" with the same settings. The report goes to stdout.
+    "tokens before" with the same settings. The report goes to stdout; a file with
+    a bad line is left out of it, named with its line on stderr, and the run exits 1.
     """
+    from ctxcli import batch, github
     from ctxcli.count import Counting, render
+    from ctxcli.errors import InputError
     from ctxcli.inputs import expand_inputs
 
     counting = Counting(
@@ -694,13 +705,22 @@ def count(
             encoding=encoding,
             format=format_name,
             messages_key=messages_key,
+            on_error=on_error,
         )
     )
-    counts = [
-        counting.file(path, per_conversation=per_conversation)
-        for path in expand_inputs(inputs, globs)
-    ]
-    click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by == "role"))
+    paths = expand_inputs(inputs, globs)
+    counts, failed = [], []
+    for path in paths:
+        try:
+            counts.append(counting.file(path, per_conversation=per_conversation))
+        except InputError as error:  # one file's bad line never costs the others
+            failed.append(error)
+    if counts:
+        by_role = by == "role"
+        click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by_role))
+    if failed:
+        warn = batch.Warnings(_say, annotate=github.enabled(os.environ))
+        batch.raise_failed(failed, len(paths), "counted", warn)
 
 
 SCORE_EXAMPLES = """\

@@ -130,14 +130,28 @@ class Counting:
 
     def read(self, path: str) -> Iterator[tuple[jsonio.Record, Conversation]]:
         """Each conversation of ``path`` as ``compress`` reads it, in file order, with
-        the record it was read from (a whole-file session: its first line's)."""
+        the record it was read from (a whole-file session: its first line's). Raises
+        :class:`InputError` for a bad record; with the settings' ``on_error: keep`` it
+        is left out instead, with a warning naming it (as ``compress`` copies it
+        unchanged)."""
         shape, items, _ = parquet.open_records(path, None, self.reader.settings.messages_key)
         whole, items = formats.whole_file_of(self.reader.format, shape, items, path)
         if whole is not None:
             yield self._session(whole, list(items), path)
             return
         for item in items:
-            yield item, self._read(item, path)
+            try:
+                conversation = self._read(item, path)
+            except InputError as exc:
+                self._skip(exc)
+                continue
+            yield item, conversation
+
+    def _skip(self, error: InputError) -> None:
+        """Raise ``error``, or with ``on_error: keep`` warn that its record is left out."""
+        if self.reader.settings.on_error != "keep":
+            raise error
+        self.reader.warn(f"{error}; left out of the counts")
 
     def _read(self, item: jsonio.Record, path: str) -> Conversation:
         record = item.parse(path)
@@ -152,8 +166,9 @@ class Counting:
         events: list[Any] = []
         for _, event in formats.events(items, path):
             if isinstance(event, InputError):
-                raise event
-            events.append(event)
+                self._skip(event)
+            else:
+                events.append(event)
         lines = [item.line or 0 for item in items]
         conversation = formats.read_file(format, events, self.counter, path=path, lines=lines)
         return (items[0] if items else jsonio.Record(None, None, None)), conversation

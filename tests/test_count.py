@@ -127,6 +127,41 @@ def test_a_bad_line_is_an_error_naming_it(tmp_path: Path) -> None:
     assert f"Error: {path}:2: invalid JSON" in result.output
 
 
+def test_a_bad_line_costs_its_file_alone_or_with_keep_only_itself(tmp_path: Path) -> None:
+    # A bad line in one file had stopped `ctxcli count` of a whole folder.
+    bad = tmp_path / "a.jsonl"
+    bad.write_text(json.dumps(record("a", "b")) + "\n{broken\n" + json.dumps(record("c")) + "\n")
+    good = write_jsonl(tmp_path / "b.jsonl", [record("x", "y")])
+    result = invoke("count", str(tmp_path), "--format", "json")
+    assert result.exit_code == 1
+    assert "error: 1 of 2 files not counted, for a bad line:" in result.output
+    assert f"Error: {bad}:2: invalid JSON" in result.output
+    (counted,) = json.loads(result.stdout)["files"]
+    assert counted["file"] == str(good)
+    result = invoke("count", str(bad), "--on-error", "keep", "--format", "json")
+    assert result.exit_code == 0
+    assert f"warning: {bad}:2: invalid JSON" in result.output
+    assert "left out of the counts" in result.output
+    assert json.loads(result.stdout)["total"]["conversations"] == 2
+
+
+def test_a_bad_line_of_a_session_is_left_out_with_keep(tmp_path: Path) -> None:
+    events = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "fix the bug"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+    ]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(events[0]), "{broken", json.dumps(events[1])]
+    path.write_text("\n".join(lines) + "\n")
+    assert invoke("count", str(path), "--input-format", "claude-code").exit_code == 1
+    result = invoke("count", str(path), "--input-format", "claude-code", "--on-error", "keep")
+    assert result.exit_code == 0, result.output
+    assert f"warning: {path}:2: invalid JSON" in result.output
+    assert "  1     2 " in result.stdout  # one conversation, both messages
+
+
 def test_count_equals_compress_tokens_before_on_the_samples(tmp_path: Path) -> None:
     for sample in sorted(SAMPLES.glob("*.jsonl")):
         assert_agree(sample, [], tmp_path)
