@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from ctxcli.summarizers.extractive import (
     REST,
     Item,
     _cut_call,
+    _cut_item,
     _cut_says,
     _render,
     parse_summary,
@@ -1010,7 +1012,19 @@ def test_an_action_cut_to_fit_keeps_its_outcome() -> None:
     cut = _cut_call(text, 44, COUNTER, "Actions: ")
     assert cut == f"book_reservation(mia_li_3668, JFK→SFO, economy …) ×3 → {error}"
     assert COUNTER.text("Actions: " + cut) <= 44
-    assert _cut_call(text, 34, COUNTER, "Actions: ") == ""  # no room for one argument
+    # With no room for an argument the call keeps its outcome: at 1500 run 8-1 read
+    # ``book_reservation(mohamed_silva_9265 …``, as if the booking had been made.
+    bare = _cut_call(text, 34, COUNTER, "Actions: ")
+    assert bare == f"book_reservation(…) ×3 → {error}"
+    assert _cut_call(text, 24, COUNTER, "Actions: ") == (
+        "book_reservation(…) ×3 → Error: payment amount does not add up …"
+    )
+    assert _cut_call(text, 12, COUNTER, "Actions: ") == ""
+    action = Item("actions", text, ACTED, 1, 0, 0)
+    assert _cut_item(action, 12, "Actions: ", COUNTER) is None  # not a head of the call
+    done = Item("actions", "cancel_reservation(K1NW8N, booking_error) → ok", ACTED, 1, 0, 0)
+    assert _cut_call(done.text, 10, COUNTER) == ""
+    assert _cut_item(done, 10, "", COUNTER) == replace(done, text="cancel_reservation(K1NW8N …")
     assert _cut_call("get_user_details(mia_li_3668, 12)", 40, COUNTER) == ""  # no outcome
     first = Item("requests", "Please rebook me and pay with my gift card.", REST, 0, 0, 0)
     action = Item("actions", text, ACTED, 1, 0, 0)

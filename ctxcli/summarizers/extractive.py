@@ -1967,10 +1967,14 @@ def _cut_item(item: Item, room: int, lead: str, counter: TokenCounter) -> Item |
     """``item`` cut to ``room`` tokens with its ``lead`` (an action by
     :func:`_cut_call`, else, or when that leaves nothing, by :func:`_cut_to`), ``None``
     when the room is under :data:`MIN_CUT_TOKENS` or the cut says nothing of it
-    (:func:`_cut_says`)."""
+    (:func:`_cut_says`). A failed action is never cut to a head of its call: that
+    hides the failure (``book_reservation(mohamed_silva_9265 …`` of three calls that
+    each failed read as a booking made)."""
     if room < MIN_CUT_TOKENS:
         return None
     cut = _cut_call(item.text, room, counter, lead) if item.section == "actions" else ""
+    if not cut and item.section == "actions" and _failed(item.text):
+        return None
     if not cut:
         cut = _cut_to(item.text, room, counter, lead, values=item.section in _INLINE)
     return dataclasses.replace(item, text=cut) if _cut_says(cut, item) else None
@@ -2090,6 +2094,13 @@ def _cut_to(
     return text[: ends[low - 1]] + " …" if low else ""
 
 
+def _failed(action: str) -> bool:
+    """Whether an ``action`` (``name(arguments) → outcome``) failed: its outcome is an
+    error (:data:`ctxcli.summarizers.records.ERROR_OUTCOME`)."""
+    arrow, outcome = action.rpartition(" → ")[1:]
+    return bool(arrow and rec.ERROR_OUTCOME.search(outcome))
+
+
 #: An action's call and how many times it was made (``book_reservation(…) ×3``).
 _CALL_COUNT = re.compile(r"(?P<call>[^(]+\(.*)\)(?P<count> ×\d+)?", re.DOTALL)
 
@@ -2098,8 +2109,10 @@ def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> 
     """An action ``text`` (``name(arguments) → outcome``) with its arguments cut
     between values, its outcome whole, that fits ``tokens`` tokens after ``lead``
     (``update_reservation_flights(EQ1G6C, economy …) → ok``: whether it was done, and
-    its error, say more than its last arguments); ``""`` when no such cut fits, or the
-    action has no outcome."""
+    its error, say more than its last arguments); where no argument fits, an error
+    (:data:`ctxcli.summarizers.records.ERROR_OUTCOME`) keeps none (``book_reservation(…)
+    ×3 → Error: payment amount does not add up, …``), and then is cut too
+    (:func:`_cut_to`); ``""`` when no such cut fits, or the action has no outcome."""
     call, arrow, outcome = text.rpartition(" → ")
     parts = _CALL_COUNT.fullmatch(call) if arrow else None
     if parts is None:
@@ -2110,7 +2123,13 @@ def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> 
     low = most_that_fit(
         len(ends), lambda k: counter.text(lead + head[: ends[k - 1]] + tail) <= tokens
     )
-    return head[: ends[low - 1]] + tail if low else ""
+    if low or not _failed(text):  # ``cancel_reservation(K1NW8N …``
+        return head[: ends[low - 1]] + tail if low else ""  # says more than ``(…) → ok``
+    bare = f"{head.partition('(')[0]}(…){count} → "
+    if counter.text(lead + bare + outcome) <= tokens:
+        return bare + outcome
+    cut = _cut_to(outcome, tokens, counter, lead + bare, values=True)
+    return bare + cut if cut else ""
 
 
 def _unrepeated(requests: list[str]) -> list[str]:
