@@ -1306,6 +1306,28 @@ def test_the_facts_the_user_typed_come_before_the_actions_of_their_tier() -> Non
     assert "7334" in tight and "$628" in tight, tight
 
 
+def test_each_record_keeps_its_part_with_no_id_when_another_has_the_same() -> None:
+    # tau-bench run 29-1 at 3000: "cancel the reservations with one passenger". Three
+    # reservations had "passengers: Amelia Davis 1984-03-05"; the line was said once,
+    # under the newest, so UDMOP1 read as a reservation with no passenger.
+    def reservation(id_: str, flight: str) -> dict[str, Any]:
+        passenger = {"first_name": "Amelia", "last_name": "Davis", "dob": "1984-03-05"}
+        flights = [{"flight_number": flight, "date": "2024-05-28"}]
+        return {"reservation_id": id_, "flights": flights, "passengers": [passenger]}
+
+    lookups = [
+        ("get_reservation_details", {"reservation_id": id_}, reservation(id_, flight))
+        for id_, flight in (("UDMOP1", "HAT134"), ("4XGCCM", "HAT116"))
+    ]
+    again = ("get_reservation_details", {"reservation_id": "4XGCCM"}, lookups[1][2])
+    body = _summary(_calls([*lookups, again]), 400)
+    facts = body.partition("Facts: ")[2].split("; ")
+    passengers = "passengers: Amelia Davis 1984-03-05"
+    assert facts.count(passengers) == 2, body  # UDMOP1's and 4XGCCM's, not the same again
+    assert facts.index(passengers) > facts.index("flight HAT134: 2024-05-28")
+    assert facts.index(passengers) < facts.index("flight HAT116: 2024-05-28")
+
+
 class _JoinCounter:
     """:data:`COUNTER`, but a text with both ``first`` and ``second`` (only the joined
     body has both) ``extra`` tokens more: a join its parts undercount."""

@@ -1784,23 +1784,42 @@ def _rank(items: Iterable[Item]) -> Iterator[Item]:
     seen: set[str] = set()  # :func:`_said_key` of each item said
     said = ""  # what was said so far, one item a line
     noted: list[tuple[frozenset[str], frozenset[str]]] = []  # words, facts of notes, outcomes
+    owners: dict[int, str] = {}  # the last record with an id read of each message
     for item in items:
-        key = _said_key(item)
+        owner = _owner(item, owners)
+        key = _said_key(item) + owner
         if key in seen:
             continue  # ``Certificate 7504069 $250`` after ``certificate 7504069 $250``
         if _repeats(item, noted):
             continue  # the answer that says what the thought before it said
         short = item.section == "facts" and len(item.text) <= FACT_CHARS
-        if short and _holds(said, item.text):
+        if short and not owner and _holds(said, item.text):
             continue
         values = item.text.partition(": ")[2] if item.section == "facts" else ""
-        if values and values in said and _told_of(item.text, values, said):
+        if values and not owner and values in said and _told_of(item.text, values, said):
             continue  # a record a look-up's action already shows (its gist)
         shown = _unsaid(item, values, said) if values else _gist_unsaid(item, said)
         seen.add(key)
         said += item.text + "\n"
         if shown is not None:
             yield shown
+
+
+def _owner(item: Item, owners: dict[int, str]) -> str:
+    """The record ``item`` is part of, when it is a part with no id of its own
+    (``passengers: Amelia Davis 1984-03-05`` of ``reservation UDMOP1: …``): the last
+    record with an id (:func:`_id_of`) the ranking gave of the same message, as the
+    parts of a result's records are ranked in their order; ``""`` for any other item.
+    Two reservations of one passenger each have that line, and each keeps it; one
+    said once as said again (the same record, twice) still goes. ``owners`` is
+    updated with ``item`` when it is a record with an id."""
+    if item.section != "facts" or ": " not in item.text:
+        return ""
+    label = item.text.partition(": ")[0]
+    if _id_of(label):
+        owners[item.position] = item.text
+        return ""
+    return owners.get(item.position, "")
 
 
 def _said_key(item: Item) -> str:
