@@ -9,6 +9,7 @@ found. Lines for people go to ``say`` (the command prints them on stderr).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,13 +171,7 @@ def _plans(batch: Batch, *, restorable: bool) -> list[Plan]:
 def _status(batch: Batch, outcomes: Sequence[Outcome], say: Say) -> int:
     """The exit status of a run, saying the warnings and the error that go with it."""
     results = [outcome.stats for outcome in outcomes]
-    fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
-    if fallbacks:
-        summaries = sum(s.stage_events["summary"]["summaries_written"] for s in results)
-        say(
-            f"warning: {fallbacks} of {summaries} summaries fell back to the extractive "
-            "summarizer (see the warnings above)"
-        )
+    fallbacks = _model_summaries(results, say)
     contained = sum(stats.total("fallbacks") for stats in results)
     if contained:
         say(
@@ -194,6 +189,27 @@ def _status(batch: Batch, outcomes: Sequence[Outcome], say: Say) -> int:
         return CONTAINED
     # With fallbacks the output is complete and valid, but not what was asked for.
     return FELL_BACK if fallbacks else 0
+
+
+def _model_summaries(results: Sequence[FileStats], say: Say) -> int:
+    """Say how many summaries fell back to the extractive summarizer (the model
+    failed) and how many are the extraction by design (the model's text left out
+    facts its room could not hold beside it); return the first count."""
+    fallbacks = sum(int(stats.llm.get("fallbacks", 0)) for stats in results)
+    extracted = sum(int(stats.llm.get("extracted", 0)) for stats in results)
+    summaries = sum(s.stage_events.get("summary", Counter())["summaries_written"] for s in results)
+    if fallbacks:
+        say(
+            f"warning: {fallbacks} of {summaries} summaries fell back to the extractive "
+            "summarizer (see the warnings above)"
+        )
+    if extracted:
+        say(
+            f"warning: {extracted} of {summaries} summaries are the extractive one: the "
+            "model's text left out facts that its room could not hold beside it (a larger "
+            "budget gives it more room)"
+        )
+    return fallbacks
 
 
 def changes(outcomes: Sequence[Outcome], batch: Batch, *, annotate: bool) -> list[str]:
@@ -288,6 +304,7 @@ def _notes(stats: FileStats) -> list[str]:
         lines.append(
             f"llm {stats.input}: {llm['calls']:,} calls ({llm['retries']:,} retries), "
             f"{llm['cache_hits']:,} cache hits, {llm['fallbacks']:,} fallbacks, "
+            f"{llm.get('extracted', 0):,} replaced by the extraction, "
             f"{llm['prompt_tokens']:,}+{llm['completion_tokens']:,} tokens, "
             f"{llm['wait_seconds']:.1f} s waiting"
         )

@@ -28,6 +28,7 @@ from ctxcli.errors import ConfigError, SummaryError
 from ctxcli.model import SUMMARY_MARKER
 from ctxcli.parallel import ordered_map
 from ctxcli.summarizers import build
+from ctxcli.summarizers import llm as llm_module
 from ctxcli.summarizers.llm import LLMSummarizer, fit, transcript
 from ctxcli.tokens import TokenCounter
 
@@ -512,6 +513,31 @@ def test_cli_fallbacks_warn_and_exit_4_without_leaking_the_key(
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
+def test_a_model_text_the_facts_crowd_out_is_counted_and_said(
+    endpoint: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model text with none of the facts, in a room too small for both: the summary is
+    # the extraction (so that it keeps no fewer facts), and a run said nothing of it:
+    # "0 fallbacks", exit 0, not a word of the model's text in the output.
+    prose = "The user asked where several orders are and when they ship. " * 8
+    server = endpoint((200, reply(prose)))
+    llm = summarizer(server.url)
+    messages = conversation(8)["messages"][1:]
+    body = llm.summarize(messages, previous=None, max_tokens=30, counter=COUNTER)
+    assert "The user asked" not in body and "#W000" in body
+    assert llm.stats.snapshot()["extracted"] == 1
+    # In a run, every summary so (the facts crowd out any text in rooms this small).
+    monkeypatch.setattr(llm_module, "with_facts", lambda _, extracted, *__: extracted)
+    result, _, out, stats_path = run_cli(tmp_path, server.url)
+    assert result.exit_code == 0, result.output
+    assert "The user asked" not in out.read_text()
+    assert json.loads(stats_path.read_text())["llm"]["extracted"] == 6
+    assert "0 fallbacks, 6 replaced by the extraction" in result.output
+    assert "warning: 6 of 6 summaries are the extractive one: the model's text left out" in (
+        result.output
+    )
+
+
 def test_cli_needs_a_key_for_openai(tmp_path: Path) -> None:
     source = write_input(tmp_path, 1)
     result = CliRunner().invoke(
@@ -683,9 +709,10 @@ def test_a_real_model_summarizes_tau_bench_airline(
     llm = stats["llm"]
     assert llm["calls"] >= len(summaries) > 0
     assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
-    assert llm["fallbacks"] == 0 and "warning" not in first.output
+    assert llm["fallbacks"] == 0 and "fell back" not in first.output
     # Each summary is the model's prose with, on a last line, the facts it left out, or
-    # the extraction alone where even that could not hold them (never fewer facts).
+    # the extraction alone where even that could not hold them (never fewer facts), as
+    # the stats count and a warning says.
     labels = ("User requests:", "Task:", "Actions:", "Facts:", "Errors:", "Assistant notes:")
     prose = 0
     for text in summaries:
@@ -696,6 +723,12 @@ def test_a_real_model_summarizes_tau_bench_airline(
         assert "User requests:" not in text
         assert not any(line.startswith("Facts:") for line in body[:-1])
     assert prose > 0
+    extracted = len(summaries) - prose
+    assert llm["extracted"] == extracted
+    if extracted:
+        assert f"warning: {extracted} of {len(summaries)} summaries are the extractive" in (
+            first.output
+        )
     assert SECRET not in first.output + out.read_text() + stats_path.read_text()
 
     second = runner.invoke(cli, args, env={"OPENAI_API_KEY": SECRET})

@@ -84,7 +84,9 @@ class LLMStats:
 
     ``calls``: requests made (not counting retries); ``retries``: extra attempts made;
     ``cache_hits``: summaries read from the cache; ``failures``: calls that gave no
-    usable summary; ``prompt_tokens`` / ``completion_tokens``: the endpoint's ``usage``
+    usable summary; ``extracted``: summaries written as the extraction, the model's
+    text left out, since it left out facts the room could not hold beside it (see
+    :func:`with_facts`); ``prompt_tokens`` / ``completion_tokens``: the endpoint's ``usage``
     (its own tokenizer); ``wait_seconds``: time spent on the endpoint's account
     (attempts and the backoff between them, not the wait for a slot), summed over
     threads. These count up: the difference of two snapshots is the use between them.
@@ -100,6 +102,7 @@ class LLMStats:
         "retries",
         "cache_hits",
         "failures",
+        "extracted",
         "prompt_tokens",
         "completion_tokens",
         "wait_seconds",
@@ -427,7 +430,10 @@ class LLMSummarizer:
         extracted = EXTRACTIVE.summarize(
             messages, previous=previous, max_tokens=max_tokens, counter=counter
         )
-        return with_facts(summary or "", extracted, max_tokens, counter)
+        body = with_facts(summary or "", extracted, max_tokens, counter)
+        if body == extracted and summary and summary.strip() != extracted.strip():
+            self.stats.add(extracted=1)
+        return body
 
     def _ask(
         self,
