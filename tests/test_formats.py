@@ -904,6 +904,19 @@ def test_a_claude_code_session_is_found_whatever_its_first_lines(tmp_path: Path)
     assert out[:2] == source.read_text().splitlines()[:2]  # written back as they were
     stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
     assert stats["conversations"] == 1 and stats["messages"]["before"] == 3
+    # A broken line among the first ones decides nothing: it is named, or with keep
+    # copied alone. It had made line 1 "no format fits this record", and keep copy all.
+    lines = source.read_text().splitlines()
+    source.write_text("\n".join([*lines[:3], "{broken", *lines[3:]]) + "\n")
+    assert formats.detect_file([*events[:3], None, *events[3:]]) is claude_code
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "60"])
+    assert result.exit_code == 1
+    assert f"Error: {source}:4: invalid JSON" in result.output
+    args = ["compress", str(source), "--max-tokens", "60", "--on-error", "keep", "-q"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
+    assert stats["conversations"] == 1 and stats["messages"]["before"] == 3
+    assert (tmp_path / "s.compressed.jsonl").read_text().splitlines()[3] == "{broken"
 
 
 def test_after_a_compact_boundary_only_what_the_model_sees_is_compressed(tmp_path: Path) -> None:

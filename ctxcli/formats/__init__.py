@@ -65,10 +65,14 @@ HEAD_RECORDS = 20
 def detect_file(head: Sequence[Any]) -> WholeFile | None:
     """The whole-file format (see the module docstring) of a file whose first records
     (up to :data:`HEAD_RECORDS`, parsed; ``None`` for a line that is not JSON) are
-    ``head``: the first whose ``detect_head`` accepts them; ``None`` when none fits."""
-    if not head:
+    ``head``: the first whose ``detect_head`` accepts the ones that are JSON; ``None``
+    when none fits. A broken line among them decides nothing: the session it is in is
+    still read as one, and the line named as bad there (it had made the file's first
+    line "no format fits this record", and ``on_error: keep`` copy all of them)."""
+    parsed = [record for record in head if record is not None]
+    if not parsed:
         return None
-    return next((f for f in _WHOLE_FILES if f.detect_head(head)), None)
+    return next((f for f in _WHOLE_FILES if f.detect_head(parsed)), None)
 
 
 def whole_file_of(
