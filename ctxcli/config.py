@@ -188,7 +188,10 @@ def _stages(
 ) -> list[Stage]:
     """The stages of :func:`resolve`: the list given, else the file's, else the
     default one; the default list, however given, gets :data:`DEFAULT_OPTIONS`
-    beneath the user's options."""
+    beneath the user's options. A stage of the list given keeps the options the
+    file's list gives it (``--stages placeholder,priority`` and a file's ``-
+    placeholder: {exclude_tools: [read_file]}``: the option had been dropped)."""
+    in_file = dict(_stage_list(file["stages"])) if "stages" in file else {}
     listed = _stage_list(stages if stages is not None else file.get("stages", list(DEFAULT_STAGES)))
     listed_names = [name for name, _ in listed]
     default = listed_names == list(DEFAULT_STAGES)
@@ -199,6 +202,7 @@ def _stages(
     for name, options in listed:
         merged = dict(DEFAULT_OPTIONS.get(name, {})) if default else {}
         merged.update(file.get(name) or {})
+        merged.update(in_file.get(name) or {})
         merged.update(options)
         merged.update(stage_options.get(name, {}))
         built.append(build_stage(name, merged))

@@ -181,6 +181,18 @@ def test_resolve_checks_a_mapping_given_in_python() -> None:
         config.resolve({"model": ["a"]})
 
 
+def test_stages_on_the_command_line_keep_the_options_the_file_gives_them() -> None:
+    # `--stages placeholder,priority` with a file listing `- placeholder: {…}` had
+    # dropped the options: exclude_tools was ignored, with no word.
+    file = {"stages": [{"placeholder": {"exclude_tools": ["read_file"]}}, "priority"]}
+    for stages in (None, "placeholder,priority", "summary,placeholder"):
+        settings = config.resolve(file, stages=stages)
+        (placeholder,) = [s for s in settings.stages if s.name == "placeholder"]
+        assert placeholder.exclude_tools == ("read_file",), stages  # type: ignore[attr-defined]
+    settings = config.resolve(file, stages="placeholder", stage_options={"placeholder": {}})
+    assert settings.stages[0].exclude_tools == ("read_file",)  # type: ignore[attr-defined]
+
+
 def test_every_option_has_a_type_to_check() -> None:
     assert set(config._SUMMARIZER_KINDS) == set(summarizers.OPTIONS)
     for name in STAGES:
