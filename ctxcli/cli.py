@@ -842,15 +842,18 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
 
     Prints each problem (tool calls without results, results without calls, a first
     message the provider rejects, altered thinking blocks, broken session links) with
-    its file and line, and exits 1 if there is any. In GitHub Actions
+    its file and line, and exits 1 if there is any. A folder is read at any depth, the
+    files compress wrote in it included (not its stores and stats). In GitHub Actions
     (GITHUB_ACTIONS=true) each is also an ::error annotation on its file and line.
     """
     from ctxcli import github
+    from ctxcli.inputs import find_inputs
     from ctxcli.validate import validate_file
 
     in_actions = github.enabled(os.environ)
     count = 0
-    for path in inputs:
+    paths = [found.path for found in find_inputs(inputs, outputs=True)]
+    for path in paths:
         for problem in validate_file(path, format=format_name, messages_key=messages_key):
             click.echo(str(problem))
             if in_actions:
@@ -860,9 +863,9 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
                 )
             count += 1
     if count:
-        click.echo(f"error: {count} problem(s) in {len(inputs)} file(s)", err=True)
+        click.echo(f"error: {count} problem(s) in {len(paths)} file(s)", err=True)
         sys.exit(1)
-    click.echo(f"ok: {len(inputs)} file(s), no problems", err=True)
+    click.echo(f"ok: {len(paths)} file(s), no problems", err=True)
 
 
 def _reading(config_path: str | None, no_cache: bool, **options: Any) -> dict[str, Any]:

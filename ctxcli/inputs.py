@@ -43,14 +43,19 @@ class Found:
     relative: str | None = None
 
 
-def find_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[Found]:
+def find_inputs(
+    inputs: Iterable[str], globs: Sequence[str] | None = None, *, outputs: bool = False
+) -> list[Found]:
     """The files to read: files as given, ``-`` for stdin, and each folder's files
     matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against the path under
     the folder, from the right, as :meth:`pathlib.PurePath.match` does: ``*.json`` is any
     ``.json`` file, ``runs/*.json`` one in a folder ``runs``), at any depth, sorted by
-    that path, leaving out ctxcli's own outputs and hidden files and folders.
+    that path, leaving out hidden files and folders and ctxcli's own outputs (but with
+    ``outputs``, the compressed transcripts: what ``validate`` checks; never a store or
+    stats file).
 
-    Raises :class:`ConfigError` for a missing path or a folder where nothing matches.
+    Raises :class:`ConfigError` for a missing path or a folder where nothing matches
+    (saying how many of ctxcli's outputs it left out).
     """
     patterns = tuple(globs or DEFAULT_GLOBS)
     found: list[Found] = []
@@ -59,26 +64,34 @@ def find_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> li
         if item == "-" or path.is_file():
             found.append(Found(item))
         elif path.is_dir():
-            inside = _search(path, patterns)
+            inside, skipped = _search(path, patterns, outputs)
             if not inside:
-                raise ConfigError(f"{item}: no {', '.join(patterns)} files in this folder")
+                why = f" ({skipped} of ctxcli's outputs left out; name them)" if skipped else ""
+                raise ConfigError(f"{item}: no {', '.join(patterns)} files in this folder{why}")
             found += inside
         else:
             raise ConfigError(f"{item}: no such file or directory")
     return found
 
 
-def _search(folder: Path, patterns: Sequence[str]) -> list[Found]:
+def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[Found], int]:
+    """The files under ``folder`` :func:`find_inputs` takes, and how many of ctxcli's
+    outputs matching ``patterns`` it left out."""
     found = []
+    skipped = 0
     for parent, dirs, files in os.walk(folder, followlinks=False):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
-            if name.startswith(".") or is_own_output(name):
+            if name.startswith("."):
                 continue
             relative = PurePath(parent, name).relative_to(folder)
-            if any(relative.match(p) for p in patterns):
-                found.append((relative.as_posix(), str(Path(parent, name))))
-    return [Found(path, relative) for relative, path in sorted(found)]
+            if not any(relative.match(p) for p in patterns):
+                continue
+            if is_own_output(name) and not (outputs and not name.endswith(OWN_SUFFIXES)):
+                skipped += 1
+                continue
+            found.append((relative.as_posix(), str(Path(parent, name))))
+    return [Found(path, relative) for relative, path in sorted(found)], skipped
 
 
 def expand_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[str]:

@@ -28,7 +28,8 @@ def validate_file(
     counter: TokenCounter | None = None,
 ) -> Iterator[Problem]:
     """Yield every problem of every record in ``path`` (``-``: stdin; a folder: each
-    transcript in it, found as ``compress`` finds them, :func:`ctxcli.inputs.find_inputs`),
+    transcript in it, found as ``compress`` finds them, and the compressed ones too,
+    :func:`ctxcli.inputs.find_inputs`),
     in file order. A number JSON does not allow where the file's shape is decided is
     listed too, and the file left there.
 
@@ -37,7 +38,7 @@ def validate_file(
     """
     module = formats.get(format) if format else None
     counter = counter or NullCounter()  # the rules need no token counts
-    paths = [f.path for f in find_inputs([path])] if os.path.isdir(path) else [path]
+    paths = [f.path for f in find_inputs([path], outputs=True)] if os.path.isdir(path) else [path]
     for each in paths:
         yield from _file(each, module, messages_key, counter)
 

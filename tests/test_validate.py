@@ -168,6 +168,28 @@ def test_validate_checks_several_files_and_json_arrays(tmp_path: Path) -> None:
     assert result.stdout.startswith(f"{bad}[record 1]: no format fits this record")
 
 
+def test_a_folder_of_compressed_outputs_is_validated_file_by_file(tmp_path: Path) -> None:
+    # `validate OUT` of what `compress --out-dir OUT` wrote had found "no *.jsonl …
+    # files in this folder" (its outputs are left out of a folder input), and a
+    # folder of two files was "ok: 1 file(s)".
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("a", "b"):
+        record = {"messages": [USER, {"role": "assistant", "content": f"{name} " * 400}, USER]}
+        (source / f"{name}.jsonl").write_text(json.dumps(record) + "\n")
+    out = tmp_path / "OUT"
+    args = ["compress", str(source), "--out-dir", str(out), "--max-tokens", "100", "-q"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    result = CliRunner().invoke(cli, ["validate", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "ok: 2 file(s), no problems" in result.output  # not the stats files
+    result = CliRunner().invoke(cli, ["count", str(out)])
+    assert result.exit_code == 1
+    assert "no *.jsonl, *.json, *.traj, *.parquet files in this folder (4 of ctxcli's" in (
+        result.output
+    )
+
+
 def test_validate_forced_format_and_messages_key(tmp_path: Path) -> None:
     path = tmp_path / "t.traj"
     path.write_text(json.dumps({"history": [{"role": "assistant", "content": "x"}]}, indent=2))
