@@ -18,7 +18,7 @@ from typing import Any, Literal, NoReturn
 from ctxcli import github, inplace
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.config import Settings
-from ctxcli.errors import ConfigError, InputError
+from ctxcli.errors import InputError, UsageError
 from ctxcli.inplace import Outcome
 from ctxcli.inputs import Plan, plan
 from ctxcli.summarizers import Summarizer, build
@@ -149,12 +149,12 @@ def _plans(batch: Batch, *, restorable: bool) -> list[Plan]:
     """The inputs with their outputs' paths; raises :class:`ConfigError` for options
     Ray cannot honour."""
     if batch.engine == "ray" and (batch.in_place or batch.dry_run):
-        raise ConfigError("--engine ray writes new files: use it without --in-place and --dry-run")
+        raise UsageError("--engine ray writes new files: use it without --in-place and --dry-run")
     if batch.engine == "ray" and any("://" in item for item in batch.inputs):
         from ctxcli.ray_engine import plan_remote
 
         if batch.output or batch.stats_path or batch.store_path:
-            raise ConfigError("with s3:// inputs give --out-dir, not -o, --stats or --store")
+            raise UsageError("with s3:// inputs give --out-dir, not -o, --stats or --store")
         return plan_remote(batch.inputs, out_dir=batch.out_dir, restorable=restorable)
     return plan(
         batch.inputs,

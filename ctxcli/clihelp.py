@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ctxcli.errors import CtxcliError, InputError
+from ctxcli.errors import CtxcliError, InputError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,12 +50,15 @@ INTERRUPTED = 130
 class Group(click.Group):
     """A group of commands whose library errors end the run the same way: a
     :class:`CtxcliError` raised by any of its commands is printed as ``Error:
-    <message>`` on stderr with exit status 1 (see :func:`failure`), and Ctrl-C as
+    <message>`` on stderr with exit status 1 (see :func:`failure`), a
+    :class:`UsageError` as Click's usage error (exit 2), and Ctrl-C as
     ``Aborted: interrupted`` with :data:`INTERRUPTED`."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
         except CtxcliError as exc:
             raise failure(exc) from None
         except KeyboardInterrupt:

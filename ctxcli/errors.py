@@ -37,6 +37,12 @@ class ConfigError(CtxcliError):
     """A setting, stage name or config file is invalid."""
 
 
+class UsageError(ConfigError):
+    """Command-line options that cannot go together (``-o`` with several inputs,
+    ``--in-place`` with ``-o``): the command's usage error, exit status 2 as Click
+    gives its own."""
+
+
 class TokenizerError(CtxcliError):
     """A tiktoken encoding is unknown or its BPE file cannot be loaded."""
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from ctxcli import jsonio
-from ctxcli.errors import ConfigError
+from ctxcli.errors import ConfigError, UsageError
 
 #: What a folder input finds when no ``--glob`` is given: JSON lines, JSON (an array
 #: of conversations or one), SWE-agent trajectories.
@@ -213,24 +213,24 @@ def _refuse_options(
     stats: str | None,
     store: str | None,
 ) -> None:
-    """Raise :class:`ConfigError` for one file's options given with several inputs,
+    """Raise :class:`UsageError` for one file's options given with several inputs,
     for stats or a store on stdout, or for both ``-o`` and ``--out-dir`` (``-o`` won,
     and the folder was never made)."""
     if len(found) > 1 and (output or stats or store):
-        raise ConfigError("-o, --stats and --store take one input; use --out-dir for several")
+        raise UsageError("-o, --stats and --store take one input; use --out-dir for several")
     if output and out_dir:
-        raise ConfigError("-o names the output, --out-dir the folder of outputs: give one")
+        raise UsageError("-o names the output, --out-dir the folder of outputs: give one")
     for name, value in (("--stats", stats), ("--store", store)):
         if value == "-":
-            raise ConfigError(f"{name} cannot be -: stdout carries the compressed records")
+            raise UsageError(f"{name} cannot be -: stdout carries the compressed records")
 
 
 def _refuse_in_place(found: Sequence[Found], *, output: str | None, out_dir: str | None) -> None:
-    """Raise :class:`ConfigError` for what ``--in-place`` cannot take."""
+    """Raise :class:`UsageError` for what ``--in-place`` cannot take."""
     if output or out_dir:
-        raise ConfigError("--in-place writes over each input: it takes neither -o nor --out-dir")
+        raise UsageError("--in-place writes over each input: it takes neither -o nor --out-dir")
     if any(item.path == "-" for item in found):
-        raise ConfigError("--in-place needs files: stdin (-) has no place to write back to")
+        raise UsageError("--in-place needs files: stdin (-) has no place to write back to")
 
 
 def _plan_one(

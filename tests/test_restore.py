@@ -171,8 +171,12 @@ def test_store_takes_one_input(source: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli, ["compress", str(source), str(source), "--store", str(tmp_path / "s.jsonl")]
     )
-    assert result.exit_code == 1
-    assert "-o, --stats and --store take one input" in result.output
+    assert result.exit_code == 2  # options that cannot go together: a usage error
+    assert "Error: -o, --stats and --store take one input" in result.output
+    result = CliRunner().invoke(cli, ["compress", str(source), "--in-place", "-o", "x.jsonl"])
+    assert result.exit_code == 2
+    assert "Error: --in-place writes over each input: it takes neither" in result.output
+    assert not Path("x.jsonl").exists()
 
 
 def test_restore_has_help() -> None:
