@@ -102,8 +102,9 @@ def expand_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> 
 def default_output(input_path: str, out_dir: str | None = None, relative: str | None = None) -> str:
     """``<stem>.compressed<suffix>`` beside the input, or in ``out_dir`` (in the folders
     of ``relative``, the input's path under the folder it was found in): the input's
-    suffix is kept (the output has its shape), ``.jsonl`` when it has none."""
-    path = Path(input_path)
+    suffix is kept (the output has its shape), ``.jsonl`` when it has none; stdin's
+    (``-``) is ``stdin.compressed.jsonl``, not a name a shell takes for an option."""
+    path = Path("stdin" if input_path == "-" else input_path)
     suffix = path.suffix or ".jsonl"
     stem = path.name[: -len(path.suffix)] if path.suffix else path.name
     folder = Path(out_dir) / PurePath(relative).parent if out_dir and relative else None

@@ -180,6 +180,19 @@ def test_stdin_to_stdout_carries_only_data() -> None:
     assert out[0] == records[0]
 
 
+def test_stdin_into_an_out_dir_is_named_stdin(tmp_path: Path) -> None:
+    # It had been "-.compressed.jsonl": `rm -.compressed.jsonl` reads as options.
+    text = json.dumps(chat(30)) + "\n"
+    out = tmp_path / "o"
+    args = ["compress", "-", "--out-dir", str(out), "--max-tokens", "300", "-q"]
+    result = CliRunner().invoke(cli, args, input=text)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "stdin.compressed.jsonl",
+        "stdin.compressed.stats.json",
+    ]
+
+
 def test_a_folder_input_skips_what_ctxcli_wrote(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", [chat(1)])
     write_jsonl(tmp_path / "b.jsonl", [chat(1)])
