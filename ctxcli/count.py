@@ -171,6 +171,8 @@ class Counting:
                 events.append(event)
         lines = [item.line or 0 for item in items]
         conversation = formats.read_file(format, events, self.counter, path=path, lines=lines)
+        if events and not conversation.messages:  # a format forced on another's file
+            self.reader.warn(f"{path}: no message read as {format.NAME} (is --input-format right?)")
         return (items[0] if items else jsonio.Record(None, None, None)), conversation
 
 

@@ -162,6 +162,17 @@ def test_a_bad_line_of_a_session_is_left_out_with_keep(tmp_path: Path) -> None:
     assert "  1     2 " in result.stdout  # one conversation, both messages
 
 
+def test_a_session_format_forced_on_a_chat_log_warns(tmp_path: Path) -> None:
+    # It counted "0 msgs, 3 tokens" with exit 0 and no word; compress warns (02b1c1d).
+    path = write_jsonl(tmp_path / "a.jsonl", [record("sys", "hi", "yo", "bye")])
+    for name in ("codex", "claude-code"):
+        result = invoke("count", str(path), "--input-format", name)
+        assert result.exit_code == 0
+        assert f"warning: {path}: no message read as {name} (is --input-format right?)" in (
+            result.output
+        )
+
+
 def test_count_equals_compress_tokens_before_on_the_samples(tmp_path: Path) -> None:
     for sample in sorted(SAMPLES.glob("*.jsonl")):
         assert_agree(sample, [], tmp_path)
