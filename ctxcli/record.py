@@ -163,15 +163,19 @@ def book(
 def over_budget(settings: Settings, place: str, what: str, tally: Tally) -> str | None:
     """The warning for a conversation left over budget, or ``None``: when it fits, and
     when no stage that could fit it ran (``--stages placeholder`` alone drops nothing,
-    so there is nothing to warn about: the stats still list it)."""
+    so there is nothing to warn about: the stats still list it). It says what was left:
+    only what must be kept, or the classes a ``--priority-order`` spares."""
     if not tally.over_budget or not any(
         getattr(STAGES.get(name), "fits_budget", True) for name in tally.events
     ):
         return None
-    return (
-        f"{place}: {what} is over budget: {tally.tokens[1]} tokens > "
-        f"{settings.max_tokens} with only what must be kept"
+    spared = [c for stage in settings.stages for c in getattr(stage, "spared", ())]
+    why = (
+        f"--priority-order never drops {', '.join(spared)} units"
+        if spared
+        else "with only what must be kept"
     )
+    return f"{place}: {what} is over budget: {tally.tokens[1]} tokens > {settings.max_tokens} {why}"
 
 
 def place_of(item: jsonio.Record) -> dict[str, int]:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from helpers import assert_valid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxcli.cli import cli
 from ctxcli.config import resolve
 from ctxcli.errors import ConfigError
 from ctxcli.invariants import pairing_problems, problems
@@ -213,11 +217,19 @@ def test_priority_order_is_configurable() -> None:
     assert [m["content"].split()[0] for m in out] == ["Be", "a1", "last"]
 
 
-def test_priority_never_drops_a_class_left_out_of_the_order() -> None:
+def test_priority_never_drops_a_class_left_out_of_the_order(tmp_path: Path) -> None:
     long = " ".join(["word"] * 40)
     messages = convo(("user", "u1 " + long), ("assistant", "a1 " + long), ("user", "last"))
     out = compress(messages, "priority", 10, priority={"order": ["assistant"]})
     assert [m["content"].split()[0] for m in out] == ["Be", "u1", "last"]
+    # The warning had said "with only what must be kept", and u1 was left by the order.
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"messages": messages}) + "\n")
+    args = ["compress", str(path), "--stages", "priority", "--priority-order", "assistant"]
+    result = CliRunner().invoke(cli, [*args, "--max-tokens", "10", "-q"])
+    assert "--priority-order never drops user, tool, summary units" in result.output
+    result = CliRunner().invoke(cli, [*args[:4], "--max-tokens", "10", "-q"])
+    assert "> 10 with only what must be kept" in result.output
 
 
 def test_summary_goes_after_the_leading_system_messages() -> None:

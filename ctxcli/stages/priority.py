@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ctxcli.stages.base import Context
 
 CLASSES = ("assistant", "user", "tool", "function", "summary")
+#: The classes the stage drops by default, first to last.
+DEFAULT_ORDER = ("assistant", "user", "tool", "summary")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Priority:
 
     name: ClassVar[str] = "priority"
     fits_budget: ClassVar[bool] = True
-    order: tuple[str, ...] = ("assistant", "user", "tool", "summary")
+    order: tuple[str, ...] = DEFAULT_ORDER
 
     def __post_init__(self) -> None:
         order = (self.order,) if isinstance(self.order, str) else tuple(self.order)
@@ -48,6 +50,13 @@ class Priority:
                 f"unknown class {unknown[0]!r} in order; classes: {', '.join(CLASSES)}"
             )
         object.__setattr__(self, "order", order)
+
+    @property
+    def spared(self) -> tuple[str, ...]:
+        """The classes of :data:`DEFAULT_ORDER` this ``order`` leaves out, which it
+        never drops (``--priority-order tool`` spares assistant, user and summary
+        units)."""
+        return tuple(c for c in DEFAULT_ORDER if c not in self.order)
 
     def apply(
         self, conversation: Conversation, context: Context
