@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -85,7 +86,9 @@ def load_file(path: str | Path) -> dict[str, Any]:
     parsed by :func:`ctxcli.yamlio.parse` (no aliases), every value type-checked by
     :func:`check` before it is used.
 
-    Raises :class:`ConfigError` naming the file and, where known, the line.
+    Raises :class:`ConfigError` naming the file and, where known, the line: also for
+    what :func:`resolve` of the file alone refuses (``ctxcli.yaml:2: max_tokens must
+    be a whole number …``, ``ctxcli.yaml: unknown stage 'bogus' …``).
     """
     from ctxcli import yamlio  # PyYAML only for a run with a config file
 
@@ -118,7 +121,22 @@ def load_file(path: str | Path) -> dict[str, Any]:
         return f"{path}:{line}" if line is not None else str(path)
 
     check(data, where=where)
+    try:  # what only :func:`resolve` finds (an unknown stage or option, a bad budget)
+        resolve(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{where((_key_of(str(exc), data),))}: {exc}") from None
     return data
+
+
+def _key_of(message: str, data: Mapping[str, Any]) -> str:
+    """The top-level key of ``data`` a :func:`resolve` error ``message`` is about:
+    the setting it opens with (``max_tokens must be …``), the stage it names when the
+    file has that key (``stage 'placeholder' has no option …``), else ``stages``."""
+    named = re.match(r"(?:unknown )?stage '([^']+)'", message)
+    if named and named.group(1) in data:
+        return named.group(1)
+    opening = next((key for key in data if message.startswith(f"{key} ")), None)
+    return opening or "stages"
 
 
 def _stage_list(value: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -121,6 +121,13 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
         pytest.param("# a comment\n" * 6000,
                      ": longer than 65536 bytes; not a config file", id="too-long"),
         pytest.param("- window\n", ": expected a mapping of settings, got a list", id="list"),
+        # What only resolving the settings finds, named by file and line too:
+        pytest.param("model: gpt-4o\nmax_tokens: -5\n",
+                     ":2: max_tokens must be a whole number of tokens up to", id="budget"),
+        pytest.param("model: gpt-4o\nstages: [window, bogus]\n",
+                     ":2: unknown stage 'bogus'; known stages:", id="stage"),
+        pytest.param("stages:\n  - placeholder\nplaceholder: {thresold: 3}\n",
+                     ":3: stage 'placeholder' has no option 'thresold'", id="option"),
     ],
 )  # fmt: skip
 def test_an_unreadable_config_is_one_line_naming_file_and_line(
@@ -129,7 +136,8 @@ def test_an_unreadable_config_is_one_line_naming_file_and_line(
     result = compress_with(tmp_path, text)
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
-    assert result.output == f"Error: {tmp_path / 'c.yaml'}{message}\n"
+    assert result.output.startswith(f"Error: {tmp_path / 'c.yaml'}{message}")
+    assert result.output.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "c.yaml"]
 
 
