@@ -228,9 +228,10 @@ def changes(outcomes: Sequence[Outcome], batch: Batch, *, annotate: bool) -> lis
             lines.append(f"  originals in {stats.store} ({stats.store_entries:,} in all)")
     left = len(outcomes) - len(changing)
     if batch.dry_run:
+        run = "--in-place" if batch.in_place else "the run without --dry-run"
         lines.append(
             f"{len(changing)} of {plural(len(outcomes), 'file')} would change"
-            + ("; --in-place writes them" if changing else "")
+            + (f"; {run} writes them" if changing else "")
         )
     elif left and not batch.quiet:
         lines.append(f"left {plural(left, 'file')} as found: nothing to change")

@@ -49,6 +49,10 @@ def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> No
     assert str(small) + ":" not in result.stderr
     assert result.stderr.endswith("1 of 2 files would change; --in-place writes them\n")
     assert sorted(big.parent.iterdir()) == sorted(before)
+    # Without --in-place the run writes new files: it had said "--in-place writes them".
+    result = invoke("compress", str(big), "--dry-run")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.endswith("would change; the run without --dry-run writes them\n")
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (big, small)} == before
 
 
