@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxcli.tokens import REPLY_PRIMING, TokenCounter
+from ctxcli.tokens import REPLY_PRIMING, TokenCounter, call_function
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -167,10 +167,10 @@ def tool_calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def called_functions(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The functions a message dict calls (``{"name", "arguments"}``): the ``function``
-    of each of its :func:`tool_calls`, then its legacy ``function_call``; those that are
-    objects only."""
-    found = [call.get("function") for call in tool_calls(data)]
+    """The functions a message dict calls (``{"name", "arguments"}``): the function
+    of each of its :func:`tool_calls` (:func:`call_function`), then its legacy
+    ``function_call``; those that are objects only."""
+    found: list[Any] = [call_function(call) for call in tool_calls(data)]
     found.append(data.get("function_call"))
     return [function for function in found if isinstance(function, Mapping)]
 
@@ -418,8 +418,9 @@ def tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[int, str]:
     out: dict[int, str] = {}
     for position, data in enumerate(messages):
         for call in tool_calls(data):
-            if isinstance(call.get("function"), Mapping):
-                by_id[str(call.get("id"))] = str(call["function"].get("name") or "")
+            function = call_function(call)
+            if function is not None:
+                by_id[str(call.get("id"))] = str(function.get("name") or "")
         function_call = data.get("function_call")
         if isinstance(function_call, Mapping):
             last_function = str(function_call.get("name") or "")

@@ -50,6 +50,7 @@ from ctxcli import jsonio
 from ctxcli.memo import TextMemo
 from ctxcli.model import Message
 from ctxcli.summarizers.records import without_exec_head
+from ctxcli.tokens import call_function
 
 #: Hex digits of SHA-256 kept in an id: 64 bits, so a collision among ids is unlikely
 #: before about 4e9 distinct contents (birthday bound).
@@ -182,7 +183,7 @@ def placeholder_texts(message: Message) -> list[str]:
     if message.role in TOOL_ROLES and looks_like(content):
         texts.append(content)
     calls = message.data.get("tool_calls")
-    functions = [c.get("function") for c in calls if isinstance(c, Mapping)] if calls else []
+    functions: list[Any] = [call_function(c) for c in calls] if isinstance(calls, list) else []
     functions.append(message.data.get("function_call"))  # the legacy form
     for function in functions:
         if function is not None and isinstance(function, Mapping):  # None: no ABC check

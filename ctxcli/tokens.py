@@ -181,6 +181,23 @@ def _write_encoding(path: Path, kwargs: Mapping[str, Any]) -> None:
             os.unlink(f.name)
 
 
+def call_function(call: Any) -> Mapping[str, Any] | None:
+    """The function a tool call calls (``{"name", "arguments"}``): its ``function``,
+    or for a call of a custom tool (``{"type": "custom", "custom": {"name", "input"}}``,
+    OpenAI's ChatCompletionMessageCustomToolCall: free text, no JSON) a view of it with
+    its ``input`` as the arguments; ``None`` for neither. A stage that rewrites
+    arguments writes only a ``function``'s: a custom call's input stays as it is."""
+    if not isinstance(call, Mapping):
+        return None
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        return function
+    custom = call.get("custom") if call.get("type") == "custom" else None
+    if isinstance(custom, Mapping):
+        return {"name": custom.get("name"), "arguments": custom.get("input")}
+    return None
+
+
 class TokenCounter:
     """Counts tokens of texts and chat messages with one tiktoken encoding.
 
@@ -310,11 +327,12 @@ class TokenCounter:
         return total
 
     def tool_call(self, call: Any) -> int:
-        """Tokens of one tool call's function name and arguments (no overhead)."""
+        """Tokens of one tool call's function name and arguments (no overhead); a
+        custom tool's call, of its name and input (:func:`ctxcli.model.call_function`)."""
         if not isinstance(call, Mapping):
             return self.text(_json_text(call))
-        function = call.get("function")
-        if not isinstance(function, Mapping):
+        function = call_function(call)
+        if function is None:
             return self.text(_json_text(call))
         total = 0
         for key in ("name", "arguments"):

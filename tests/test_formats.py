@@ -265,6 +265,38 @@ def test_openai_tool_calls_that_are_not_a_list_are_an_input_error(calls: Any, ki
         read(openai, record)
 
 
+def test_a_custom_tool_call_is_a_call_with_its_input_for_arguments(tmp_path: Path) -> None:
+    # {"type": "custom", "custom": {"name", "input"}} (ChatCompletionMessageCustomToolCall,
+    # GPT-5's free-text tools) was "a tool call has no function name": validate failed
+    # a valid log, compress warned it broke the rules, and placeholders said tool="".
+    patch = "*** Begin Patch\n*** Update File: billing/invoice.py\n*** End Patch"
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix billing/invoice.py."}]
+    for k in range(4):
+        custom = {"name": "apply_patch", "input": f"{patch} {k}"}
+        call = {"id": f"call_{k}", "type": "custom", "custom": custom}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        result = f"Applied patch {k}. " + "ok line\n" * 400
+        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "content": result})
+    messages.append({"role": "user", "content": "Thanks, run the tests."})
+    record = {"messages": messages}
+    conversation = read(openai, record)
+    assert openai.problems(record, conversation) == []
+    named = {"id": "c", "type": "function", "function": {"name": "apply_patch"}}
+    named["function"]["arguments"] = f"{patch} 0"
+    assert conversation.messages[1].tokens == COUNTER.message(
+        {**messages[1], "tool_calls": [named]}
+    )
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "out.jsonl"
+    args = ["compress", str(source), "-o", str(out), "--max-tokens", "400"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and "warning" not in result.output, result.output
+    text = out.read_text()
+    assert 'tool=\\"apply_patch\\"' in text and "Actions: apply_patch(" in text
+    assert list(validate_file(str(out))) == []
+
+
 # --- OpenAI relatives ----------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ from ctxcli.model import (
 )
 from ctxcli.placeholders import looks_like
 from ctxcli.problems import Problem
-from ctxcli.tokens import TokenCounter
+from ctxcli.tokens import TokenCounter, call_function
 
 NAME = "openai"
 DEFAULT_KEY = "messages"
@@ -377,15 +377,16 @@ def _side_problems(entries: Sequence[Any]) -> list[Problem]:
 
 def _call_problems(calls: list[Any], position: int) -> list[Problem]:
     """The rules of the ``tool_calls`` of message ``position``: each with a string
-    ``id``, used once, and a ``function`` with a ``name``."""
+    ``id``, used once, and a ``function`` with a ``name`` (or, a custom tool's call, a
+    ``custom`` with one: :func:`ctxcli.model.call_function`)."""
     found = []
     ids = []
     for call in calls:
-        function = call.get("function") if isinstance(call, Mapping) else None
+        function = call_function(call)
         call_id = call.get("id") if isinstance(call, Mapping) else None
         if not isinstance(call_id, str) or not call_id:
             found.append(Problem("call-without-id", "a tool call has no id", position))
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        if function is None or not isinstance(function.get("name"), str):
             detail = "a tool call has no function name"
             found.append(Problem("call-without-name", detail, position))
         ids.append(call_id)

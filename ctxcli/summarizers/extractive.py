@@ -102,7 +102,7 @@ from ctxcli.summarizers.text import (
     short_request,
     shorten,
 )
-from ctxcli.tokens import TokenCounter
+from ctxcli.tokens import TokenCounter, call_function
 
 #: Re-exported: other modules import these from here.
 __all__ = [
@@ -820,8 +820,8 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
     """``(name, arguments, call id)`` of each call an assistant message makes."""
     calls: list[tuple[str, str, str | None]] = []
     for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping):
+        function = call_function(call)
+        if function is not None:
             arguments = function.get("arguments")
             calls.append((str(function.get("name", "?")), _string(arguments), _id(call.get("id"))))
     function_call = message.get("function_call")

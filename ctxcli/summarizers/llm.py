@@ -36,7 +36,7 @@ from ctxcli.cache import SummaryCache, key
 from ctxcli.errors import ConfigError, SummaryError
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text, sentences
 from ctxcli.summarizers.text import most_that_fit
-from ctxcli.tokens import TokenCounter
+from ctxcli.tokens import TokenCounter, call_function
 
 if TYPE_CHECKING:
     from ctxcli.summarizers.endpoint import Limiter
@@ -170,8 +170,8 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         if isinstance(message.get("function_call"), Mapping):
             calls.append({"function": message["function_call"]})
         for call in calls:
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, Mapping):
+            function = call_function(call)
+            if function is not None:
                 arguments = function.get("arguments") or ""
                 arguments = (
                     _compact(arguments)
