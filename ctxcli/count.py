@@ -164,12 +164,13 @@ class Counting:
         self, format: WholeFile, items: list[jsonio.Record], path: str
     ) -> tuple[jsonio.Record, Conversation]:
         events: list[Any] = []
-        for _, event in formats.events(items, path):
+        lines: list[int] = []  # each event's line, a bad one's left out with it
+        for item, event in formats.events(items, path):
             if isinstance(event, InputError):
                 self._skip(event)
             else:
                 events.append(event)
-        lines = [item.line or 0 for item in items]
+                lines.append(item.line or 0)
         conversation = formats.read_file(format, events, self.counter, path=path, lines=lines)
         if events and not conversation.messages:  # a format forced on another's file
             self.reader.warn(f"{path}: no message read as {format.NAME} (is --input-format right?)")
