@@ -168,8 +168,8 @@ def tool_calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def called_functions(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The functions a message dict calls (``{"name", "arguments"}``): the function
-    of each of its :func:`tool_calls` (:func:`call_function`), then its legacy
-    ``function_call``; those that are objects only."""
+    of each of its :func:`tool_calls` (:func:`ctxcli.tokens.call_function`), then its
+    legacy ``function_call``; those that are objects only."""
     found: list[Any] = [call_function(call) for call in tool_calls(data)]
     found.append(data.get("function_call"))
     return [function for function in found if isinstance(function, Mapping)]

@@ -328,7 +328,7 @@ class TokenCounter:
 
     def tool_call(self, call: Any) -> int:
         """Tokens of one tool call's function name and arguments (no overhead); a
-        custom tool's call, of its name and input (:func:`ctxcli.model.call_function`)."""
+        custom tool's call, of its name and input (:func:`call_function`)."""
         if not isinstance(call, Mapping):
             return self.text(_json_text(call))
         function = call_function(call)

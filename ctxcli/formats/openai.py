@@ -378,7 +378,7 @@ def _side_problems(entries: Sequence[Any]) -> list[Problem]:
 def _call_problems(calls: list[Any], position: int) -> list[Problem]:
     """The rules of the ``tool_calls`` of message ``position``: each with a string
     ``id``, used once, and a ``function`` with a ``name`` (or, a custom tool's call, a
-    ``custom`` with one: :func:`ctxcli.model.call_function`)."""
+    ``custom`` with one: :func:`ctxcli.tokens.call_function`)."""
     found = []
     ids = []
     for call in calls:
