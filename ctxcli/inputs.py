@@ -50,7 +50,8 @@ def find_inputs(
     matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against the path under
     the folder, from the right, as :meth:`pathlib.PurePath.match` does: ``*.json`` is any
     ``.json`` file, ``runs/*.json`` one in a folder ``runs``), at any depth, sorted by
-    that path, leaving out hidden files and folders and ctxcli's own outputs (but with
+    that path, regular files only (a symlink to one too), leaving out hidden files and
+    folders and ctxcli's own outputs (but with
     ``outputs``, the compressed transcripts: what ``validate`` checks; never a store or
     stats file).
 
@@ -90,6 +91,8 @@ def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[
             if is_own_output(name) and not (outputs and not name.endswith(OWN_SUFFIXES)):
                 skipped += 1
                 continue
+            if not Path(parent, name).is_file():
+                continue  # a named pipe (read, it waits forever), a broken symlink
             found.append((relative.as_posix(), str(Path(parent, name))))
     return [Found(path, relative) for relative, path in sorted(found)], skipped
 

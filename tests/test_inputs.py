@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,15 @@ def test_in_place_takes_no_output_and_no_stdin(tmp_path: Path) -> None:
         None,
         str(tmp_path / "a.store.jsonl"),
     )
+
+
+def test_a_folder_takes_regular_files_only(tmp_path: Path) -> None:
+    # A named pipe among the files made `compress folder` and `count folder` wait
+    # forever; a broken symlink was "a bad line".
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    (folder / "link.jsonl").symlink_to(folder / "a.jsonl")
+    assert [f.relative for f in find_inputs([str(folder)])] == ["a.jsonl", "link.jsonl"]
