@@ -46,12 +46,12 @@ class Found:
 def find_inputs(
     inputs: Iterable[str], globs: Sequence[str] | None = None, *, outputs: bool = False
 ) -> list[Found]:
-    """The files to read: files as given, ``-`` for stdin, and each folder's files
-    matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against the path under
-    the folder, from the right, as :meth:`pathlib.PurePath.match` does: ``*.json`` is any
-    ``.json`` file, ``runs/*.json`` one in a folder ``runs``), at any depth, sorted by
-    that path, regular files only (a symlink to one too), leaving out hidden files and
-    folders and ctxcli's own outputs (but with
+    """The files to read: files as given (a named pipe too), ``-`` for stdin, and each
+    folder's files matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against
+    the path under the folder, from the right, as :meth:`pathlib.PurePath.match`
+    does: ``*.json`` is any ``.json`` file, ``runs/*.json`` one in a folder ``runs``),
+    at any depth, sorted by that path, regular files only (a symlink to one too),
+    leaving out hidden files and folders and ctxcli's own outputs (but with
     ``outputs``, the compressed transcripts: what ``validate`` checks; never a store or
     stats file).
 
@@ -62,8 +62,8 @@ def find_inputs(
     found: list[Found] = []
     for item in inputs:
         path = Path(item)
-        if item == "-" or path.is_file():
-            found.append(Found(item))
+        if item == "-" or path.is_file() or jsonio.read_once(item):
+            found.append(Found(item))  # a pipe named on its own too: `<(zcat runs.gz)`
         elif path.is_dir():
             inside, skipped = _search(path, patterns, outputs)
             if not inside:
@@ -246,11 +246,7 @@ def _plan_one(
     restorable: bool,
 ) -> Plan:
     path = found.path
-    target = output or (
-        "-" if path == "-" and not out_dir else default_output(path, out_dir, found.relative)
-    )
-    if target != "-" and Path(target).is_dir():
-        raise ConfigError(f"{target}: is a folder; -o names the output file")
+    target = _target(found, output, out_dir)
     streamed = jsonio.is_stream(target)
     kept = store or _default_store(path, target, restorable=restorable)
     return Plan(
@@ -260,6 +256,22 @@ def _plan_one(
         store=kept,
         adds_to_store=bool(kept and not store and streamed and not jsonio.is_stream(kept)),
     )
+
+
+def _target(found: Found, output: str | None, out_dir: str | None) -> str:
+    """Where the compressed ``found`` goes: ``output``, else stdout for stdin, else
+    :func:`default_output`. Raises :class:`UsageError` for a pipe with neither
+    ``output`` nor ``out_dir`` (no folder to write beside) and :class:`ConfigError`
+    for an output that is a folder."""
+    path = found.path
+    if path != "-" and not (output or out_dir) and jsonio.read_once(path):
+        raise UsageError(f"{path} is a pipe, with no folder to write beside: give -o (-: stdout)")
+    target = output or (
+        "-" if path == "-" and not out_dir else default_output(path, out_dir, found.relative)
+    )
+    if target != "-" and Path(target).is_dir():
+        raise ConfigError(f"{target}: is a folder; -o names the output file")
+    return target
 
 
 def _default_store(path: str, target: str, *, restorable: bool) -> str | None:

@@ -101,7 +101,7 @@ def read_records(
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
     """
-    given = path == "-" or data is not None  # read already: stdin, or a remote file
+    given = data is not None or read_once(path)  # stdin, a pipe, or a remote file's bytes
     if given:
         data = (read_input(path) if data is None else data) or b""
         lines = _split(data)
@@ -228,9 +228,29 @@ _NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def read_input(path: str) -> bytes | None:
-    """All of stdin for ``path`` ``-`` (it can be read only once: pass the bytes on to
-    :func:`read_records` and :func:`line_style`); ``None`` for a file, read as needed."""
-    return sys.stdin.buffer.read() if path == "-" else None
+    """All of stdin for ``path`` ``-``, or all of a named pipe (:func:`read_once`):
+    they can be read only once, so pass the bytes on to :func:`read_records` and
+    :func:`line_style`; ``None`` for a file, read as needed. Raises
+    :class:`InputError` when the pipe cannot be opened."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    if read_once(path):
+        with open_input(path) as stream:
+            return stream.read()
+    return None
+
+
+def read_once(path: str) -> bool:
+    """Whether ``path`` can be read only once: stdin (``-``), or a path that is neither
+    a file nor a folder: a named pipe, the ``/dev/fd/N`` of a shell's ``<(zcat
+    runs.jsonl.gz)``."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _is_array(line: bytes) -> bool:

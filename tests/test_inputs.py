@@ -116,3 +116,35 @@ def test_a_folder_takes_regular_files_only(tmp_path: Path) -> None:
     (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
     (folder / "link.jsonl").symlink_to(folder / "a.jsonl")
     assert [f.relative for f in find_inputs([str(folder)])] == ["a.jsonl", "link.jsonl"]
+
+
+def test_a_pipe_named_on_its_own_is_read_once(tmp_path: Path) -> None:
+    # `ctxcli count <(zcat runs.jsonl.gz)` said "/dev/fd/63: no such file or directory";
+    # read as a file, a pipe read twice (the look at its first lines, then the reading)
+    # gave 0 conversations and an empty output with exit 0.
+    import threading
+
+    text = (SAMPLES / "agent_run.jsonl").read_bytes()
+    fifo = tmp_path / "runs.jsonl"
+
+    def run(*args: str) -> Result:
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=fifo.write_bytes, args=(text,), daemon=True)
+        writer.start()
+        try:
+            return invoke(*args)
+        finally:
+            writer.join(timeout=5)
+            fifo.unlink()
+
+    counted = run("count", str(fifo), "--format", "json")
+    assert counted.exit_code == 0, counted.output
+    assert json.loads(counted.stdout)["total"]["tokens"] == 8396
+    out = tmp_path / "out.jsonl"
+    result = run("compress", str(fifo), "-o", str(out), "--max-tokens", "2000", "-q")
+    assert result.exit_code == 0, result.output
+    assert "[ctxcli summary]" in out.read_text()
+    os.mkfifo(fifo)  # no output named: nowhere beside a pipe to write
+    result = invoke("compress", str(fifo))
+    assert result.exit_code == 2
+    assert "is a pipe, with no folder to write beside: give -o" in result.output
