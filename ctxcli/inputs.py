@@ -62,7 +62,7 @@ def find_inputs(
     found: list[Found] = []
     for item in inputs:
         path = Path(item)
-        if item == "-" or path.is_file() or jsonio.read_once(item):
+        if item == "-" or path.is_file() or jsonio.is_stream(item):
             found.append(Found(item))  # a pipe named on its own too: `<(zcat runs.gz)`
         elif path.is_dir():
             inside, skipped = _search(path, patterns, outputs)
@@ -264,7 +264,7 @@ def _target(found: Found, output: str | None, out_dir: str | None) -> str:
     ``output`` nor ``out_dir`` (no folder to write beside) and :class:`ConfigError`
     for an output that is a folder."""
     path = found.path
-    if path != "-" and not (output or out_dir) and jsonio.read_once(path):
+    if path != "-" and not (output or out_dir) and jsonio.is_stream(path):
         raise UsageError(f"{path} is a pipe, with no folder to write beside: give -o (-: stdout)")
     target = output or (
         "-" if path == "-" and not out_dir else default_output(path, out_dir, found.relative)

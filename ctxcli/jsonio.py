@@ -101,7 +101,7 @@ def read_records(
     Returns the shape, the records and, for the shapes parsed whole, the file's bytes.
     Raises :class:`InputError` when the file cannot be read.
     """
-    given = data is not None or read_once(path)  # stdin, a pipe, or a remote file's bytes
+    given = data is not None or is_stream(path)  # stdin, a pipe, or a remote file's bytes
     if given:
         data = (read_input(path) if data is None else data) or b""
         lines = _split(data)
@@ -228,29 +228,16 @@ _NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def read_input(path: str) -> bytes | None:
-    """All of stdin for ``path`` ``-``, or all of a named pipe (:func:`read_once`):
+    """All of stdin for ``path`` ``-``, or all of a named pipe (:func:`is_stream`):
     they can be read only once, so pass the bytes on to :func:`read_records` and
     :func:`line_style`; ``None`` for a file, read as needed. Raises
     :class:`InputError` when the pipe cannot be opened."""
     if path == "-":
         return sys.stdin.buffer.read()
-    if read_once(path):
+    if is_stream(path):
         with open_input(path) as stream:
             return stream.read()
     return None
-
-
-def read_once(path: str) -> bool:
-    """Whether ``path`` can be read only once: stdin (``-``), or a path that is neither
-    a file nor a folder: a named pipe, the ``/dev/fd/N`` of a shell's ``<(zcat
-    runs.jsonl.gz)``."""
-    if path == "-":
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _is_array(line: bytes) -> bool:
@@ -703,7 +690,9 @@ def same_file(a: str, b: str) -> bool:
 
 def is_stream(target: str) -> bool:
     """True for ``-`` and for an existing path that is not a regular file or folder
-    (a device such as ``/dev/null``, a named pipe): written to as it is, never replaced."""
+    (a device such as ``/dev/null``, a named pipe, the ``/dev/fd/N`` of a shell's
+    ``<(zcat runs.jsonl.gz)``): written to as it is, never replaced; read only once,
+    whole (:func:`read_input`)."""
     if target == "-":
         return True
     try:
