@@ -172,8 +172,9 @@ class Counting:
                 events.append(event)
                 lines.append(item.line or 0)
         conversation = formats.read_file(format, events, self.counter, path=path, lines=lines)
-        if events and not conversation.messages:  # a format forced on another's file
-            self.reader.warn(f"{path}: no message read as {format.NAME} (is --input-format right?)")
+        nothing = formats.none_read(format, events, conversation, path, "--input-format")
+        if nothing:
+            self.reader.warn(nothing)
         return (items[0] if items else jsonio.Record(None, None, None)), conversation
 
 

@@ -145,8 +145,9 @@ def session(
     events, lines, raw_of, bad_before = _events(run, items)
     done = compress_session(run.recipe, events, lines, run.path, format)
     conversation, result = done.conversation, done.result
-    if events and not conversation.messages:  # a format forced on another's file
-        run.warn(f"{run.path}: no message read as {format.NAME} (is --format right?)")
+    nothing = formats.none_read(format, events, conversation, run.path, "--format")
+    if nothing:
+        run.warn(nothing)
     if done.broke:
         run.warn(already_broken(run.path, conversation, format, done.broke))
     for text in result.warnings:

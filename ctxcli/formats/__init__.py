@@ -109,6 +109,18 @@ def events(
         yield item, event
 
 
+def none_read(
+    format: WholeFile, events: Sequence[Any], conversation: Conversation, path: str, flag: str
+) -> str | None:
+    """The warning for a file of ``events`` read as the whole-file ``format`` into a
+    ``conversation`` with no message (the format forced, by ``flag``, on another
+    format's file, which would be written back or counted as empty without a word);
+    ``None`` otherwise."""
+    if events and not conversation.messages:
+        return f"{path}: no message read as {format.NAME} (is {flag} right?)"
+    return None
+
+
 def read_file(
     format: WholeFile,
     events: Sequence[Any],
