@@ -2142,7 +2142,7 @@ def _cut_call(text: str, tokens: int, counter: TokenCounter, lead: str = "") -> 
     low = most_that_fit(
         len(ends), lambda k: counter.text(lead + head[: ends[k - 1]] + tail) <= tokens
     )
-    if low or not _failed(text):  # ``cancel_reservation(K1NW8N …``
+    if low or not rec.ERROR_OUTCOME.search(outcome):  # ``cancel_reservation(K1NW8N …``
         return head[: ends[low - 1]] + tail if low else ""  # says more than ``(…) → ok``
     bare = f"{head.partition('(')[0]}(…){count} → "
     if counter.text(lead + bare + outcome) <= tokens:
