@@ -14,6 +14,7 @@ from ctxcli.summarizers.extractive import (
     REQUEST_CHARS,
     Extractive,
     _notes,
+    _what_yuan,
     error_lines,
     facts,
     json_facts,
@@ -119,6 +120,17 @@ def test_a_chinese_amount_keeps_the_word_that_says_what_it_is() -> None:
     for label in ("官方款售价 199 元", "200 元", "实付 4799 元"):
         assert label in facts or any(label in note for note in notes), body
     assert not [fact for fact in facts if "统会" in fact or "减去" in fact], body
+
+
+def test_a_chinese_price_keeps_the_model_or_spec_its_clause_names() -> None:
+    """The Chinese sample at 800 tokens said ``售价 4999 元; 16GB+512GB; 售价 5999 元``:
+    which configuration costs 4999 was gone, and it read as the next spec's price."""
+    text = "标准版 12GB+256GB 售价 4999 元，顶配 16GB+512GB 售价 5999 元。"
+    assert _what_yuan(text, "4999 元") == "标准版 12GB+256GB 售价 4999 元"
+    assert _what_yuan(text, "5999 元") == "顶配 16GB+512GB 售价 5999 元"
+    assert _what_yuan("旗舰 X-Pro 2026 售价 4999 元", "4999 元") == "旗舰 X-Pro 2026 售价 4999 元"
+    assert _what_yuan("官方款售价 199 元", "199 元") == "官方款售价 199 元"  # as before
+    assert _what_yuan("减去 200 元优惠，实付 4799 元", "4799 元") == "实付 4799 元"
 
 
 def test_a_chinese_unit_is_the_longest_that_follows_the_number() -> None:

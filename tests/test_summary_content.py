@@ -1166,6 +1166,9 @@ def test_a_chat_keeps_the_users_questions_before_the_small_counts_of_the_answers
         assert question in body, body
     assert "15 天" not in body.partition("关键信息：")[2], body
     assert "3 到 5 天" in body and "8 到 12 元" in body, body  # ranges stay
+    # each price with the configuration it is of, not "售价 4999 元; 16GB+512GB"
+    assert "标准版 12GB+256GB 售价 4999 元" in body, body
+    assert "顶配 16GB+512GB 售价 5999 元" in body, body
 
 
 def test_a_records_lines_of_its_parts_never_come_without_it() -> None:

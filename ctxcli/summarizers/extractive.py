@@ -619,8 +619,13 @@ _YUAN_WORD = re.compile(
     r"(?:售价|价格|原价|现价|总价|定价|实付|应付|支付|付款|立减|减免|优惠|折扣|退款|退还"
     r"|金额|运费|费用|赔付|赔偿|每期|首付|定金|押金|余额|合计|共计|差价|补贴|返现)[^\d，。；！？\n]{0,3}$"
 )
-#: The CJK characters right before such a word: which thing the amount is of.
-_YUAN_LEAD = re.compile(r"([\u4e00-\u9fff]*)$")
+#: The CJK characters right before such a word: which thing the amount is of; or
+#: a word with a digit there, a model or a spec, after the CJK word that names it
+#: (``标准版 12GB+256GB 售价 4999 元``: the price of which configuration).
+_YUAN_LEAD = re.compile(
+    r"(?:(?:^|(?<=[^\u4e00-\u9fff]))([\u4e00-\u9fff]{1,4}) ?)?"
+    r"((?:[A-Za-z][\w+.-]* )?[A-Za-z0-9][\w+.-]*\d[\w+.-]*) $|([\u4e00-\u9fff]*)$"
+)
 #: The most CJK characters before :data:`_YUAN_WORD` a label takes: a longer run is a
 #: clause that would be cut mid-word (``下单后系统会自动``), and is left out.
 YUAN_LEAD_CHARS = 4
@@ -630,8 +635,10 @@ def _what_yuan(text: str, amount: str) -> str:
     """``amount`` (``4999 元``) with the words that say what it is where ``text`` first
     states it: the Chinese word for a price, payment or refund ending its clause
     (:data:`_YUAN_WORD`), after the thing it is of when that is a short run of CJK
-    characters (``官方款售价 199 元``, ``售价 4999 元``); else the amount alone (``199
-    元``: a label cut mid-word misleads more)."""
+    characters (``官方款售价 199 元``, ``售价 4999 元``) or a model or spec with its
+    name (``标准版 12GB+256GB 售价 4999 元``, ``X-Pro 2026 售价 4999 元``: apart,
+    ``12GB+256GB; 售价 4999 元; 16GB+512GB; 售价 5999 元`` paired them wrong); else the
+    amount alone (``199 元``: a label cut mid-word misleads more)."""
     found = re.search(r"(?<![\d.,])" + re.escape(amount), text)
     if found is None:
         return amount
@@ -640,7 +647,9 @@ def _what_yuan(text: str, amount: str) -> str:
     if word is None:
         return amount
     lead = _YUAN_LEAD.search(clause[: word.start()])
-    thing = lead.group(1) if lead and len(lead.group(1)) <= YUAN_LEAD_CHARS else ""
+    if lead and lead.group(2):  # what it is the price of: a spec, with its name
+        return " ".join(filter(None, [lead.group(1), lead.group(2), word.group(), amount]))
+    thing = lead.group(3) if lead and len(lead.group(3)) <= YUAN_LEAD_CHARS else ""
     return f"{thing}{word.group()} {amount}"
 
 
