@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ctxcli.clihelp import Group, option
+from ctxcli.clihelp import Group, Whole, option
 from ctxcli.tokens import MAX_BUDGET
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def budget_options(func: F) -> F:
     """The options that say how tokens are counted and what the budget is."""
     budget = option(
         "--max-tokens",
-        type=click.IntRange(min=0, max=MAX_BUDGET),
+        type=Whole(min=0, max=MAX_BUDGET),
         metavar="N",
         shown="8000",
         hide_range=True,
@@ -190,7 +190,7 @@ def summarizer_options(func: F) -> F:
             endpoint_options,
             option(
                 "--summary-input-max-tokens",
-                type=click.IntRange(min=1),
+                type=Whole(min=1),
                 metavar="N",
                 shown="2500",
                 hide_range=True,
@@ -236,7 +236,7 @@ def endpoint_options(func: F) -> F:
             ),
             option(
                 "--llm-concurrency",
-                type=click.IntRange(min=1),
+                type=Whole(min=1),
                 metavar="N",
                 shown="4",
                 hide_range=True,
@@ -325,7 +325,7 @@ def stage_options(func: F) -> F:
             budget_options,
             option(
                 "--keep-last",
-                type=click.IntRange(min=0),
+                type=Whole(min=0),
                 metavar="N",
                 shown="window 10, summary: the budget decides",
                 hide_range=True,
@@ -340,7 +340,7 @@ def stage_options(func: F) -> F:
             ),
             option(
                 "--summary-max-tokens",
-                type=click.IntRange(min=1),
+                type=Whole(min=1),
                 metavar="N",
                 shown="none: the budget decides",
                 hide_range=True,
@@ -365,7 +365,7 @@ def placeholder_options(func: F) -> F:
         [
             option(
                 "--placeholder-threshold",
-                type=click.IntRange(min=0),
+                type=Whole(min=0),
                 metavar="N",
                 shown="500",
                 hide_range=True,
@@ -373,7 +373,7 @@ def placeholder_options(func: F) -> F:
             ),
             option(
                 "--placeholder-keep-recent",
-                type=click.IntRange(min=0),
+                type=Whole(min=0),
                 metavar="N",
                 shown="3",
                 hide_range=True,
@@ -405,7 +405,7 @@ def run_options(func: F) -> F:
             option(
                 "-j",
                 "--jobs",
-                type=click.IntRange(min=1),
+                type=Whole(min=1),
                 metavar="N",
                 shown="one per usable core for inputs of 8 MB or more, else 1",
                 hide_range=True,
@@ -745,7 +745,7 @@ Examples:
 @click.argument("compressed")
 @option(
     "--max-tokens",
-    type=click.IntRange(min=0, max=MAX_BUDGET),
+    type=Whole(min=0, max=MAX_BUDGET),
     metavar="N",
     shown="8000, compress's",
     hide_range=True,

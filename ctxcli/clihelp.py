@@ -36,6 +36,19 @@ class Option(click.Option):
         return extra
 
 
+class Whole(click.IntRange):
+    """A whole number within bounds, as :class:`click.IntRange`, but named so in its
+    error: Click's says ``'abc' is not a valid integer range.``, as if a range were
+    asked for."""
+
+    name = "whole number"
+
+    def _describe_range(self) -> str:
+        if self.max is not None and self.max >= 2**32:  # a bound no one types
+            return f"x>={self.min or 0} (at most 2^{int(self.max).bit_length() - 1})"
+        return super()._describe_range()
+
+
 def option(*names: str, shown: str | None = None, **kwargs: Any) -> Callable[[F], F]:
     """``click.option`` with :class:`Option`: ``shown`` is the default its help shows."""
     return click.option(*names, cls=Option, shown=shown, **kwargs)

@@ -245,6 +245,22 @@ def test_bad_settings_are_named(tmp_path: Path, args: list[str], message: str) -
     assert message in result.output
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "'abc' is not a valid whole number."),  # Click's: "integer range"
+        ("-4", "-4 is not in the range x>=0 (at most 2^53)."),  # not 9007199254740992
+    ],
+)
+def test_a_bad_budget_is_named_in_words_a_user_knows(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    source = write_jsonl(tmp_path / "a.jsonl", [chat(1)])
+    result = invoke("compress", str(source), "--max-tokens", value)
+    assert result.exit_code == 2
+    assert f"Invalid value for '--max-tokens': {message}" in result.output
+
+
 def test_config_file_with_command_line_overrides(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "a.jsonl", [chat(30)])
     config = tmp_path / "ctxcli.yaml"
