@@ -371,6 +371,18 @@ def test_a_large_recent_result_becomes_a_placeholder_not_a_lost_unit() -> None:
     assert sorted(uses)[len(uses) // 2] >= 0.95, uses  # the issue's goal is a median
 
 
+def test_one_summary_to_write_is_reserved_only_what_it_needs() -> None:
+    """The same Claude Code session kept the same 1,405 tokens at every budget from
+    1500 to 3000: at 3000 the tail before its last steps (2,571 tokens, one summary
+    to write) missed the reserve of the most folded cut's two summaries (448) by 19
+    tokens, though its one summary needed far less."""
+    conversation = _session("claude-code/codemie_session-9eda1058.jsonl")
+    after = compress(conversation, 3000)
+    assert 0.95 * 3000 <= after.tokens <= 3000, after.tokens
+    assert sum(m.is_summary for m in after.messages) == 1
+    assert _losses(conversation, range(2500, 3301, 100)) == []
+
+
 @pytest.mark.parametrize(
     ("name", "share", "use"),
     [

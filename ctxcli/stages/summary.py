@@ -336,16 +336,40 @@ def _room_cap(
     cap makes the plan take need, when less: the tail then keeps what the smaller
     summary leaves (tau-bench at 3000 used a median 0.946 of the budget, 0.989 so).
     Only where one summary is written: with two, the room each gets from a larger
-    budget's cut (:func:`ctxcli.stages.plan.rooms`) could shrink."""
+    budget's cut (:func:`ctxcli.stages.plan.rooms`) could shrink. Where the most
+    folded cut writes two and the cut that cap makes the plan take does too, the
+    last cut that writes one (:func:`_one_sided`) is tried the same way: it is taken
+    when it fits beside what its one summary needs (a Claude Code session kept the
+    same 1,405 tokens at every budget from 1500 to 3000, the tail it could keep at
+    3000 missing the two summaries' reserve by 19 tokens, with one summary to write)."""
     assert context.max_tokens is not None  # over budget
-    limit = plan.telling(cuts, context.max_tokens)
+    budget = context.max_tokens
+    limit = plan.telling(cuts, budget)
     widest = layout.parts(cuts[-1])
     cap = _cap(layout.conversation, widest, context, (max_tokens, limit))
-    first = plan.first_fit(cuts, context.max_tokens, cap)
-    if cap is None or first == len(cuts) - 1 or all(cuts[-1].sides):
+    first = plan.first_fit(cuts, budget, cap)
+    if cap is None or first == len(cuts) - 1 and not all(cuts[-1].sides):
         return cap
-    narrower = _cap(layout.conversation, layout.parts(cuts[first]), context, (cap, limit))
-    return cap if narrower is None else narrower
+    if not all(cuts[-1].sides):
+        narrower = _cap(layout.conversation, layout.parts(cuts[first]), context, (cap, limit))
+        return cap if narrower is None else narrower
+    one = _one_sided(cuts, first)
+    if one is None:
+        return cap
+    narrower = _cap(layout.conversation, layout.parts(cuts[one]), context, (cap, limit))
+    if narrower is None or plan.first_fit(cuts, budget, narrower) > one:
+        return cap
+    return narrower
+
+
+def _one_sided(cuts: list[plan.Cut], first: int) -> int | None:
+    """The last of ``cuts`` that writes at most one summary, when the cut ``first``
+    (the one the plan takes) writes two and a cut before it writes one; else
+    ``None``."""
+    if not all(cuts[first].sides):
+        return None
+    one = next((k for k in range(first - 1, -1, -1) if not all(cuts[k].sides)), None)
+    return one if one is not None and any(cuts[one].sides) else None
 
 
 def _taken(
