@@ -770,7 +770,15 @@ Examples:
     "config_path",
     type=click.Path(dir_okay=False),
     shown="none",
-    help="compress's YAML settings file: its max_tokens, model, encoding, format and messages_key.",
+    help="compress's YAML settings file: its max_tokens, model, encoding, format, "
+    "messages_key and on_error.",
+)
+@option(
+    "--on-error",
+    type=click.Choice(["fail", "keep"]),
+    shown="fail",
+    help="On a bad line of either file: stop, or leave it out of the score and go on "
+    "(compress --on-error keep copies it to its output).",
 )
 @option(
     "--no-cache",
@@ -789,6 +797,7 @@ def score(
     format_name: str | None,
     messages_key: str | None,
     config_path: str | None,
+    on_error: str | None,
     no_cache: bool,
 ) -> None:
     """Measure how many facts of ORIGINAL its compressed form COMPRESSED kept.
@@ -813,6 +822,7 @@ def score(
             encoding=encoding,
             format=format_name,
             messages_key=messages_key,
+            on_error=on_error,
         )
     )
     scored = scoring.file(original, compressed, per_conversation=per_conversation)

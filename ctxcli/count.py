@@ -100,6 +100,9 @@ class Counting:
     encoding, the format forced or detected, the messages key. ``warn`` and
     ``cache_dir`` are the compressor's.
 
+    ``report`` names what a bad record is left out of, in the warning that says so
+    with ``on_error: keep``.
+
     Raises :class:`ctxcli.errors.ConfigError` for an unknown format and
     :class:`ctxcli.errors.TokenizerError` for an encoding that cannot be loaded.
     """
@@ -110,8 +113,10 @@ class Counting:
         *,
         warn: Callable[[str], None] | None = None,
         cache_dir: str | Path | None = None,
+        report: str = "the counts",
     ) -> None:
         self.reader = Compressor(settings or resolve(), warn=warn, cache_dir=cache_dir)
+        self.report = report
         self.counter = self.reader.counter
         self.encoding = self.reader.encoding
 
@@ -151,7 +156,7 @@ class Counting:
         """Raise ``error``, or with ``on_error: keep`` warn that its record is left out."""
         if self.reader.settings.on_error != "keep":
             raise error
-        self.reader.warn(f"{error}; left out of the counts")
+        self.reader.warn(f"{error}; left out of {self.report}")
 
     def _read(self, item: jsonio.Record, path: str) -> Conversation:
         record = item.parse(path)

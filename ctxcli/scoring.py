@@ -23,7 +23,9 @@ class Scoring:
     """Scores compressed files against their originals, both read as a
     :class:`ctxcli.count.Counting` of ``settings`` reads them (so as ``compress``
     does); ``settings.max_tokens`` is the budget. ``warn`` and ``cache_dir`` are the
-    reader's."""
+    reader's. With ``settings.on_error`` ``keep``, a record that cannot be read is left
+    out of the score, on either side, with a warning: ``compress --on-error keep``
+    copies a bad line to its output unchanged, so the two still pair up."""
 
     def __init__(
         self,
@@ -33,7 +35,7 @@ class Scoring:
         cache_dir: str | Path | None = None,
     ) -> None:
 
-        self.reader = Counting(settings, warn=warn, cache_dir=cache_dir)
+        self.reader = Counting(settings, warn=warn, cache_dir=cache_dir, report="the score")
         self.budget = settings.max_tokens
 
     def pairs(self, original: str, compressed: str) -> Iterator[ConversationScore]:

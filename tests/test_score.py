@@ -296,6 +296,24 @@ def test_compress_score_puts_the_same_figure_in_the_stats_and_the_table(tmp_path
     assert "facts kept" not in plain.output
 
 
+def test_a_file_compress_kept_bad_lines_in_is_scored_with_on_error_keep(tmp_path: Path) -> None:
+    """``compress --on-error keep`` copies a bad line unchanged; ``score`` of its
+    output stopped at that line, with no way on."""
+    source = tmp_path / "a.jsonl"
+    good = [json.dumps(chat(k, "Book HAT123 for $480", "Done: HAT123")) for k in "xy"]
+    source.write_text(f"{good[0]}\nnot json\n{good[1]}\n", "utf-8")
+    out = tmp_path / "out.jsonl"
+    result = invoke("compress", str(source), "-o", str(out), "--on-error", "keep", "-q")
+    assert result.exit_code == 0, result.output
+    result = invoke("score", str(source), str(out))
+    assert result.exit_code == 1 and "a.jsonl:2: invalid JSON" in result.output
+    result = invoke("score", str(source), str(out), "--on-error", "keep", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "a.jsonl:2: invalid JSON" in result.stderr and "left out of the score" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["conversations"] == 2 and report["facts"]["all"]["ratio"] == 1.0
+
+
 def test_a_conversation_within_budget_keeps_every_fact(tmp_path: Path) -> None:
     a, _ = pair(tmp_path, [chat("x", "HAT123 on 2024-05-20 for $480")], [])
     result = invoke("score", a, a, "--format", "json")
