@@ -301,19 +301,25 @@ def _fact_matches(source: str) -> Iterator[re.Match[str]]:
 def omitted_facts(source: str, shown: str) -> list[str]:
     """What identifies the part of ``source`` a preview leaves out: its words with a
     digit (ids, dates, amounts, numbers), its paths and its error lines (up to
-    :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, in the
-    order they first appear, as many as fit :data:`FACT_CHARS` characters or an eighth
-    of ``source``'s, whichever is more (a result too full of facts for that saves
-    nothing and is not replaced). The scan stops once they fill it. The room is not cut
-    for a short ``source``: a result kept as a placeholder at a larger budget must not
-    name fewer facts than its summary holds at a smaller one, where it is folded; nor
-    is it so small for a long one that a narrower preview (less room left to widen it
-    at a larger budget) names fewer facts than a wider one (issue 15: a bigger budget
-    never keeps less)."""
+    :data:`FACT_LINE_CHARS` characters each) that ``shown`` lacks, each once, as many
+    as fit :data:`FACT_CHARS` characters or an eighth of ``source``'s, whichever is
+    more (a result too full of facts for that saves nothing and is not replaced). They
+    come by what they tell (:func:`_telling`): error lines and paths first, then ids
+    and other words with a letter, then amounts and decimals, then bare whole numbers
+    (a numbered file view's line numbers, counters), each kind in the order they
+    first appear; the room takes them in that order, so the noise goes first
+    (``they hold: 0.19, helper_0, 100, 101, 102 …`` hid a test run's ``FAILED`` line).
+    The room is not cut for a short ``source``: a result kept as a placeholder at a
+    larger budget must not name fewer facts than its summary holds at a smaller one,
+    where it is folded; nor is it so small for a long one that a narrower preview
+    (less room left to widen it at a larger budget) names fewer facts than a wider
+    one (issue 15: a bigger budget never keeps less). That holds for any fixed order:
+    a wider preview leaves out a subset, and each fact it still leaves out has no more
+    before it."""
     room = max(FACT_CHARS, len(source) // 8)
     if "\\" in source:
         source = _JSON_ESCAPE.sub(" ", source)
-    facts: list[str] = []
+    found: list[tuple[int, int, str]] = []  # (kind, first place, fact)
     seen: set[str] = set()
     for match in _fact_matches(source):
         fact = match.group()
@@ -327,12 +333,34 @@ def omitted_facts(source: str, shown: str) -> list[str]:
         fact = fact.rstrip(".,:;-")
         if len(fact) < 3 or fact in seen or fact in shown:
             continue
+        seen.add(fact)
+        found.append((_telling(fact, match.lastgroup == "error"), len(found), fact))
+    facts: list[str] = []
+    for _, _, fact in sorted(found):
         room -= len(fact) + 2
         if room < 0:
             break
-        seen.add(fact)
         facts.append(fact)
     return facts
+
+
+#: A fact made of digits alone, with thousands separators or a sign at most.
+_BARE_NUMBER = re.compile(r"[+-]?\d[\d,]*")
+#: A fact that is an amount or a decimal (``$480``, ``0.19``, ``1,190.37``).
+_AMOUNT_OR_DECIMAL = re.compile(r"[$€£¥+-]?\d[\d,]*(?:\.\d+)?%?")
+
+
+def _telling(fact: str, error: bool) -> int:
+    """The rank of what ``fact`` tells, lower first (:func:`omitted_facts`): 0 an
+    error line or a path, 1 another word with a letter (an id, a date's ISO form
+    with ``T``, a version), 2 an amount or a decimal, 3 a bare whole number."""
+    if error or "/" in fact:
+        return 0
+    if _BARE_NUMBER.fullmatch(fact):
+        return 3
+    if _AMOUNT_OR_DECIMAL.fullmatch(fact):
+        return 2
+    return 1
 
 
 def render(

@@ -17,6 +17,7 @@ from ctxcli.config import resolve
 from ctxcli.errors import ConfigError
 from ctxcli.model import make_conversation
 from ctxcli.pipeline import DEFAULT_STAGES, Context, build_stage, run
+from ctxcli.placeholders import FACT_CHARS
 from ctxcli.stages.placeholder import (
     Placeholder,
     content_id,
@@ -272,6 +273,26 @@ def test_an_error_word_in_a_dump_line_lists_from_that_word() -> None:
     assert omitted_facts(edit, "")[-1].startswith("syncError?: string")
     log = "ok\n" * 50 + "ValueError: invalid literal for int() with base 10: 'abc'\n" + "ok\n" * 50
     assert "ValueError: invalid literal for int() with base 10: 'abc'" in omitted_facts(log, "")
+
+
+def test_a_placeholder_names_what_tells_most_before_numbers() -> None:
+    """The sample agent run's test output listed ``tests/test_invoice.py, 100, 0.10,
+    0.36, … 101, 102, 103 …`` in the order met: its room could end in line numbers
+    before the ``FAILED`` line. Error lines and paths come first, then ids, then
+    amounts and decimals, then bare numbers, each kind in the order met."""
+    log = "".join(f"{n} ok 0.{n % 100:02d}\n" for n in range(100, 400))
+    log += "FAILED tests/test_invoice.py::test_cents - NameError: name 'Decimal'\n"
+    log += "see case_17 and INV-2026-11-0381\n"
+    held = omitted_facts(log, "")
+    assert held[:3] == [
+        "FAILED tests/test_invoice.py::test_cents - NameError: name 'Decimal'",
+        "tests/test_invoice.py",
+        "case_17",
+    ], held
+    assert held[3] == "INV-2026-11-0381" and held[4] == "0.00", held
+    kinds = ["bare" if fact.isdigit() else "other" for fact in held]
+    assert kinds == sorted(kinds, key=lambda kind: kind == "bare"), held  # numbers last
+    assert len(", ".join(held)) <= max(FACT_CHARS, len(log) // 8)  # the room as before
 
 
 def test_cuts_stay_out_of_data_urls() -> None:
