@@ -1473,6 +1473,35 @@ def test_a_subtraction_is_no_range_and_operands_do_not_label_an_amount() -> None
     )
 
 
+def test_an_amount_that_is_a_bound_keeps_its_bound() -> None:
+    """tau-bench summaries read "certificate $100" for "if the remaining balance on
+    the certificate is more than $100" (the user's limit, no certificate's value)
+    and "additional cost $1,000" for "brings the additional cost under $1,000" (a
+    budget, no cost)."""
+    import ctxcli.summarizers.extractive as ex
+
+    limit = "If the remaining balance on the certificate after the booking is more than $100"
+    assert ex._what_amount(limit, "$100") == "certificate more than $100"
+    budget = "That brings the additional cost under $1,000."
+    assert ex._what_amount(budget, "$1,000") == "additional cost under $1,000"
+    assert ex._what_amount("It is not more than $100.", "$100") == "not more than $100"
+    assert ex._what_amount("The total cost is $305.", "$305") == "total cost $305"  # no bound
+
+
+def test_an_operand_or_an_aside_does_not_label_an_amount() -> None:
+    """tau-bench run 9-2 read ``certificate $333; certificate $583; Total $198; Total
+    $129``: what was left to pay after a certificate, and two gift cards' balances."""
+    import ctxcli.summarizers.extractive as ex
+
+    sum_line = "- **Gift Card Total**: $198 + $129 = $327"
+    assert ex._what_amount(sum_line, "$198") == "$198"
+    assert ex._what_amount(sum_line, "$129") == "$129"
+    assert ex._what_amount(sum_line, "$327") == "Total $327"  # the sum's own
+    difference = "- **Reservation 1**: $833 - $500 (certificate) = $333"
+    assert ex._what_amount(difference, "$333") == "$333"
+    assert ex._what_amount("Seats cost $20-$30.", "$20") == "cost $20"  # a range's end
+
+
 def test_a_search_is_the_last_stage_of_its_command() -> None:
     """Exit status 1 is "no match" only where a search's status is the command's."""
     from ctxcli.summarizers.records import no_match

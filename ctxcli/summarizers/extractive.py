@@ -684,27 +684,62 @@ def _what_amount(text: str, amount: str) -> str:
     with neither, after the ids of the list item it is a field of
     (:func:`_item_subject`: ``HAT004 price $122``); else
     one right after it (``$500 certificate``); else up to six CJK characters before it
-    (``退款金额 ¥299``); else the amount alone. Rule of the summary's facts: a fact keeps
-    its label (issue 15)."""
+    (``退款金额 ¥299``); else the amount alone. A bound stays with the amount it sets
+    (:data:`_BOUND`: ``additional cost under $1,000``, ``certificate more than $100``),
+    which alone read as a cost or a balance that was never one. An operand of a sum
+    or a difference (:data:`_OPERAND`) takes no label, nor does an amount from the
+    words in parentheses before it, which are about the amount before them (tau-bench
+    read ``Total $198; Total $129`` for ``Gift Card Total: $198 + $129 = $327`` and
+    ``certificate $333`` for ``$833 - $500 (certificate) = $333``). Rule of the
+    summary's facts: a fact keeps its label (issue 15)."""
     found = re.search(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # whole: not $30 of $305
     if found is None:
         return amount
     at = found.start()
+    if _OPERAND.match(text, found.end()) or _AFTER_OPERATOR.search(text, max(0, at - 4), at):
+        return amount  # ``Gift Card Total: $198 + $129``: the label is the sum's
     clause = _CLAUSE_BEFORE.sub("", text[max(0, at - 80) : at]).rstrip(" :：*-=")
-    words = _LABEL_WORD.findall(clause)
+    clause = clause.rpartition(")")[2]  # ``$833 - $500 (certificate) = $333``: an aside
+    bound = _BOUND.search(clause)
+    told = f"{bound.group().lower()} {amount}" if bound else amount
+    words = _LABEL_WORD.findall(clause[: bound.start()] if bound else clause)
+    labelled = _by_money_word(words, told, text, at)
+    if labelled:
+        return labelled
+    after = _WORD_AFTER.match(text, at + len(amount))
+    if after and after.group(1).lower() in _MONEY_WORDS:
+        return f"{told} {after.group(1)}"
+    cjk = _CJK_LABEL.search(_CJK_GLUE.sub("", clause.rstrip()))
+    return f"{cjk.group()} {amount}" if cjk else told
+
+
+def _by_money_word(words: list[str], told: str, text: str, at: int) -> str | None:
+    """``told`` (the amount at ``at`` of ``text``, with its bound) after the nearest of
+    :data:`_MONEY_WORDS` among the last seven ``words`` of its clause, as
+    :func:`_what_amount` says; ``None`` when none is there."""
     for j in range(len(words) - 1, max(-1, len(words) - 8), -1):
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
             subject = "" if lead or ids else _item_subject(text, at)
             if subject:  # ``HAT004 price $122``, not ``Price $122``
-                return f"{subject} {words[j].lower()} {amount}"
-            return " ".join([*lead, words[j], *ids, amount])
-    after = _WORD_AFTER.match(text, at + len(amount))
-    if after and after.group(1).lower() in _MONEY_WORDS:
-        return f"{amount} {after.group(1)}"
-    cjk = _CJK_LABEL.search(_CJK_GLUE.sub("", clause.rstrip()))
-    return f"{cjk.group()} {amount}" if cjk else amount
+                return f"{subject} {words[j].lower()} {told}"
+            return " ".join([*lead, words[j], *ids, told])
+    return None
+
+
+#: What follows an amount that is an operand of a sum or a difference (``$20-$30`` is
+#: a range: a minus takes a space before it).
+_OPERAND = re.compile(r" [-−+×*/] ?[$€£¥]?\d|[+×*/] ?[$€£¥]?\d")
+#: What comes before an amount that is a later operand.
+_AFTER_OPERATOR = re.compile(r"\d(?: [-−+×*/]|[+×*/]) ?$")
+#: Words that make an amount a bound, right before it: ``under $1,000`` is a budget,
+#: ``more than $100`` a limit, not a price or a balance.
+_BOUND = re.compile(
+    r"\b(?:(?:no |not )?(?:more|less|fewer|greater|higher|lower) than|under|over|below|above"
+    r"|at (?:most|least)|up to|exceed(?:s|ing)?|within)$",
+    re.IGNORECASE,
+)
 
 
 #: A Markdown list item's indent.
