@@ -68,20 +68,28 @@ def agent_run(steps: int = 12, parallel: int = 2) -> dict[str, Any]:
 
 def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
     """The API's errors for ``after`` (a compressed copy of ``before``), checked apart
-    from ctxcli's own rules."""
+    from ctxcli's own rules (an item without a ``type`` is a message)."""
     errors = []
     called: set[str] = set()
     answered: set[str] = set()
     reasoning_of = {}
     for i, item in enumerate(before):
-        if item["type"] == "function_call" and i and before[i - 1]["type"] in ("reasoning",):
+        if (
+            item.get("type", "message") == "function_call"
+            and i
+            and before[i - 1].get("type", "message") in ("reasoning",)
+        ):
             reasoning_of[item["id"]] = before[i - 1]["id"]
-        if item["type"] == "function_call" and i and before[i - 1]["type"] == "function_call":
+        if (
+            item.get("type", "message") == "function_call"
+            and i
+            and before[i - 1].get("type", "message") == "function_call"
+        ):
             reasoning_of[item["id"]] = reasoning_of.get(before[i - 1]["id"])
     for i, item in enumerate(after):
-        kind = item["type"]
+        kind = item.get("type", "message")
         if kind == "reasoning":
-            following = after[i + 1]["type"] if i + 1 < len(after) else None
+            following = after[i + 1].get("type", "message") if i + 1 < len(after) else None
             if following not in ("function_call", "message", "reasoning", "mcp_call") or (
                 following == "message" and after[i + 1]["role"] != "assistant"
             ):
@@ -93,7 +101,7 @@ def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> lis
             called.add(item["call_id"])
             needed = reasoning_of.get(item["id"])
             if needed is not None and not any(
-                x.get("id") == needed for x in after[:i] if x["type"] == "reasoning"
+                x.get("id") == needed for x in after[:i] if x.get("type") == "reasoning"
             ):
                 errors.append(
                     f"Item '{item['id']}' of type 'function_call' was provided without its "
@@ -108,7 +116,7 @@ def api_errors(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> lis
         if kind == "message" and called - answered:
             errors.append(f"No tool output found for function call {sorted(called - answered)[0]}.")
     for item in after:
-        if item["type"] == "message" and item["role"] in ("system", "developer"):
+        if item.get("type", "message") == "message" and item["role"] in ("system", "developer"):
             assert item in before  # kept as they were
     return errors
 
@@ -132,6 +140,28 @@ def test_items_are_detected_and_read_into_units() -> None:
     assert [c["id"] for c in first_step.data["tool_calls"]] == ["call_0_0", "call_0_1"]
     assert conversation.meta["sources"][2] == (2, 3, 4)  # the reasoning goes with its calls
     assert responses.problems(record, conversation) == []
+
+
+def test_messages_without_a_type_are_message_items(tmp_path: Path) -> None:
+    """OpenAI's function-calling guide sends the user's question as ``{"role": "user",
+    "content": …}``, no ``type`` (an ``EasyInputMessage``), before typed calls: "no
+    format fits this record", and with ``--input-format responses`` "item 0 is an
+    object without a type"."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for n in range(6):
+        items += [call(n), output(n)]
+    items += [{"role": "assistant", "content": "Fixed."}, {"role": "user", "content": "Lint."}]
+    record = {"model": "gpt-4.1", "input": items}
+    assert detect(record) is responses
+    roles = [m.role for m in responses.read(record, COUNTER, path="a", line=1).messages]
+    assert roles == ["user", *(["assistant", "tool"] * 6), "assistant", "user"]
+    (after,) = compress(tmp_path, [record], "--max-tokens", "300")
+    assert api_errors(items, after["input"]) == []
+    assert after["input"][-1] == {"role": "user", "content": "Lint."}  # as it was: no type
+    # a list of messages alone stays a chat's; an item_reference opens a list of items
+    assert detect({"input": [{"role": "user", "content": "hi"}]}) is not responses
+    reference = {"input": [{"type": "item_reference", "id": "msg_1"}, items[-1]]}
+    assert detect(reference) is responses
 
 
 def test_a_response_object_is_read_from_its_output() -> None:

@@ -2,12 +2,13 @@
 
 An item list holds ``message`` items (``role`` ``user``, ``system``, ``developer`` or
 ``assistant``; ``content`` a string or ``input_text`` / ``output_text`` /
-``input_image`` parts), calls (``function_call`` ``{call_id, name, arguments}``,
-``custom_tool_call`` ``{call_id, name, input}``, ``local_shell_call`` ``{call_id,
-action}``) and their outputs (``function_call_output``, ``custom_tool_call_output``,
-``local_shell_call_output``: ``{call_id, output}``), ``reasoning`` items
-(``encrypted_content``, ``summary``), ``compaction`` items and hosted tools'
-items (``web_search_call``, ``mcp_call``, ``mcp_list_tools``, ...).
+``input_image`` parts; ``type`` may be left out: :func:`item_type`), calls
+(``function_call`` ``{call_id, name, arguments}``, ``custom_tool_call`` ``{call_id,
+name, input}``, ``local_shell_call`` ``{call_id, action}``) and their outputs
+(``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``:
+``{call_id, output}``), ``reasoning`` items (``encrypted_content``, ``summary``),
+``compaction`` items and hosted tools' items (``web_search_call``, ``mcp_call``,
+``mcp_list_tools``, ...).
 
 How it maps onto the neutral model (and back):
 
@@ -72,9 +73,32 @@ CALLS = {
 }
 OUTPUTS = frozenset(CALLS.values())
 MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
-#: Item types that tell a Responses item list from anything else.
+#: Item types that tell a Responses item list from anything else: every type of the
+#: API's input items (openai-python's ``ResponseInputItemParam``).
 ITEM_TYPES = frozenset(
-    {"message", "reasoning", "compaction", "web_search_call", "mcp_call", "mcp_list_tools"}
+    {
+        "message",
+        "reasoning",
+        "compaction",
+        "compaction_trigger",
+        "item_reference",
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "computer_call",
+        "computer_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "tool_search_call",
+        "tool_search_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
     | set(CALLS)
     | OUTPUTS
 )
@@ -83,14 +107,30 @@ ITEM_TYPES = frozenset(
 Source = tuple[int, ...]
 
 
+def item_type(item: Mapping[str, Any]) -> Any:
+    """An item's ``type``: ``"message"`` for a message given without one (the API's
+    ``EasyInputMessage``, ``{"role": "user", "content": "…"}``, whose ``type`` is
+    optional, as OpenAI's function-calling guide sends the user's question)."""
+    kind_of = item.get("type")
+    return "message" if kind_of is None and "role" in item else kind_of
+
+
 def is_items(value: Any) -> bool:
     """True for a list whose first items are Responses items (objects whose ``type``
-    is one of :data:`ITEM_TYPES`)."""
+    is one of :data:`ITEM_TYPES`, or messages without one) and that holds one with a
+    ``type``: a list of messages alone is a chat's (:mod:`ctxcli.formats.openai`)."""
     return (
         isinstance(value, list)
         and bool(value)
-        and all(isinstance(i, Mapping) and i.get("type") in ITEM_TYPES for i in value[:3])
+        and all(isinstance(i, Mapping) and _is_item(i) for i in value[:3])
+        and any(isinstance(i, Mapping) and i.get("type") in ITEM_TYPES for i in value)
     )
+
+
+def _is_item(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is a Responses item of a known type, or a message without one."""
+    kind_of = item.get("type")
+    return kind_of in ITEM_TYPES or (kind_of is None and item.get("role") in MESSAGE_ROLES)
 
 
 def key_of(record: Any, messages_key: str | None = None) -> str:
@@ -138,10 +178,10 @@ def read(
 
 def check_item(item: Any, i: int, path: str, line: int) -> None:
     """Raise :class:`InputError` for item ``i`` when it is not one (see :func:`read`)."""
-    if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
+    if not isinstance(item, Mapping) or not isinstance(item_type(item), str):
         what = kind(item) if not isinstance(item, Mapping) else "an object without a type"
         raise InputError(path, line, f"item {i} is {what}")
-    kind_of = item["type"]
+    kind_of = item_type(item)
     if kind_of == "message" and item.get("role") not in MESSAGE_ROLES:
         known = ", ".join(sorted(MESSAGE_ROLES))
         raise InputError(path, line, f"item {i} has unknown role {item.get('role')!r} ({known})")
@@ -159,7 +199,7 @@ def neutral_messages(
     i = 0
     while i < len(items):
         item = items[i]
-        if item["type"] == "reasoning":
+        if item_type(item) == "reasoning":
             reasoning.append(i)
             i += 1
             continue
@@ -173,8 +213,8 @@ def neutral_messages(
             i += 1
             continue
         end = i + 1
-        if item["type"] in CALLS:
-            while end < len(items) and items[end]["type"] in CALLS:
+        if item_type(item) in CALLS:
+            while end < len(items) and item_type(items[end]) in CALLS:
                 end += 1
         data = _neutral(items, range(i, end))
         if reasoning:
@@ -194,7 +234,7 @@ def neutral_messages(
 def _answered_in_place(item: Mapping[str, Any]) -> bool:
     """Whether ``item`` is a hosted call that holds its own output as text (an
     ``mcp_call`` with its ``output``)."""
-    return item["type"] == "mcp_call" and isinstance(item.get("output"), str)
+    return item_type(item) == "mcp_call" and isinstance(item.get("output"), str)
 
 
 def _hosted_pair(item: Mapping[str, Any], at: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -221,7 +261,7 @@ def _hosted_pair(item: Mapping[str, Any], at: int) -> tuple[dict[str, Any], dict
 def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
     """The neutral message of the items in ``span``: one item, or a run of calls."""
     item = items[span[0]]
-    kind_of = item["type"]
+    kind_of = item_type(item)
     if kind_of in CALLS:
         return {"role": "assistant", "content": None, "tool_calls": [_call(items[k]) for k in span]}
     if kind_of in OUTPUTS:
@@ -234,13 +274,13 @@ def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
 
 
 def _call(item: Mapping[str, Any]) -> dict[str, Any]:
-    if item["type"] == "custom_tool_call":
+    if item_type(item) == "custom_tool_call":
         arguments = item.get("input")
-    elif item["type"] == "local_shell_call":
+    elif item_type(item) == "local_shell_call":
         arguments = jsonio.dumps(item.get("action")).decode()
     else:
         arguments = item.get("arguments")
-    name = item.get("name") or (LOCAL_SHELL if item["type"] == "local_shell_call" else "")
+    name = item.get("name") or (LOCAL_SHELL if item_type(item) == "local_shell_call" else "")
     return {
         "id": item["call_id"],
         "type": "function",
@@ -318,7 +358,7 @@ def new_item(message: Message) -> dict[str, Any]:
 
 def _patched(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[str, Any]:
     """``item`` rewritten from the neutral message ``data`` a stage changed."""
-    kind_of = item["type"]
+    kind_of = item_type(item)
     if (kind_of in OUTPUTS or _answered_in_place(item)) and data.get("role") == "tool":
         return {**item, "output": data.get("content")}
     if kind_of in CALLS:
@@ -334,13 +374,13 @@ def _patched_call(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[s
     calls: dict[Any, Mapping[str, Any]] = {
         c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()
     }
-    if item["type"] == "mcp_call":
+    if item_type(item) == "mcp_call":
         arguments = next(iter(calls.values()), {}).get("arguments")
         return item if arguments == item.get("arguments") else {**item, "arguments": arguments}
     arguments = calls.get(item.get("call_id"), {}).get("arguments")
-    if item["type"] == "function_call" and arguments != item.get("arguments"):
+    if item_type(item) == "function_call" and arguments != item.get("arguments"):
         return {**item, "arguments": arguments}
-    if item["type"] == "custom_tool_call" and arguments != item.get("input"):
+    if item_type(item) == "custom_tool_call" and arguments != item.get("input"):
         return {**item, "input": arguments}
     return item
 
@@ -371,7 +411,7 @@ def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
     for i, item in enumerate(items):
         if item.get("type") != "reasoning":
             continue
-        following = items[i + 1].get("type") if i + 1 < len(items) else None
+        following = item_type(items[i + 1]) if i + 1 < len(items) else None
         if (
             following is None
             or following in OUTPUTS
