@@ -164,6 +164,45 @@ def test_messages_without_a_type_are_message_items(tmp_path: Path) -> None:
     assert detect(reference) is responses
 
 
+def _computer_run(steps: int) -> list[dict[str, Any]]:
+    """A computer-use run: a task, then reasoning, a click and its screenshot, each
+    step; the screenshots large."""
+    image = "data:image/png;base64," + "iVBORw0KGgo" * 200
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Book a table for 7pm."}]
+    for n in range(steps):
+        items.append(reasoning(n))
+        action = {"type": "click", "x": 100 + n, "y": 200}
+        items.append(
+            {"type": "computer_call", "id": f"cu_{n}", "call_id": f"c{n}", "action": action}
+        )
+        screenshot = {"type": "computer_screenshot", "image_url": image}
+        items.append({"type": "computer_call_output", "call_id": f"c{n}", "output": screenshot})
+    return [*items, {"role": "user", "content": "Now confirm it."}]
+
+
+@pytest.mark.parametrize("budget", range(1600, 12001, 800))
+def test_a_computer_call_and_its_screenshot_are_never_parted(tmp_path: Path, budget: int) -> None:
+    """At 1600 and 9200 tokens a computer-use run kept a ``computer_call_output``
+    whose ``computer_call`` was folded: "No tool call found for computer call output
+    with call_id …". And validate said nothing."""
+    items = _computer_run(8)
+    (after,) = compress(tmp_path, [{"input": items}], "--max-tokens", str(budget))
+    answers = [i["call_id"] for i in after["input"] if i.get("type") == "computer_call_output"]
+    calls = [i["call_id"] for i in after["input"] if i.get("type") == "computer_call"]
+    assert answers == calls
+    assert all(i in items for i in after["input"] if i.get("type", "").startswith("computer"))
+
+
+def test_an_answer_without_its_hosted_call_is_a_problem() -> None:
+    items = _computer_run(2)
+    del items[2]  # the first computer_call
+    record = {"input": items}
+    problems = responses.problems(record, responses.read(record, COUNTER, path="a", line=1))
+    assert [(p.rule, p.detail) for p in problems] == [
+        ("result-without-call", "No tool call found for computer call output with call_id c0")
+    ]
+
+
 def test_a_response_object_is_read_from_its_output() -> None:
     response = {"object": "response", "id": "resp_1", "output": [reasoning(0), user("hi")]}
     response["output"][1] = {

@@ -26,6 +26,10 @@ How it maps onto the neutral model (and back):
 - an ``mcp_call`` that holds its output is an ``assistant`` message with its call
   and a ``tool`` message with the output (written back as the one item, its
   ``output`` the tool message's), so the output can become a placeholder;
+- a hosted call answered by the item after it (``computer_call`` and its
+  ``computer_call_output``, ``shell_call`` and its output, an MCP approval request
+  and its response: :data:`ANSWERED_BY`) is one ``assistant`` message, the two items
+  its content;
 - any other item is an ``assistant`` message of its own, its item as its content.
 
 A message no stage changed is written back as the very items it was read from; a
@@ -72,6 +76,18 @@ CALLS = {
     "local_shell_call": "local_shell_call_output",
 }
 OUTPUTS = frozenset(CALLS.values())
+#: Hosted call item type -> the type of the item that answers it, the call's key that
+#: names it and the answer's key that names the call: the API rejects an answer
+#: without its call (``No tool call found for computer call output with call_id
+#: …``), and the two are read as one message (:func:`_answered_next`).
+ANSWERED_BY = {
+    "computer_call": ("computer_call_output", "call_id", "call_id"),
+    "shell_call": ("shell_call_output", "call_id", "call_id"),
+    "apply_patch_call": ("apply_patch_call_output", "call_id", "call_id"),
+    "tool_search_call": ("tool_search_output", "call_id", "call_id"),
+    "program": ("program_output", "call_id", "call_id"),
+    "mcp_approval_request": ("mcp_approval_response", "id", "approval_request_id"),
+}
 MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 #: Item types that tell a Responses item list from anything else: every type of the
 #: API's input items (openai-python's ``ResponseInputItemParam``).
@@ -212,7 +228,7 @@ def neutral_messages(
             reasoning = []
             i += 1
             continue
-        end = i + 1
+        end = i + 2 if _answered_next(items, i) else i + 1
         if item_type(item) in CALLS:
             while end < len(items) and item_type(items[end]) in CALLS:
                 end += 1
@@ -229,6 +245,21 @@ def neutral_messages(
         neutral.append({"role": "assistant", "content": parts})
         sources.append(tuple(reasoning))
     return neutral, sources
+
+
+def _answered_next(items: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """Whether item ``i`` is a hosted call (:data:`ANSWERED_BY`) that the next item
+    answers: the two are one ``assistant`` message, its content the two items, so no
+    stage parts them (a computer-use run cut between a ``computer_call`` and its
+    screenshot kept the screenshot alone); nor is the answer, which the API wants as
+    it is (a screenshot, a shell's output list), ever a placeholder."""
+    answer = ANSWERED_BY.get(item_type(items[i]))
+    if answer is None or i + 1 >= len(items):
+        return False
+    kind_of, key, answer_key = answer
+    name = items[i].get(key)
+    after = items[i + 1]
+    return name is not None and item_type(after) == kind_of and after.get(answer_key) == name
 
 
 def _answered_in_place(item: Mapping[str, Any]) -> bool:
@@ -270,7 +301,7 @@ def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
         return {"role": item["role"], "content": item.get("content")}
     if kind_of == "compaction":
         return {"role": "developer", "content": [dict(item)]}
-    return {"role": "assistant", "content": [dict(item)]}
+    return {"role": "assistant", "content": [dict(items[k]) for k in span]}
 
 
 def _call(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -406,8 +437,9 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
 
 
 def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
-    """The rules of single items in order: reasoning followed by what it produced."""
-    found = []
+    """The rules of single items in order: reasoning followed by what it produced; a
+    hosted call's answer after its call (:data:`ANSWERED_BY`)."""
+    found = _unasked(items)
     for i, item in enumerate(items):
         if item.get("type") != "reasoning":
             continue
@@ -422,6 +454,31 @@ def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
                 "its required following item"
             )
             found.append(Problem("reasoning-alone", detail, i, unit="item"))
+    return found
+
+
+#: Answer item type -> its call's type (:data:`ANSWERED_BY`).
+_ASKED_BY = {answer[0]: call for call, answer in ANSWERED_BY.items()}
+
+
+def _unasked(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """A problem for each answer of :data:`ANSWERED_BY` with no call before it that it
+    names, in the API's words (``No tool call found for computer call output with
+    call_id …``)."""
+    asked: set[tuple[str, Any]] = set()
+    found = []
+    for i, item in enumerate(items):
+        kind_of = item_type(item)
+        if kind_of in ANSWERED_BY:
+            asked.add((kind_of, item.get(ANSWERED_BY[kind_of][1])))
+        call = _ASKED_BY.get(kind_of)
+        if call is None:
+            continue
+        name = item.get(ANSWERED_BY[call][2])
+        if (call, name) not in asked:
+            what = kind_of.replace("_", " ")
+            detail = f"No tool call found for {what} with {ANSWERED_BY[call][2]} {name}"
+            found.append(Problem("result-without-call", detail, i, unit="item"))
     return found
 
 
