@@ -320,6 +320,7 @@ def _written(stats: FileStats) -> list[str]:
     if stats.store and stats.store == os.devnull:
         lines.append(
             f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
+            + (_NO_STORE_BESIDE if stats.output == "-" and stats.input == "-" else "")
         )
     elif stats.store:
         lines.append(
@@ -327,6 +328,13 @@ def _written(stats: FileStats) -> list[str]:
             f"{stats.store_bytes:,} bytes)"
         )
     return lines
+
+
+#: What the summary line adds when stdin to stdout threw the originals away.
+_NO_STORE_BESIDE = (
+    ": from stdin to stdout there is no file to keep them beside; "
+    "--store PATH keeps them for `ctxcli restore`"
+)
 
 
 def plural(count: int, noun: str) -> str:
