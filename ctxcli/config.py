@@ -112,20 +112,36 @@ def load_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings, got {_kind_of(data)}")
     unknown = set(data) - _TOP_LEVEL - set(STAGES)
-    if unknown:
-        known = ", ".join(sorted(_TOP_LEVEL | set(STAGES)))
-        raise ConfigError(f"{path}: unknown setting {sorted(unknown)[0]!r}; known: {known}")
 
     def where(keys: tuple[str | int, ...]) -> str:
         line = document.line(keys)
         return f"{path}:{line}" if line is not None else str(path)
 
+    if unknown:
+        first = sorted(unknown)[0]
+        known = ", ".join(sorted(_TOP_LEVEL | set(STAGES)))
+        raise ConfigError(f"{where((first,))}: unknown setting {first!r}; known: {known}")
     check(data, where=where)
+    _check_encoding(data.get("encoding"), where)
     try:  # what only :func:`resolve` finds (an unknown stage or option, a bad budget)
         resolve(data)
     except ConfigError as exc:
         raise ConfigError(f"{where((_key_of(str(exc), data),))}: {exc}") from None
     return data
+
+
+def _check_encoding(encoding: Any, where: Where) -> None:
+    """Raise :class:`ConfigError` at ``encoding:`` for a name tiktoken does not know
+    (as :class:`ctxcli.tokens.TokenCounter` would, but naming the file and line)."""
+    if not isinstance(encoding, str):
+        return
+    import tiktoken.registry
+
+    known = sorted(tiktoken.registry.list_encoding_names())
+    if encoding not in known:
+        raise ConfigError(
+            f"{where(('encoding',))}: unknown encoding {encoding!r} (known: {', '.join(known)})"
+        )
 
 
 def _key_of(message: str, data: Mapping[str, Any]) -> str:
@@ -376,7 +392,7 @@ def check(data: Mapping[str, Any], *, where: Where = lambda keys: "config") -> N
     stages = data.get("stages")
     for i, item in enumerate(stages if isinstance(stages, list) else []):
         _check_stage_item(item, (("stages", i)), where)
-    _check_options(data.get("summarizer"), _SUMMARIZER_KINDS, ("summarizer",), where)
+    _check_options(data.get("summarizer"), _SUMMARIZER_KINDS, ("summarizer",), where, closed=True)
     for name in STAGES:
         if name in data:
             _expect(data[name], _OPTIONS, (name,), where)
@@ -398,12 +414,25 @@ def _check_stage_item(item: Any, keys: tuple[str | int, ...], where: Where) -> N
 
 
 def _check_options(
-    options: Any, kinds: Mapping[str, _Kind], keys: tuple[str | int, ...], where: Where
+    options: Any,
+    kinds: Mapping[str, _Kind],
+    keys: tuple[str | int, ...],
+    where: Where,
+    *,
+    closed: bool = False,
 ) -> None:
-    if isinstance(options, dict):
-        for option, value in options.items():
-            if option in kinds:
-                _expect(value, kinds[option], (*keys, option), where)
+    """Check each option of ``options`` that ``kinds`` knows; with ``closed``, any other
+    is an error here (the summarizer's, which :func:`resolve` does not build)."""
+    if not isinstance(options, dict):
+        return
+    for option, value in options.items():
+        if option in kinds:
+            _expect(value, kinds[option], (*keys, option), where)
+        elif closed:
+            raise ConfigError(
+                f"{where((*keys, option))}: {_dotted(keys)} has no option {option!r}; "
+                f"its options: {', '.join(kinds)}"
+            )
 
 
 def _expect(value: Any, kind: _Kind, keys: tuple[str | int, ...], where: Where) -> None:

@@ -109,11 +109,26 @@ def _constructed(construct: Any, loader: Any, node: yaml.ScalarNode) -> Any:
         raise ConstructorError(None, None, str(e), node.start_mark) from None
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _UniqueKeys:
+    """A loader's mappings refuse a key given twice (PyYAML keeps the last, silently:
+    ``max_tokens: 300`` then ``max_tokens: 5`` ran at 5; YAML 1.2 wants keys unique)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    problem = f"{key.value!r} is given twice; give it once"
+                    raise ConstructorError(None, None, problem, key.start_mark)
+                seen.add(key.value)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class _FastLoader(_UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 
-class _PureLoader(yaml.SafeLoader):
+class _PureLoader(_UniqueKeys, yaml.SafeLoader):
     pass
 
 

@@ -293,7 +293,7 @@ def test_config_errors_name_the_file(tmp_path: Path) -> None:
     assert "stage 'window' has no option 'keep_lsat'; its options: keep_last" in result.output
     config.write_text("budget: 3\n")
     result = invoke("compress", str(source), "--config", str(config))
-    assert f"{config}: unknown setting 'budget'" in result.output
+    assert f"{config}:1: unknown setting 'budget'" in result.output
 
 
 def test_a_second_run_merges_into_the_one_summary(tmp_path: Path) -> None:

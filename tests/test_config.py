@@ -128,6 +128,19 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
                      ":2: unknown stage 'bogus'; known stages:", id="stage"),
         pytest.param("stages:\n  - placeholder\nplaceholder: {thresold: 3}\n",
                      ":3: stage 'placeholder' has no option 'thresold'", id="option"),
+        # A new user's, which named no line (or no file):
+        pytest.param("model: gpt-4o\nmax_tokns: 300\n",
+                     ":2: unknown setting 'max_tokns'; known:", id="setting"),
+        pytest.param("summarizer:\n  name: extractive\n  retrys: 3\n",
+                     ":3: summarizer has no option 'retrys'; its options: name,",
+                     id="summarizer-option"),
+        pytest.param("model: gpt-4o\nencoding: nope\n",
+                     ":2: unknown encoding 'nope' (known: cl100k_base,", id="encoding"),
+        pytest.param("max_tokens: 300\nmax_tokens: 5\n",
+                     ":2: invalid YAML: 'max_tokens' is given twice; give it once",
+                     id="twice"),  # PyYAML kept the last, silently
+        pytest.param("summary:\n  keep_last: 2\n  keep_last: 3\n",
+                     ":3: invalid YAML: 'keep_last' is given twice", id="option-twice"),
     ],
 )  # fmt: skip
 def test_an_unreadable_config_is_one_line_naming_file_and_line(
