@@ -810,8 +810,12 @@ def score(
     budget, median over the conversations that were over budget). The report goes to
     stdout.
     """
+    from ctxcli.errors import UsageError
     from ctxcli.score import render
     from ctxcli.scoring import Scoring
+
+    if original == compressed == "-":
+        raise UsageError("ORIGINAL and COMPRESSED cannot both be - (stdin is read once)")
 
     scoring = Scoring(
         **_reading(

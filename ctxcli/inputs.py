@@ -56,10 +56,14 @@ def find_inputs(
     stats file).
 
     Raises :class:`ConfigError` for a missing path or a folder where nothing matches
-    (saying how many of ctxcli's outputs it left out).
+    (saying how many of ctxcli's outputs it left out), and :class:`UsageError` for
+    stdin named twice (read once, it gave the second nothing: an empty row of counts).
     """
     patterns = tuple(globs or DEFAULT_GLOBS)
     found: list[Found] = []
+    inputs = list(inputs)
+    if inputs.count("-") > 1:
+        raise UsageError("stdin (-) is named more than once; it can be read only once")
     for item in inputs:
         path = Path(item)
         if item == "-" or path.is_file() or jsonio.is_stream(item):

@@ -111,6 +111,7 @@ def read_records(
     first, *after = [line for _, line in itertools.islice(lines, 3)] + [b"", b"", b""]
     if isinstance(lines, Generator):
         lines.close()
+    _refuse_packed(path, first)
     if _looks_like_lines(first, after):
         # JSON lines, perhaps with a broken first line (two whole objects follow it, as
         # no JSON text spread over lines has them), or of arrays (Responses item lists,
@@ -252,6 +253,32 @@ def _is_object(line: bytes) -> bool:
         return isinstance(orjson.loads(line), dict)
     except orjson.JSONDecodeError:
         return False
+
+
+#: The first bytes of a compressed file, and the name of its compression: read as
+#: text, a gzip file said "not valid UTF-8 (at byte 2 of the line)".
+_PACKED = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+#: The command that writes each one's text to stdout.
+_UNPACK = {"gzip": "zcat", "zstd": "zstdcat", "bzip2": "bzcat", "xz": "xzcat"}
+
+
+def _refuse_packed(path: str, first: bytes) -> None:
+    """Raise :class:`InputError` when ``first`` (the first line of ``path``) opens a
+    compressed file (:data:`_PACKED`), saying how to read its text."""
+    packed = next((name for magic, name in _PACKED if first.startswith(magic)), None)
+    if packed:
+        source = path if path != "-" else "FILE"
+        raise InputError(
+            path,
+            None,
+            f"is {packed}-compressed; decompress it first "
+            f"(`{_UNPACK[packed]} {source}` writes its text; - reads stdin)",
+        )
 
 
 def _jsonl(path: str, data: bytes, given: bool) -> Iterator[Record]:

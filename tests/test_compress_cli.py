@@ -193,6 +193,38 @@ def test_stdin_into_an_out_dir_is_named_stdin(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["count", "-", "-"], "stdin (-) is named more than once; it can be read only once"),
+        (["validate", "-", "-"], "stdin (-) is named more than once"),
+        (["compress", "-", "-", "--out-dir", "o"], "stdin (-) is named more than once"),
+        (["score", "-", "-"], "ORIGINAL and COMPRESSED cannot both be - (stdin is read once)"),
+    ],
+)
+def test_stdin_named_twice_is_a_usage_error(args: list[str], message: str) -> None:
+    """``cat a.jsonl | ctxcli count - -`` printed a second row of 0 conversations, and
+    ``score - -`` said "- holds 0 conversations but - holds 9"."""
+    result = CliRunner().invoke(cli, args, input=json.dumps(chat(2)) + "\n")
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_a_compressed_input_is_named_so(tmp_path: Path) -> None:
+    """A gzip file said "not valid UTF-8 (at byte 2 of the line)"."""
+    import gzip
+
+    source = tmp_path / "a.jsonl.gz"
+    source.write_bytes(gzip.compress((json.dumps(chat(2)) + "\n").encode()))
+    for command in ("compress", "count"):
+        result = invoke(command, str(source))
+        assert result.exit_code == 1
+        assert (
+            f"{source}: is gzip-compressed; decompress it first (`zcat {source}` writes its "
+            "text; - reads stdin)"
+        ) in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl.gz"]
+
+
 def test_a_folder_input_skips_what_ctxcli_wrote(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", [chat(1)])
     write_jsonl(tmp_path / "b.jsonl", [chat(1)])
