@@ -1266,6 +1266,26 @@ def test_a_later_request_with_a_constraint_ranks_before_the_rest_of_the_look_ups
     assert "HAT069" not in body, body  # the results are what the bound cuts
 
 
+def test_a_short_instruction_ranks_with_the_later_requests_not_after_the_facts() -> None:
+    """A new user's chat lost "Check the changelog of Z for breaking changes" at every
+    budget while the summary listed the 60 ids of the answer after it: a short later
+    request with no digit ranked after the rest, as a question does ("What about
+    Berlin?" says less than its answer's facts); an instruction says what they do not."""
+    checked = " ".join(f"r{i}=ID{i * 13}" for i in range(60))
+    messages: Messages = [
+        {"role": "user", "content": "Search the web for the X release notes"},
+        {"role": "assistant", "content": "Found them."},
+        {"role": "user", "content": "Check the changelog of Z for breaking changes"},
+        {"role": "assistant", "content": f"Checked {checked}"},
+        {"role": "user", "content": "What about Y?"},
+        {"role": "assistant", "content": f"Y: {checked.replace('ID', 'YD')}"},
+    ]
+    body = _summary(messages, 150)
+    requests = parse_summary(body)["requests"]
+    assert "Check the changelog of Z for breaking changes" in requests, body
+    assert "What about Y?" not in requests, body  # a question: after its answer's facts
+
+
 def test_a_fact_is_said_once_whatever_its_case() -> None:
     """tau-bench 0-0 read "certificate 7504069 $250; …; Certificate 7504069 $250"."""
     messages: Messages = [

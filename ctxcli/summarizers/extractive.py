@@ -174,8 +174,9 @@ ERRORS_PER_MESSAGE = 8
 #: numbered after :data:`CHANGED` is read message by message, when the room reaches it.)
 TASK, ACTED, TRIED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES, REQUESTED = range(11)
 ORDER = (TASK, ACTED, TRIED, CHANGED, NAMED, LOOKUP, REQUESTED, REST, ASKED, COUNTED, NOTES)
-#: A later request without a fact this short (characters; a CJK character counts
-#: thrice) is of :data:`ASKED`: the answer's facts say more than the question.
+#: A later request that is a question (:data:`_QUESTION`) without a fact, this short
+#: (characters; a CJK character counts thrice), is of :data:`ASKED`: the answer's
+#: facts say more than the question.
 ASKED_CHARS = 60
 #: A length of time or size the assistant states with one small number (``15 天``,
 #: ``24 hours``), no range: of :data:`COUNTED`, after the user's questions, which say
@@ -471,8 +472,17 @@ def _later_request(text: str) -> list[tuple[str, str, int]]:
     if not request:
         return []
     width = len(request) + 2 * len(_CJK_CHAR.findall(request))
-    tier = ASKED if width <= ASKED_CHARS and not _DIGIT.search(request) else REQUESTED
-    return [("requests", request, tier)]
+    asked = width <= ASKED_CHARS and not _DIGIT.search(request) and _QUESTION.search(request)
+    return [("requests", request, ASKED if asked else REQUESTED)]
+
+
+#: A request that is a question: it ends with a question mark, or opens with a word
+#: that asks (``What about Berlin``). An instruction (``Check the changelog of Z for
+#: breaking changes``) is no question, and says what the answer's facts do not.
+_QUESTION = re.compile(
+    r"[?？]\s*$|^(?i:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|"
+    r"did|can|could|will|would|should|may|might|have|has)\b"
+)
 
 
 def _later_result(text: str) -> list[tuple[str, str, int]]:
