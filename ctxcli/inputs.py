@@ -90,7 +90,7 @@ def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[
             if name.startswith("."):
                 continue
             relative = PurePath(parent, name).relative_to(folder)
-            if not any(relative.match(p) for p in patterns):
+            if not _matches(relative, patterns):
                 continue
             if is_own_output(name) and not (outputs and not name.endswith(OWN_SUFFIXES)):
                 skipped += 1
@@ -99,6 +99,14 @@ def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[
                 continue  # a named pipe (read, it waits forever), a broken symlink
             found.append((relative.as_posix(), str(Path(parent, name))))
     return [Found(path, relative) for relative, path in sorted(found)], skipped
+
+
+def _matches(relative: PurePath, patterns: Sequence[str]) -> bool:
+    """Whether ``relative`` matches one of ``patterns``; one of :data:`DEFAULT_GLOBS`
+    whatever the case of its suffix (``RUN.JSONL`` was left out of a folder), a
+    pattern given as the user wrote it."""
+    lowered = PurePath(relative.as_posix().lower())
+    return any(relative.match(p) or (p in DEFAULT_GLOBS and lowered.match(p)) for p in patterns)
 
 
 def expand_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[str]:
@@ -135,12 +143,13 @@ def default_store(output_path: str, input_path: str = "-") -> str | None:
 def beside(path: str, kind: str) -> str:
     """The file of ``kind`` (``stats.json``) that goes with ``path`` (a local path or
     a URL such as ``s3://…``): named after its stem for a ``.jsonl`` file
-    (``run.compressed.stats.json``), after its whole name for any other
+    (``run.compressed.stats.json``, ``RUN.compressed.stats.json`` of ``RUN.JSONL``),
+    after its whole name for any other
     (``run.compressed.parquet.stats.json``), so that two outputs of one stem never
     share one (run.jsonl and run.parquet compressed in turn: the second replaced the
     first's store, whose placeholders then restored from nothing)."""
     folder, slash, name = path.rpartition("/")
-    base = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    base = name[: -len(".jsonl")] if name.lower().endswith(".jsonl") else name
     return f"{folder}{slash}{base}.{kind}"
 
 

@@ -225,6 +225,19 @@ def test_a_compressed_input_is_named_so(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl.gz"]
 
 
+def test_a_folder_takes_a_transcript_whatever_the_case_of_its_suffix(tmp_path: Path) -> None:
+    """``RUN.JSONL`` in a folder: "no *.jsonl … files in this folder"; named, its stats
+    were ``RUN.compressed.JSONL.stats.json``."""
+    write_jsonl(tmp_path / "RUN.JSONL", [chat(2)])
+    result = invoke("compress", str(tmp_path), "-q")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "RUN.JSONL",
+        "RUN.compressed.JSONL",
+        "RUN.compressed.stats.json",
+    ]
+
+
 def test_a_folder_input_skips_what_ctxcli_wrote(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", [chat(1)])
     write_jsonl(tmp_path / "b.jsonl", [chat(1)])
@@ -267,6 +280,11 @@ def test_one_output_path_takes_one_input(tmp_path: Path) -> None:
             ["--stages", "window,shrink"], "unknown stage 'shrink'; known stages: ", id="stage"
         ),
         pytest.param(["--priority-order", "assistant,bogus"], "unknown class 'bogus'", id="class"),
+        pytest.param(
+            ["--priority-order", "assistant,assistant"],
+            "class 'assistant' is in order twice; name each once",
+            id="class-twice",
+        ),
         pytest.param(["--encoding", "nope_base"], "unknown encoding 'nope_base'", id="encoding"),
     ],
 )

@@ -49,6 +49,9 @@ class Priority:
             raise ValueError(
                 f"unknown class {unknown[0]!r} in order; classes: {', '.join(CLASSES)}"
             )
+        twice = next((c for k, c in enumerate(order) if c in order[:k]), None)
+        if twice is not None:  # as --stages refuses a stage named twice
+            raise ValueError(f"class {twice!r} is in order twice; name each once")
         object.__setattr__(self, "order", order)
 
     @property
