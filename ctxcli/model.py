@@ -377,7 +377,16 @@ def units(messages: Sequence[Message]) -> list[list[int]]:
     forms one with the ``function`` message that follows it (they pair by adjacency).
     Every other message is a unit of its own. Tool results that follow a unit whose
     ids do not match are kept with it, so an input's structure is never split further.
+    A result that answers a call of an earlier unit, with other messages between
+    (a Responses item list with a message between a ``function_call`` and its output),
+    joins every unit from that call's to its own (:func:`_joined_by_ids`): no cut
+    falls between them, which would leave the result without its call.
     """
+    return _joined_by_ids(messages, _adjacent_units(messages))
+
+
+def _adjacent_units(messages: Sequence[Message]) -> list[list[int]]:
+    """The units of :func:`units` by adjacency alone."""
     groups: list[list[int]] = []
     i, n = 0, len(messages)
     while i < n:
@@ -394,6 +403,38 @@ def units(messages: Sequence[Message]) -> list[list[int]]:
                 i += 1
         groups.append(group)
     return groups
+
+
+def _joined_by_ids(messages: Sequence[Message], groups: list[list[int]]) -> list[list[int]]:
+    """``groups`` with the units from a call's to that of a result that answers it
+    apart (not in the call's own unit) joined into one (:func:`units`): the call is
+    the latest before the result with its id (ids repeat: tau-bench's runs reuse
+    theirs); ``groups`` itself when no result stands apart."""
+    latest: dict[str, int] = {}  # each call id's latest unit so far
+    spans: list[tuple[int, int]] = []
+    for g, group in enumerate(groups):
+        for i in group:
+            message = messages[i]
+            for call_id in message.result_ids if message.role == "tool" else ():
+                start = latest.get(call_id, g)
+                if start != g:
+                    spans.append((start, g))
+            for call_id in message.call_ids:
+                latest[call_id] = g
+    if not spans:
+        return groups
+    end_of = list(range(len(groups)))  # the last unit each unit is joined up to
+    for start, end in spans:
+        end_of[start] = max(end_of[start], end)
+    out: list[list[int]] = []
+    reach = -1
+    for g, group in enumerate(groups):
+        if out and g <= reach:
+            out[-1].extend(group)
+        else:
+            out.append(list(group))
+        reach = max(reach, end_of[g])
+    return out
 
 
 def result_ids(data: Mapping[str, Any]) -> tuple[str, ...]:

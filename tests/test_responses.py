@@ -193,6 +193,58 @@ def test_a_computer_call_and_its_screenshot_are_never_parted(tmp_path: Path, bud
     assert all(i in items for i in after["input"] if i.get("type", "").startswith("computer"))
 
 
+def _answers_without_calls(items: list[dict[str, Any]]) -> list[str]:
+    """The call ids of the answers in ``items`` with no call before them (any kind)."""
+    called: set[Any] = set()
+    orphans = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind.endswith("_call"):
+            called.add(item.get("call_id"))
+        elif kind.endswith("_output") and item.get("call_id") not in called:
+            orphans.append(item["call_id"])
+    return orphans
+
+
+@pytest.mark.parametrize("budget", range(900, 2601, 100))
+def test_a_result_apart_from_its_call_is_folded_with_it(tmp_path: Path, budget: int) -> None:
+    """A breaker's run: a ``function_call`` c1, a message, then c1's output. From 2100
+    to 2500 tokens the output kept the message and c1's output and folded the call
+    (the API's "No tool call found for function call output with call_id c1"), though
+    it said the input was "compressed as it is, not repaired"."""
+    words = " ".join(f"w{k}" for k in range(600))
+    items = [
+        {"role": "user", "content": "Fix the test."},
+        {**call(0), "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_0_0", "output": words},
+        {**call(1), "arguments": json.dumps({"text": words})},
+        {"role": "assistant", "content": "Writing it."},
+        {"type": "function_call_output", "call_id": "call_1_0", "output": "ok"},
+        {"role": "assistant", "content": f"Done. {words}"},
+        {"role": "user", "content": "Now commit."},
+    ]
+    (after,) = compress(tmp_path, [{"input": items}], "--max-tokens", str(budget))
+    assert _answers_without_calls(after["input"]) == []
+
+
+@pytest.mark.parametrize("budget", [300, 1000, 2000, 3000])
+def test_parallel_hosted_calls_stay_with_their_answers(tmp_path: Path, budget: int) -> None:
+    """``shell_call s1, shell_call s2, shell_call_output s1, shell_call_output s2`` was
+    four messages: compress said "summary stage broke a rule (No tool call found for
+    shell call output …); written as read", over budget, exit 5."""
+    output = [{"stdout": " ".join(f"line{k}" for k in range(500)), "stderr": ""}]
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Run both checks."}]
+    items += [
+        {"type": "shell_call", "call_id": f"s{k}", "action": {"commands": ["ls"]}} for k in (1, 2)
+    ]
+    items += [{"type": "shell_call_output", "call_id": f"s{k}", "output": output} for k in (1, 2)]
+    items += [{"role": "assistant", "content": "Both ran."}, {"role": "user", "content": "Thanks."}]
+    (after,) = compress(tmp_path, [{"input": items}], "--max-tokens", str(budget))
+    assert _answers_without_calls(after["input"]) == []
+    kept = [i for i in after["input"] if i.get("type", "").startswith("shell_call")]
+    assert kept in ([], items[1:5])  # all four, as they were, or none
+
+
 def test_an_answer_without_its_hosted_call_is_a_problem() -> None:
     items = _computer_run(2)
     del items[2]  # the first computer_call

@@ -28,8 +28,9 @@ How it maps onto the neutral model (and back):
   ``output`` the tool message's), so the output can become a placeholder;
 - a hosted call answered by the item after it (``computer_call`` and its
   ``computer_call_output``, ``shell_call`` and its output, an MCP approval request
-  and its response: :data:`ANSWERED_BY`) is one ``assistant`` message, the two items
-  its content;
+  and its response: :data:`ANSWERED_BY`), or a run of them answered by the items
+  after the run (parallel calls), is one ``assistant`` message, the items its
+  content;
 - any other item is an ``assistant`` message of its own, its item as its content.
 
 A message no stage changed is written back as the very items it was read from; a
@@ -79,7 +80,7 @@ OUTPUTS = frozenset(CALLS.values())
 #: Hosted call item type -> the type of the item that answers it, the call's key that
 #: names it and the answer's key that names the call: the API rejects an answer
 #: without its call (``No tool call found for computer call output with call_id
-#: …``), and the two are read as one message (:func:`_answered_next`).
+#: …``), and the two are read as one message (:func:`_answered_end`).
 ANSWERED_BY = {
     "computer_call": ("computer_call_output", "call_id", "call_id"),
     "shell_call": ("shell_call_output", "call_id", "call_id"),
@@ -88,6 +89,8 @@ ANSWERED_BY = {
     "program": ("program_output", "call_id", "call_id"),
     "mcp_approval_request": ("mcp_approval_response", "id", "approval_request_id"),
 }
+#: Answer item type -> its call's type (:data:`ANSWERED_BY`).
+_ASKED_BY = {answer[0]: call for call, answer in ANSWERED_BY.items()}
 MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 #: Item types that tell a Responses item list from anything else: every type of the
 #: API's input items (openai-python's ``ResponseInputItemParam``).
@@ -239,7 +242,7 @@ def neutral_messages(
             reasoning = []
             i += 1
             continue
-        end = i + 2 if _answered_next(items, i) else i + 1
+        end = _answered_end(items, i)
         if item_type(item) in CALLS:
             while end < len(items) and item_type(items[end]) in CALLS:
                 end += 1
@@ -258,19 +261,32 @@ def neutral_messages(
     return neutral, sources
 
 
-def _answered_next(items: Sequence[Mapping[str, Any]], i: int) -> bool:
-    """Whether item ``i`` is a hosted call (:data:`ANSWERED_BY`) that the next item
-    answers: the two are one ``assistant`` message, its content the two items, so no
-    stage parts them (a computer-use run cut between a ``computer_call`` and its
-    screenshot kept the screenshot alone); nor is the answer, which the API wants as
-    it is (a screenshot, a shell's output list), ever a placeholder."""
-    answer = ANSWERED_BY.get(item_type(items[i]))
-    if answer is None or i + 1 >= len(items):
-        return False
-    kind_of, key, answer_key = answer
-    name = items[i].get(key)
-    after = items[i + 1]
-    return name is not None and item_type(after) == kind_of and after.get(answer_key) == name
+def _answered_end(items: Sequence[Mapping[str, Any]], i: int) -> int:
+    """Where the message of item ``i`` ends: for a hosted call (:data:`ANSWERED_BY`),
+    after the hosted calls right after it and the answers to them that follow (one
+    call and its answer, or parallel calls and their answers: ``shell_call s1,
+    shell_call s2, shell_call_output s1, shell_call_output s2``), which are one
+    ``assistant`` message, its content the items, so no stage parts them (a
+    computer-use run cut between a ``computer_call`` and its screenshot kept the
+    screenshot alone); nor is an answer, which the API wants as it is (a screenshot, a
+    shell's output list), ever a placeholder. ``i + 1`` for any other item, or a
+    hosted call no item right after the run answers."""
+    asked: set[tuple[Any, Any]] = set()
+    end = i
+    while end < len(items) and item_type(items[end]) in ANSWERED_BY:
+        kind_of = item_type(items[end])
+        asked.add((kind_of, items[end].get(ANSWERED_BY[kind_of][1])))
+        end += 1
+    answered = end
+    while answered < len(items) and _answers(items[answered], asked):
+        answered += 1
+    return answered if answered > end else i + 1
+
+
+def _answers(item: Mapping[str, Any], asked: set[tuple[Any, Any]]) -> bool:
+    """Whether ``item`` answers one of the hosted calls ``asked`` (type, name)."""
+    call = _ASKED_BY.get(item_type(item))
+    return call is not None and (call, item.get(ANSWERED_BY[call][2])) in asked
 
 
 def _answered_in_place(item: Mapping[str, Any]) -> bool:
@@ -466,10 +482,6 @@ def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
             )
             found.append(Problem("reasoning-alone", detail, i, unit="item"))
     return found
-
-
-#: Answer item type -> its call's type (:data:`ANSWERED_BY`).
-_ASKED_BY = {answer[0]: call for call, answer in ANSWERED_BY.items()}
 
 
 def _unasked(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
