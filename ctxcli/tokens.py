@@ -60,7 +60,8 @@ DEFAULT_MODEL = "gpt-4o"
 #: The largest token budget: JSON numbers past 2**53 are not exact.
 MAX_BUDGET = 2**53
 
-_IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+#: Parts counted at :data:`IMAGE_TOKENS`: images, a Responses computer-use screenshot.
+_IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image", "computer_screenshot"})
 #: The keys of a Gemini part (which has no ``type``) that holds a file's data.
 _GEMINI_MEDIA = ("inlineData", "fileData", "inline_data", "file_data")
 
@@ -258,7 +259,8 @@ class TokenCounter:
         ``tool_use`` its name and the JSON of its input, ``tool_result`` its content
         (a string or nested blocks, counted by this same rule). OpenAI ``reasoning``
         parts count their summary text and :func:`opaque_tokens` of their encrypted
-        content, ``compaction`` parts the latter alone. Gemini ``inlineData`` and
+        content, ``compaction`` parts the latter alone; a ``computer_call_output`` item
+        its ``computer_screenshot`` as an image. Gemini ``inlineData`` and
         ``fileData`` parts count as an image or a document (:meth:`_media`). Nothing
         here raises on an unknown part: it counts as its JSON.
         """
@@ -453,6 +455,12 @@ _BLOCK_COUNTERS: dict[str, Callable[[TokenCounter, Mapping[str, Any]], int]] = {
         c.text(_text_of(p.get("name", ""))) + c.text(_json_text(p.get("input")))
     ),
     "tool_result": lambda c, p: c.content(p.get("content")),
+    # A Responses computer_call_output: its screenshot as an image, the rest as JSON (a
+    # 13 KB screenshot counted 9,172 tokens as text).
+    "computer_call_output": lambda c, p: (
+        c.content([p.get("output")])
+        + c.text(_json_text({k: v for k, v in p.items() if k != "output"}))
+    ),
 }
 
 

@@ -858,7 +858,10 @@ def test_two_well_known_keys_with_messages_are_not_guessed() -> None:
 
 def test_a_session_line_read_as_a_record_suggests_the_format() -> None:
     event = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s"}
-    assert "try --format claude-code (a whole file is one session)" in formats.no_fit(event)
+    assert (
+        "try --format claude-code (--input-format for count and score; a whole file is one session)"
+        in (formats.no_fit(event))
+    )
 
 
 def test_a_json_array_keeps_the_text_of_every_record_no_stage_changed(tmp_path: Path) -> None:

@@ -271,6 +271,39 @@ def test_a_local_shell_output_may_name_its_call_by_id() -> None:
     assert responses.problems(record, conversation) == []
 
 
+def test_odd_but_legal_records_and_item_files_are_read(tmp_path: Path) -> None:
+    """A second breaker's: "no format fits" stopped the file for a request whose input
+    is a string, a failed Response with no output, and a bare item file that opens, as
+    the function-calling guide's list does, with a message without a type."""
+    records = [
+        {"model": "gpt-5", "input": "Hello there"},
+        {"object": "response", "status": "failed", "output": []},
+    ]
+    assert compress(tmp_path, records, "--max-tokens", "3") == records  # as they were
+    items = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "14 C"},
+    ]
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps(i) + "\n" for i in items))
+    result = CliRunner().invoke(cli, ["count", str(source), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["files"][0]["messages"] == 3
+
+
+def test_a_screenshot_counts_as_an_image_not_as_its_base64() -> None:
+    """A 13 KB screenshot in a ``computer_call_output`` counted 9,172 tokens, the same
+    image as ``input_image`` 85."""
+    image = "data:image/png;base64," + "iVBORw0KGgo" * 1200
+    screenshot = {"type": "computer_screenshot", "image_url": image}
+    item = {"type": "computer_call_output", "call_id": "c0", "output": screenshot}
+    assert (
+        COUNTER.content([item])
+        < COUNTER.content([{"type": "input_image", "image_url": image}]) + 20
+    )
+
+
 def test_a_response_object_is_read_from_its_output() -> None:
     response = {"object": "response", "id": "resp_1", "output": [reasoning(0), user("hi")]}
     response["output"][1] = {

@@ -271,7 +271,10 @@ def no_fit(record: Any, messages_key: str | None = None) -> str:
     hint = next((f"try --messages-key {k}" for k, v in record.items() if _messages_like(v)), "")
     whole = detect_file([record])
     if whole is not None:
-        hint = f"try --format {whole.NAME} (a whole file is one session)"
+        hint = (
+            f"try --format {whole.NAME} (--input-format for count and score; a whole file "
+            "is one session)"
+        )
     return f"no format fits this record (tried {tried}); keys: {keys}; " + (
         hint or "--format or --messages-key (a dotted path: a.b.-1) says where to look"
     )

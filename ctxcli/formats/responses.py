@@ -152,12 +152,12 @@ def is_items(value: Any) -> bool:
     return (
         isinstance(value, list)
         and bool(value)
-        and all(isinstance(i, Mapping) and _is_item(i) for i in value[:3])
+        and all(isinstance(i, Mapping) and is_item(i) for i in value[:3])
         and any(isinstance(i, Mapping) and i.get("type") in ITEM_TYPES for i in value)
     )
 
 
-def _is_item(item: Mapping[str, Any]) -> bool:
+def is_item(item: Mapping[str, Any]) -> bool:
     """Whether ``item`` is a Responses item of a known type, or a message without one."""
     kind_of = item.get("type")
     return kind_of in ITEM_TYPES or (kind_of is None and item.get("role") in MESSAGE_ROLES)
@@ -174,8 +174,17 @@ def key_of(record: Any, messages_key: str | None = None) -> str:
 
 
 def detect(record: Any, messages_key: str | None = None) -> bool:
-    """True for an object holding Responses items under its key (see :func:`key_of`)."""
-    return isinstance(record, Mapping) and is_items(record.get(key_of(record, messages_key)))
+    """True for an object holding Responses items under its key (see :func:`key_of`);
+    also for a request whose ``input`` is a string (the API's shorthand for one user
+    message; a ``model`` beside it tells it from a dataset's ``input`` field) and a
+    Response with no output (one that failed): the file's other records are read."""
+    if not isinstance(record, Mapping):
+        return False
+    key = key_of(record, messages_key)
+    value = record.get(key)
+    if isinstance(value, str):
+        return key == DEFAULT_KEY and "model" in record
+    return is_items(value) or (value == [] and record.get("object") == "response")
 
 
 def read(
@@ -192,7 +201,10 @@ def read(
     or holds an item that is not an object with a ``type``, a ``message`` of an
     unknown role, or a call or output without a ``call_id``.
     """
-    items = messages_of(record, key_of(record, messages_key), path, line)
+    key = key_of(record, messages_key)
+    text = record.get(key)
+    items = [{"role": "user", "content": text}] if isinstance(text, str) else None
+    items = items or messages_of(record, key, path, line)
     for i, item in enumerate(items):
         check_item(item, i, path, line)
     neutral, sources = neutral_messages(items)
@@ -366,7 +378,12 @@ def _parts(content: Any) -> list[Any]:
 def write(
     record: Mapping[str, Any], conversation: Conversation, *, messages_key: str | None = None
 ) -> dict[str, Any]:
-    """``record`` with its items rebuilt from ``conversation`` (module docstring)."""
+    """``record`` with its items rebuilt from ``conversation`` (module docstring); as
+    it was when its input is a string no stage changed."""
+    if isinstance(record.get(key_of(record, messages_key)), str) and not any(
+        m.changed or m.index is None for m in conversation.messages
+    ):
+        return dict(record)
     out = dict(record)
     out[key_of(record, messages_key)] = [item for item, _ in written_items(conversation)]
     return out

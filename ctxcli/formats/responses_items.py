@@ -10,7 +10,7 @@ kind of file. A JSON line holding a whole item list is a record of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcli.formats import responses
@@ -33,8 +33,12 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
 
 
 def detect_head(head: Sequence[Any]) -> bool:
-    """True when a file's first records are all Responses items."""
-    return responses.is_items(list(head)) and all(responses.is_items([r]) for r in head)
+    """True when a file's first records are all Responses items, one of them typed
+    (a message may leave its ``type`` out: OpenAI's function-calling guide's list opens
+    with ``{"role": "user", "content": …}``; :func:`ctxcli.formats.responses.is_items`)."""
+    return responses.is_items(list(head)) and all(
+        isinstance(r, Mapping) and responses.is_item(r) for r in head
+    )
 
 
 def read(
