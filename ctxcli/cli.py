@@ -228,7 +228,7 @@ def endpoint_options(func: F) -> F:
             ),
             option(
                 "--llm-timeout",
-                type=click.FloatRange(min=0, min_open=True),
+                type=click.FloatRange(min=0, min_open=True, max=86400),
                 metavar="SECONDS",
                 shown="60",
                 hide_range=True,

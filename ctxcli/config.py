@@ -118,11 +118,18 @@ def load_file(path: str | Path) -> dict[str, Any]:
         return f"{path}:{line}" if line is not None else str(path)
 
     if unknown:
-        first = sorted(unknown)[0]
+        first = sorted(unknown, key=str)[0]  # keys of any type: ``1: 2`` beside ``foo: 1``
         known = ", ".join(sorted(_TOP_LEVEL | set(STAGES)))
         raise ConfigError(f"{where((first,))}: unknown setting {first!r}; known: {known}")
     check(data, where=where)
     _check_encoding(data.get("encoding"), where)
+    if isinstance(data.get("format"), str):
+        from ctxcli import formats
+
+        try:
+            formats.get(data["format"])
+        except ConfigError as exc:
+            raise ConfigError(f"{where(('format',))}: {exc}") from None
     try:  # what only :func:`resolve` finds (an unknown stage or option, a bad budget)
         resolve(data)
     except ConfigError as exc:
@@ -151,6 +158,9 @@ def _key_of(message: str, data: Mapping[str, Any]) -> str:
     named = re.match(r"(?:unknown )?stage '([^']+)'", message)
     if named and named.group(1) in data:
         return named.group(1)
+    setting = re.match(r"unknown (format|encoding|model) ", message)
+    if setting and setting.group(1) in data:
+        return setting.group(1)  # ``unknown format 'responsez'``
     opening = next((key for key in data if message.startswith(f"{key} ")), None)
     return opening or "stages"
 
@@ -320,7 +330,10 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
     "model": _STRING.or_null(),
     "base_url": _STRING.or_null(),
     "api_key_env": _STRING.or_null(),
-    "timeout": _NUMBER.or_null(),
+    "timeout": _Kind(
+        "a number of seconds over 0, at most a day, or null",
+        lambda v: v is None or (_NUMBER.test(v) and 0 < v <= MAX_TIMEOUT),
+    ),
     "retries": _WHOLE.or_null(),
     "concurrency": _WHOLE.or_null(),
     "input_max_tokens": _WHOLE.or_null(),
@@ -329,6 +342,11 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
         "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))
     ),
 }
+
+
+#: The longest wait for a model's answer a setting may ask (seconds): past it, ``inf``
+#: or ``1e10`` overflowed the HTTP client's clock and every summary failed.
+MAX_TIMEOUT = 86400
 
 
 def _option_kind(hint: Any) -> _Kind:

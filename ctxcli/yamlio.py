@@ -24,6 +24,7 @@ without libyaml, so messages do not depend on whether it is installed.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,9 +77,22 @@ def _child(node: yaml.Node | None, key: str | int) -> tuple[Any, yaml.Node] | No
     return None
 
 
+#: An integer YAML 1.1 reads in another base than people write it (PyYAML: ``010`` is
+#: 8, ``1:30`` is 90), where YAML 1.2 reads ``10``-ish text or a string.
+_BASE_1_1 = re.compile(r"[-+]?(?:0[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+)")
+
+
 def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
     # Digits first: Python refuses to read so many, in words that suggest a sys call.
     too_long = sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS
+    if not too_long and _BASE_1_1.fullmatch(node.value):
+        raise ConstructorError(
+            None,
+            None,
+            f"{node.value} reads as a number in base 8 or 60 here; "
+            "write it without a leading zero or colon, or quote it",
+            node.start_mark,
+        )
     value = 0 if too_long else _constructed(SafeConstructor.construct_yaml_int, loader, node)
     if too_long or abs(value) >= _MAX_INT:
         raise ConstructorError(

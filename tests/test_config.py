@@ -42,7 +42,8 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
                      "3: summarizer.cache: expected a file path, true, false or null,"
                      " got a whole number", id="summarizer-cache-int"),
         pytest.param("summarizer: {timeout: soon}\n",
-                     "1: summarizer.timeout: expected a number or null, got a string",
+                     "1: summarizer.timeout: expected a number of seconds over 0, at most a day, or null, "
+                     "got a string",
                      id="summarizer-timeout"),
         pytest.param("summarizer: llm\n",
                      "1: summarizer: expected a mapping of options or null, got a string",
@@ -141,6 +142,18 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
                      id="twice"),  # PyYAML kept the last, silently
         pytest.param("summary:\n  keep_last: 2\n  keep_last: 3\n",
                      ":3: invalid YAML: 'keep_last' is given twice", id="option-twice"),
+        # A second breaker's: a traceback, no line, YAML 1.1's bases, a wait past a day
+        pytest.param("foo: 1\n1: 2\n", ": unknown setting 1; known:", id="int-key"),
+        pytest.param("model: gpt-4o\nformat: responsez\n",
+                     ":2: unknown format 'responsez'; known formats:", id="format"),
+        pytest.param("max_tokens: 010\n",
+                     ":1: invalid YAML: 010 reads as a number in base 8 or 60 here", id="octal"),
+        pytest.param("max_tokens: 1:30\n",
+                     ":1: invalid YAML: 1:30 reads as a number in base 8 or 60 here",
+                     id="sexagesimal"),
+        pytest.param("summarizer:\n  timeout: 100000.0\n",
+                     ":2: summarizer.timeout: expected a number of seconds over 0, at most a "
+                     "day, or null, got a number", id="timeout"),
     ],
 )  # fmt: skip
 def test_an_unreadable_config_is_one_line_naming_file_and_line(
