@@ -123,6 +123,11 @@ def token_options(func: F) -> F:
     )
 
 
+def on_error_option(help: str) -> Callable[[F], F]:
+    """``--on-error fail|keep`` (default ``fail``), with what it does in ``help``."""
+    return option("--on-error", type=click.Choice(["fail", "keep"]), shown="fail", help=help)
+
+
 def budget_options(func: F) -> F:
     """The options that say how tokens are counted and what the budget is."""
     budget = option(
@@ -396,12 +401,7 @@ def run_options(func: F) -> F:
     return _apply(
         func,
         [
-            option(
-                "--on-error",
-                type=click.Choice(["fail", "keep"]),
-                shown="fail",
-                help="On a bad line: stop, or copy it unchanged and go on.",
-            ),
+            on_error_option("On a bad line: stop, or copy it unchanged and go on."),
             option(
                 "-j",
                 "--jobs",
@@ -650,12 +650,9 @@ Examples:
 @token_options
 @format_options("--input-format")
 @glob_option
-@option(
-    "--on-error",
-    type=click.Choice(["fail", "keep"]),
-    shown="fail",
-    help="On a bad line: leave its file out of the report (the others are counted, "
-    "exit 1), or leave the line out of the counts and go on.",
+@on_error_option(
+    "On a bad line: leave its file out of the report (the others are counted, "
+    "exit 1), or leave the line out of the counts and go on."
 )
 @option(
     "--config",
@@ -773,12 +770,9 @@ Examples:
     help="compress's YAML settings file: its max_tokens, model, encoding, format, "
     "messages_key and on_error.",
 )
-@option(
-    "--on-error",
-    type=click.Choice(["fail", "keep"]),
-    shown="fail",
-    help="On a bad line of either file: stop, or leave it out of the score and go on "
-    "(compress --on-error keep copies it to its output).",
+@on_error_option(
+    "On a bad line of either file: stop, or leave it out of the score and go on "
+    "(compress --on-error keep copies it to its output)."
 )
 @option(
     "--no-cache",
