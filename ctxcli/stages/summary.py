@@ -363,9 +363,9 @@ def _room_cap(
 
 
 def _one_sided(cuts: list[plan.Cut], first: int) -> int | None:
-    """The last of ``cuts`` that writes at most one summary, when the cut ``first``
-    (the one the plan takes) writes two and a cut before it writes one; else
-    ``None``."""
+    """The last of ``cuts`` before ``first`` (the cut the plan takes) that writes one
+    summary, when ``first`` writes two and the last cut before it that does not write
+    two writes one (not none); else ``None``."""
     if not all(cuts[first].sides):
         return None
     one = next((k for k in range(first - 1, -1, -1) if not all(cuts[k].sides)), None)
