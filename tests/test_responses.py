@@ -245,6 +245,26 @@ def test_parallel_hosted_calls_stay_with_their_answers(tmp_path: Path, budget: i
     assert kept in ([], items[1:5])  # all four, as they were, or none
 
 
+def test_a_hosted_answer_apart_from_its_call_is_in_its_message() -> None:
+    """A ``computer_call``, the assistant's word while it ran, then the screenshot:
+    three messages, which a cut or a drop could part (the answer then without its
+    call); one message now, up to the answer, but never across a user's message."""
+    screenshot = {"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"}
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Click it."},
+        {"type": "computer_call", "call_id": "c0", "action": {"type": "click"}},
+        {"role": "assistant", "content": "Clicking."},
+        {"type": "computer_call_output", "call_id": "c0", "output": screenshot},
+        {"type": "computer_call", "call_id": "c1", "action": {"type": "click"}},
+        {"role": "user", "content": "Wait."},
+        {"type": "computer_call_output", "call_id": "c1", "output": screenshot},
+    ]
+    record = {"input": items}
+    conversation = responses.read(record, COUNTER, path="a", line=1)
+    assert conversation.meta["sources"] == [(0,), (1, 2, 3), (4,), (5,), (6,)]
+    assert [i for i, _ in responses.written_items(conversation)] == items  # as read
+
+
 def test_an_answer_without_its_hosted_call_is_a_problem() -> None:
     items = _computer_run(2)
     del items[2]  # the first computer_call

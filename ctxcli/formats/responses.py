@@ -292,7 +292,28 @@ def _answered_end(items: Sequence[Mapping[str, Any]], i: int) -> int:
     answered = end
     while answered < len(items) and _answers(items[answered], asked):
         answered += 1
-    return answered if answered > end else i + 1
+    if answered > end:
+        return answered
+    return _apart_answer_end(items, end, asked) or i + 1
+
+
+def _apart_answer_end(
+    items: Sequence[Mapping[str, Any]], start: int, asked: set[tuple[Any, Any]]
+) -> int | None:
+    """The end of the span from hosted calls ``asked`` to the last item from ``start``
+    on that answers one, when no user message stands between (the assistant's
+    message while a computer action ran is part of the same step); ``None`` when no
+    such item is there."""
+    last, waiting = None, set(asked)
+    for k in range(start, len(items)):
+        item = items[k]
+        if not waiting or item_type(item) == "message" and item.get("role") != "assistant":
+            break
+        if _answers(item, waiting):
+            call = _ASKED_BY[item_type(item)]
+            waiting.discard((call, item.get(ANSWERED_BY[call][2])))
+            last = k
+    return None if last is None else last + 1
 
 
 def _answers(item: Mapping[str, Any], asked: set[tuple[Any, Any]]) -> bool:
