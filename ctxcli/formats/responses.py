@@ -281,8 +281,9 @@ def _answered_end(items: Sequence[Mapping[str, Any]], i: int) -> int:
     ``assistant`` message, its content the items, so no stage parts them (a
     computer-use run cut between a ``computer_call`` and its screenshot kept the
     screenshot alone); nor is an answer, which the API wants as it is (a screenshot, a
-    shell's output list), ever a placeholder. ``i + 1`` for any other item, or a
-    hosted call no item right after the run answers."""
+    shell's output list), ever a placeholder; when no answer comes right after the
+    run, up to the last answer within the step (:func:`_apart_answer_end`). ``i + 1``
+    for any other item, or a hosted call with no answer in its step."""
     asked: set[tuple[Any, Any]] = set()
     end = i
     while end < len(items) and item_type(items[end]) in ANSWERED_BY:
