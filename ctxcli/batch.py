@@ -90,6 +90,9 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
     rewrites = batch.in_place or batch.dry_run
     if results and not batch.quiet:
         warn.say(table(results, wrote=not rewrites))
+    for stats in results if batch.quiet and batch.store_path is None else ():
+        if _unkept(stats):  # the table said it; with -q, a warning (not for --store /dev/null)
+            warn.say(f"warning: {_written(stats)[-1]}")
     if rewrites and results:
         for line in changes(outcomes, batch, annotate=warn.annotate):
             warn.say(line)
@@ -320,7 +323,7 @@ def _written(stats: FileStats) -> list[str]:
     if stats.store and stats.store == os.devnull:
         lines.append(
             f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
-            + (_NO_STORE_BESIDE if stats.output == "-" and stats.input == "-" else "")
+            + (_NO_STORE_BESIDE if _unkept(stats) else "")
         )
     elif stats.store:
         lines.append(
@@ -328,6 +331,15 @@ def _written(stats: FileStats) -> list[str]:
             f"{stats.store_bytes:,} bytes)"
         )
     return lines
+
+
+def _unkept(stats: FileStats) -> bool:
+    """Whether the run of ``stats`` threw away originals for want of a place to keep
+    them (stdin to stdout, no ``--store``: the store is ``/dev/null``), which even
+    ``-q`` says."""
+    return (
+        stats.input == stats.output == "-" and stats.store == os.devnull and stats.store_entries > 0
+    )
 
 
 #: What the summary line adds when stdin to stdout threw the originals away.

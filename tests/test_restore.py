@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -141,18 +142,20 @@ def test_stdin_to_stdout_throws_the_originals_away_and_says_so(source: Path) -> 
     first placeholder with default settings: "the tool results placeholders replaced
     need a store". There is no file to keep one beside: the originals go, and the
     summary line says how to keep them."""
-    result = CliRunner().invoke(
-        cli,
-        ["compress", "-", "-o", "-", "--stages", "placeholder", "--placeholder-threshold", "100"]
-        + ["--placeholder-keep-recent", "0"],
-        input=source.read_text(),
-    )
+    args = ["-", "-o", "-", "--stages", "placeholder", "--placeholder-threshold", "100"]
+    args += ["--placeholder-keep-recent", "0"]
+    result = CliRunner().invoke(cli, ["compress", *args], input=source.read_text())
     assert result.exit_code == 0, result.output
     assert "ctxcli placeholder" in result.stdout
-    assert (
+    said = (
         "threw away 1 original (the store is /dev/null): from stdin to stdout there is no "
         "file to keep them beside; --store PATH keeps them for `ctxcli restore`"
-    ) in result.stderr
+    )
+    assert said in result.stderr
+    quiet = CliRunner().invoke(cli, ["compress", "-q", *args], input=source.read_text())
+    assert quiet.exit_code == 0 and quiet.stderr == f"warning: {said}\n"  # -q hid it
+    chosen = ["compress", "-q", "--store", os.devnull, *args]
+    assert CliRunner().invoke(cli, chosen, input=source.read_text()).stderr == ""
 
 
 def test_stdout_output_puts_the_store_beside_the_input(source: Path, tmp_path: Path) -> None:
