@@ -62,7 +62,7 @@ def find_inputs(
     patterns = tuple(globs or DEFAULT_GLOBS)
     found: list[Found] = []
     inputs = list(inputs)
-    if inputs.count("-") > 1:
+    if sum(item in _STDIN_NAMES for item in inputs) > 1:
         raise UsageError("stdin (-) is named more than once; it can be read only once")
     for item in inputs:
         path = Path(item)
@@ -99,6 +99,10 @@ def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[
                 continue  # a named pipe (read, it waits forever), a broken symlink
             found.append((relative.as_posix(), str(Path(parent, name))))
     return [Found(path, relative) for relative, path in sorted(found)], skipped
+
+
+#: The names of stdin: ``-``, and the paths a shell or a user gives it.
+_STDIN_NAMES = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
 def _matches(relative: PurePath, patterns: Sequence[str]) -> bool:

@@ -197,6 +197,8 @@ def test_stdin_into_an_out_dir_is_named_stdin(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["count", "-", "-"], "stdin (-) is named more than once; it can be read only once"),
+        (["count", "/dev/stdin", "/dev/stdin"], "stdin (-) is named more than once"),
+        (["validate", "-", "/dev/stdin"], "stdin (-) is named more than once"),
         (["validate", "-", "-"], "stdin (-) is named more than once"),
         (["compress", "-", "-", "--out-dir", "o"], "stdin (-) is named more than once"),
         (["score", "-", "-"], "ORIGINAL and COMPRESSED cannot both be - (stdin is read once)"),
