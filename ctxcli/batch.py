@@ -92,7 +92,7 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
         warn.say(table(results, wrote=not rewrites))
     for stats in results if batch.quiet and batch.store_path is None else ():
         if _unkept(stats):  # the table said it; with -q, a warning (not for --store /dev/null)
-            warn.say(f"warning: {_written(stats)[-1]}")
+            warn.say(f"warning: {_thrown_away(stats)}")
     if rewrites and results:
         for line in changes(outcomes, batch, annotate=warn.annotate):
             warn.say(line)
@@ -321,16 +321,22 @@ def _written(stats: FileStats) -> list[str]:
     if stats.output != "-":
         lines.append(f"wrote {stats.output}")
     if stats.store and stats.store == os.devnull:
-        lines.append(
-            f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
-            + (_NO_STORE_BESIDE if _unkept(stats) else "")
-        )
+        lines.append(_thrown_away(stats))
     elif stats.store:
         lines.append(
             f"wrote {stats.store} ({plural(stats.store_entries, 'original')}, "
             f"{stats.store_bytes:,} bytes)"
         )
     return lines
+
+
+def _thrown_away(stats: FileStats) -> str:
+    """The line that says how many originals a run with the store ``/dev/null`` threw
+    away, and, when that was for want of a place (:func:`_unkept`), how to keep them."""
+    return (
+        f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
+        + (_NO_STORE_BESIDE if _unkept(stats) else "")
+    )
 
 
 def _unkept(stats: FileStats) -> bool:
