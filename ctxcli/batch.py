@@ -333,9 +333,8 @@ def _written(stats: FileStats) -> list[str]:
 def _thrown_away(stats: FileStats) -> str:
     """The line that says how many originals a run with the store ``/dev/null`` threw
     away, and, when that was for want of a place (:func:`_unkept`), how to keep them."""
-    return (
-        f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
-        + (_NO_STORE_BESIDE if _unkept(stats) else "")
+    return f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})" + (
+        _NO_STORE_BESIDE if _unkept(stats) else ""
     )
 
 

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
-from ctxcli.tokens import MAX_BUDGET
+from ctxcli.tokens import MAX_BUDGET, unknown_encoding
 
 DEFAULT_MAX_TOKENS = 8000
 #: Options the default pipeline (:data:`DEFAULT_STAGES`) sets beneath the user's: it
@@ -122,14 +122,7 @@ def load_file(path: str | Path) -> dict[str, Any]:
         known = ", ".join(sorted(_TOP_LEVEL | set(STAGES)))
         raise ConfigError(f"{where((first,))}: unknown setting {first!r}; known: {known}")
     check(data, where=where)
-    _check_encoding(data.get("encoding"), where)
-    if isinstance(data.get("format"), str):
-        from ctxcli import formats
-
-        try:
-            formats.get(data["format"])
-        except ConfigError as exc:
-            raise ConfigError(f"{where(('format',))}: {exc}") from None
+    _check_names(data, where)
     try:  # what only :func:`resolve` finds (an unknown stage or option, a bad budget)
         resolve(data)
     except ConfigError as exc:
@@ -137,18 +130,21 @@ def load_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _check_encoding(encoding: Any, where: Where) -> None:
-    """Raise :class:`ConfigError` at ``encoding:`` for a name tiktoken does not know
-    (as :class:`ctxcli.tokens.TokenCounter` would, but naming the file and line)."""
-    if not isinstance(encoding, str):
-        return
-    import tiktoken.registry
+def _check_names(data: Mapping[str, Any], where: Where) -> None:
+    """Raise :class:`ConfigError` at its line for an ``encoding`` tiktoken does not know
+    or a ``format`` ctxcli does not (:class:`ctxcli.tokens.TokenCounter` and
+    :func:`ctxcli.formats.get` refuse them later, naming no file)."""
+    from ctxcli import formats
 
-    known = sorted(tiktoken.registry.list_encoding_names())
-    if encoding not in known:
-        raise ConfigError(
-            f"{where(('encoding',))}: unknown encoding {encoding!r} (known: {', '.join(known)})"
-        )
+    encoding, format = data.get("encoding"), data.get("format")
+    unknown = unknown_encoding(encoding) if isinstance(encoding, str) else None
+    if unknown:
+        raise ConfigError(f"{where(('encoding',))}: {unknown}")
+    if isinstance(format, str):
+        try:
+            formats.get(format)
+        except ConfigError as exc:
+            raise ConfigError(f"{where(('format',))}: {exc}") from None
 
 
 def _key_of(message: str, data: Mapping[str, Any]) -> str:
@@ -158,9 +154,6 @@ def _key_of(message: str, data: Mapping[str, Any]) -> str:
     named = re.match(r"(?:unknown )?stage '([^']+)'", message)
     if named and named.group(1) in data:
         return named.group(1)
-    setting = re.match(r"unknown (format|encoding|model) ", message)
-    if setting and setting.group(1) in data:
-        return setting.group(1)  # ``unknown format 'responsez'``
     opening = next((key for key in data if message.startswith(f"{key} ")), None)
     return opening or "stages"
 

@@ -182,6 +182,18 @@ def _write_encoding(path: Path, kwargs: Mapping[str, Any]) -> None:
             os.unlink(f.name)
 
 
+def unknown_encoding(encoding: str) -> str | None:
+    """The error for an encoding name tiktoken does not know (``unknown encoding
+    'nope' (known: cl100k_base, …)``), naming the ones it does; ``None`` for a known
+    one."""
+    import tiktoken.registry
+
+    known = sorted(tiktoken.registry.list_encoding_names())
+    if encoding in known:
+        return None
+    return f"unknown encoding {encoding!r} (known: {', '.join(known)})"
+
+
 def call_function(call: Any) -> Mapping[str, Any] | None:
     """The function a tool call calls (``{"name", "arguments"}``): its ``function``,
     or for a call of a custom tool (``{"type": "custom", "custom": {"name", "input"}}``,
@@ -229,10 +241,7 @@ class TokenCounter:
         try:
             self._encode = load_encoding(encoding, cache_dir).encode_ordinary
         except ValueError:
-            import tiktoken.registry
-
-            known = ", ".join(sorted(tiktoken.registry.list_encoding_names()))
-            raise TokenizerError(f"unknown encoding {encoding!r} (known: {known})") from None
+            raise TokenizerError(unknown_encoding(encoding) or encoding) from None
         except Exception as exc:  # network or file errors from tiktoken's download
             cache = os.environ.get("TIKTOKEN_CACHE_DIR", "not set")
             raise TokenizerError(
