@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ctxcli.clihelp import Group, Whole, option
+from ctxcli.summarizers import MAX_TIMEOUT
 from ctxcli.tokens import MAX_BUDGET
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ def endpoint_options(func: F) -> F:
             ),
             option(
                 "--llm-timeout",
-                type=click.FloatRange(min=0, min_open=True, max=86400),
+                type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT),
                 metavar="SECONDS",
                 shown="60",
                 hide_range=True,

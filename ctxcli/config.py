@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
+from ctxcli.summarizers import MAX_TIMEOUT
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET, unknown_encoding
 
@@ -335,11 +336,6 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
         "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))
     ),
 }
-
-
-#: The longest wait for a model's answer a setting may ask (seconds): past it, ``inf``
-#: or ``1e10`` overflowed the HTTP client's clock and every summary failed.
-MAX_TIMEOUT = 86400
 
 
 def _option_kind(hint: Any) -> _Kind:

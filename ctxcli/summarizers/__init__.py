@@ -75,6 +75,10 @@ OPTIONS = (
     "cache",
 )
 NAMES = ("extractive", "llm")
+#: The longest wait for a model's answer the ``timeout`` option may ask (seconds):
+#: past it, ``inf`` or ``1e10`` overflowed the HTTP client's clock and every summary
+#: failed.
+MAX_TIMEOUT = 86400
 
 
 def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer:
