@@ -255,29 +255,29 @@ def _is_object(line: bytes) -> bool:
         return False
 
 
-#: The first bytes of a compressed file, and the name of its compression: read as
-#: text, a gzip file said "not valid UTF-8 (at byte 2 of the line)".
+#: The first bytes of a compressed file, the name of its compression and the command
+#: that writes its text to stdout: read as text, a gzip file said "not valid UTF-8
+#: (at byte 2 of the line)".
 _PACKED = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"BZh", "bzip2"),
-    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x1f\x8b", "gzip", "zcat"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"),
+    (b"BZh", "bzip2", "bzcat"),
+    (b"\xfd7zXZ\x00", "xz", "xzcat"),
 )
-#: The command that writes each one's text to stdout.
-_UNPACK = {"gzip": "zcat", "zstd": "zstdcat", "bzip2": "bzcat", "xz": "xzcat"}
 
 
 def _refuse_packed(path: str, first: bytes) -> None:
     """Raise :class:`InputError` when ``first`` (the first line of ``path``) opens a
     compressed file (:data:`_PACKED`), saying how to read its text."""
-    packed = next((name for magic, name in _PACKED if first.startswith(magic)), None)
+    packed = next((p for p in _PACKED if first.startswith(p[0])), None)
     if packed:
+        _, name, unpack = packed
         source = path if path != "-" else "FILE"
         raise InputError(
             path,
             None,
-            f"is {packed}-compressed; decompress it first "
-            f"(`{_UNPACK[packed]} {source}` writes its text; - reads stdin)",
+            f"is {name}-compressed; decompress it first "
+            f"(`{unpack} {source}` writes its text; - reads stdin)",
         )
 
 
