@@ -119,16 +119,22 @@ def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
 def describe(outcome: Outcome, *, dry_run: bool) -> str:
     """One line for people on an input that changed or would: ``rewrote PATH: 1 of 1
     conversation changed, 8,396→1,073 tokens (-87%)`` (``would rewrite`` in a dry run
-    in place, ``would compress ... into OUTPUT`` otherwise)."""
+    in place, ``would compress ... into OUTPUT`` otherwise; ``-`` is named ``stdin`` and
+    ``stdout``: stdin to stdout is no rewrite)."""
     s = outcome.stats
-    in_place = s.output == s.input
+    in_place = s.output == s.input != "-"
     verb = "rewrote" if not dry_run else "would rewrite" if in_place else "would compress"
     convs = f"{s.conversations:,} conversation{'' if s.conversations == 1 else 's'}"
     line = (
-        f"{verb} {s.input}: {s.changed:,} of {convs} changed, "
+        f"{verb} {_named(s.input, 'stdin')}: {s.changed:,} of {convs} changed, "
         f"{s.tokens_before:,}→{s.tokens_after:,} tokens (-{1 - s.ratio:.0%})"
     )
-    return line if in_place else f"{line}, into {s.output}"
+    return line if in_place else f"{line}, into {_named(s.output, 'stdout')}"
+
+
+def _named(path: str | None, stream: str) -> str:
+    """``path`` as a line names it: ``stream`` (``stdin``, ``stdout``) for ``-``."""
+    return stream if path == "-" else str(path)
 
 
 @contextlib.contextmanager

@@ -56,6 +56,17 @@ def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> No
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (big, small)} == before
 
 
+def test_dry_run_from_stdin_says_stdin_to_stdout_not_a_rewrite_of_dash() -> None:
+    text = (SAMPLES / "agent_run.jsonl").read_text(encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["compress", "-", "--dry-run", "-q"], input=text, env={"GITHUB_ACTIONS": None}
+    )
+    assert result.exit_code == 1, result.output
+    assert "would compress stdin: 1 of 1 conversation changed, " in result.stderr
+    assert result.stderr.rstrip().splitlines()[0].endswith(", into stdout")
+    assert "would rewrite" not in result.stderr and result.stdout == ""
+
+
 def test_in_place_rewrites_what_changes_keeps_its_mode_and_then_passes(tmp_path: Path) -> None:
     big, small = fixtures(tmp_path)
     big.chmod(0o640)
