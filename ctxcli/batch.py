@@ -120,7 +120,7 @@ def _compress(
 ) -> tuple[list[Outcome], list[InputError]]:
     """Each input's :class:`Outcome`, in the order planned, and the error of each input
     with a bad line (it gets no output: one file's bad line never costs the others)."""
-    plans = _plans(batch, restorable="placeholder" in settings.stage_names)
+    plans = _plans(batch, restorable="placeholder" in settings.stage_names, warn=warn)
     compressor = Compressor(
         settings,
         warn=warn,
@@ -148,7 +148,7 @@ def _compress(
     return outcomes, failed
 
 
-def _plans(batch: Batch, *, restorable: bool) -> list[Plan]:
+def _plans(batch: Batch, *, restorable: bool, warn: Warnings) -> list[Plan]:
     """The inputs with their outputs' paths; raises :class:`ConfigError` for options
     Ray cannot honour."""
     if batch.engine == "ray" and (batch.in_place or batch.dry_run):
@@ -168,6 +168,7 @@ def _plans(batch: Batch, *, restorable: bool) -> list[Plan]:
         restorable=restorable,
         globs=batch.globs,
         in_place=batch.in_place,
+        warn=warn,
     )
 
 

@@ -611,6 +611,11 @@ def _say(text: str) -> None:
     click.echo(text, err=True)
 
 
+def _warning(text: str) -> None:
+    """A warning for people, on stderr: ``warning: <text>``."""
+    _say(f"warning: {text}")
+
+
 COUNT_EXAMPLES = """\
 Examples:
 
@@ -706,7 +711,7 @@ def count(
             on_error=on_error,
         )
     )
-    paths = expand_inputs(inputs, globs)
+    paths = expand_inputs(inputs, globs, warn=_warning)
     counts, failed = [], []
     for path in paths:
         try:
@@ -861,7 +866,7 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
 
     in_actions = github.enabled(os.environ)
     count = 0
-    paths = [found.path for found in find_inputs(inputs, outputs=True)]
+    paths = [found.path for found in find_inputs(inputs, outputs=True, warn=_warning)]
     for path in paths:
         for problem in validate_file(path, format=format_name, messages_key=messages_key):
             click.echo(str(problem))
@@ -886,7 +891,7 @@ def _reading(config_path: str | None, no_cache: bool, **options: Any) -> dict[st
     file_settings = config.load_file(config_path) if config_path else None
     return {
         "settings": config.resolve(file_settings, **options),
-        "warn": lambda text: click.echo(f"warning: {text}", err=True),
+        "warn": _warning,
         "cache_dir": None if no_cache else _cache_dir(),
     }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -44,7 +44,11 @@ class Found:
 
 
 def find_inputs(
-    inputs: Iterable[str], globs: Sequence[str] | None = None, *, outputs: bool = False
+    inputs: Iterable[str],
+    globs: Sequence[str] | None = None,
+    *,
+    outputs: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Found]:
     """The files to read: files as given (a named pipe too), ``-`` for stdin, and each
     folder's files matching ``globs`` (default :data:`DEFAULT_GLOBS`; matched against
@@ -53,7 +57,8 @@ def find_inputs(
     at any depth, sorted by that path, regular files only (a symlink to one too),
     leaving out hidden files and folders and ctxcli's own outputs (but with
     ``outputs``, the compressed transcripts: what ``validate`` checks; never a store or
-    stats file).
+    stats file). A broken symlink in a folder is left out and told to ``warn`` (its
+    file gone, a rotated log: not read, and not silently).
 
     Raises :class:`ConfigError` for a missing path or a folder where nothing matches
     (saying how many of ctxcli's outputs it left out), and :class:`UsageError` for
@@ -69,7 +74,7 @@ def find_inputs(
         if item == "-" or path.is_file() or jsonio.is_stream(item):
             found.append(Found(item))  # a pipe named on its own too: `<(zcat runs.gz)`
         elif path.is_dir():
-            inside, skipped = _search(path, patterns, outputs)
+            inside, skipped = _search(path, patterns, outputs, warn)
             if not inside:
                 why = f" ({skipped} of ctxcli's outputs left out; name them)" if skipped else ""
                 raise ConfigError(f"{item}: no {', '.join(patterns)} files in this folder{why}")
@@ -79,9 +84,11 @@ def find_inputs(
     return found
 
 
-def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[Found], int]:
+def _search(
+    folder: Path, patterns: Sequence[str], outputs: bool, warn: Callable[[str], None] | None
+) -> tuple[list[Found], int]:
     """The files under ``folder`` :func:`find_inputs` takes, and how many of ctxcli's
-    outputs matching ``patterns`` it left out."""
+    outputs matching ``patterns`` it left out; each broken symlink told to ``warn``."""
     found = []
     skipped = 0
     for parent, dirs, files in os.walk(folder, followlinks=False):
@@ -95,8 +102,11 @@ def _search(folder: Path, patterns: Sequence[str], outputs: bool) -> tuple[list[
             if is_own_output(name) and not (outputs and not name.endswith(OWN_SUFFIXES)):
                 skipped += 1
                 continue
-            if not Path(parent, name).is_file():
-                continue  # a named pipe (read, it waits forever), a broken symlink
+            path = Path(parent, name)
+            if not path.is_file():  # a named pipe (read, it waits forever), a broken symlink
+                if warn and path.is_symlink() and not path.exists():
+                    warn(f"{path}: skipped, a broken symlink (to {os.readlink(path)})")
+                continue
             found.append((relative.as_posix(), str(Path(parent, name))))
     return [Found(path, relative) for relative, path in sorted(found)], skipped
 
@@ -113,9 +123,13 @@ def _matches(relative: PurePath, patterns: Sequence[str]) -> bool:
     return any(relative.match(p) or (p in DEFAULT_GLOBS and lowered.match(p)) for p in patterns)
 
 
-def expand_inputs(inputs: Iterable[str], globs: Sequence[str] | None = None) -> list[str]:
+def expand_inputs(
+    inputs: Iterable[str],
+    globs: Sequence[str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[str]:
     """The paths :func:`find_inputs` finds."""
-    return [item.path for item in find_inputs(inputs, globs)]
+    return [item.path for item in find_inputs(inputs, globs, warn=warn)]
 
 
 def default_output(input_path: str, out_dir: str | None = None, relative: str | None = None) -> str:
@@ -196,6 +210,7 @@ def plan(
     restorable: bool = False,
     globs: Sequence[str] | None = None,
     in_place: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Plan]:
     """Decide every file a run writes, and refuse what would lose data.
 
@@ -214,7 +229,7 @@ def plan(
     when ``in_place`` meets ``output``, ``out_dir`` or stdin, when two files the run
     writes, or one and an input (other than its own, in place), are the same file.
     """
-    found = find_inputs(inputs, globs)
+    found = find_inputs(inputs, globs, warn=warn)
     _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
     if in_place:
         _refuse_in_place(found, output=output, out_dir=out_dir)

@@ -115,7 +115,16 @@ def test_a_folder_takes_regular_files_only(tmp_path: Path) -> None:
     os.mkfifo(folder / "pipe.jsonl")
     (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
     (folder / "link.jsonl").symlink_to(folder / "a.jsonl")
-    assert [f.relative for f in find_inputs([str(folder)])] == ["a.jsonl", "link.jsonl"]
+    said: list[str] = []
+    found = find_inputs([str(folder)], warn=said.append)
+    assert [f.relative for f in found] == ["a.jsonl", "link.jsonl"]
+    # The broken symlink (a rotated log) is told, the pipe is not: left out unread.
+    assert said == [
+        f"{folder / 'gone.jsonl'}: skipped, a broken symlink (to {tmp_path}/nowhere.jsonl)"
+    ]
+    for command in ("compress", "count", "validate"):
+        result = invoke(command, str(folder))
+        assert f"warning: {folder / 'gone.jsonl'}: skipped, a broken symlink" in result.stderr
 
 
 def test_a_pipe_named_on_its_own_is_read_once(tmp_path: Path) -> None:
