@@ -127,7 +127,7 @@ def load_file(path: str | Path) -> dict[str, Any]:
     try:  # what only :func:`resolve` finds (an unknown stage or option, a bad budget)
         resolve(data)
     except ConfigError as exc:
-        raise ConfigError(f"{where((_key_of(str(exc), data),))}: {exc}") from None
+        raise ConfigError(f"{where(_keys_of(str(exc), data))}: {exc}") from None
     return data
 
 
@@ -148,15 +148,25 @@ def _check_names(data: Mapping[str, Any], where: Where) -> None:
             raise ConfigError(f"{where(('format',))}: {exc}") from None
 
 
-def _key_of(message: str, data: Mapping[str, Any]) -> str:
-    """The top-level key of ``data`` a :func:`resolve` error ``message`` is about:
-    the setting it opens with (``max_tokens must be …``), the stage it names when the
-    file has that key (``stage 'placeholder' has no option …``), else ``stages``."""
-    named = re.match(r"(?:unknown )?stage '([^']+)'", message)
-    if named and named.group(1) in data:
-        return named.group(1)
+def _keys_of(message: str, data: Mapping[str, Any]) -> tuple[str | int, ...]:
+    """The key path in ``data`` a :func:`resolve` error ``message`` is about: the
+    setting it opens with (``max_tokens must be …``); the stage it names (``stage
+    'placeholder' has no option 'thresold'``), under its own key when the file has one,
+    else its item in the ``stages`` list, and the option it names in it; else
+    ``stages``."""
+    named = re.match(r"(?:unknown )?stage '([^']+)'(?: has no option '([^']+)')?", message)
+    if named:
+        name, option = named.groups()
+        listed = data.get("stages")
+        if name in data:
+            return (name, option) if option else (name,)
+        for i, item in enumerate(listed if isinstance(listed, list) else ()):
+            if item == name:
+                return ("stages", i)
+            if isinstance(item, Mapping) and name in item:
+                return ("stages", i, name, option) if option else ("stages", i)
     opening = next((key for key in data if message.startswith(f"{key} ")), None)
-    return opening or "stages"
+    return (opening or "stages",)
 
 
 def _stage_list(value: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -53,9 +53,10 @@ class Document:
     first_line: int
 
     def line(self, keys: tuple[str | int, ...]) -> int | None:
-        """The 1-based line of the key path ``keys`` (mapping keys as written, list
-        indexes as ints): of the last key for a mapping, of the item for a list.
-        ``None`` when the path is not in the document."""
+        """The 1-based line of the key path ``keys`` (mapping keys as written, or as
+        read when not text, ``1`` of ``1: 2``; list indexes as ints): of the last key
+        for a mapping, of the item for a list. ``None`` when the path is not in the
+        document."""
         node, line = self.node, None
         for key in keys:
             found = _child(node, key)
@@ -69,7 +70,7 @@ class Document:
 def _child(node: yaml.Node | None, key: str | int) -> tuple[Any, yaml.Node] | None:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(key):  # ``1:`` too
                 return k.start_mark, v
     if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
         item = node.value[key]
@@ -77,15 +78,15 @@ def _child(node: yaml.Node | None, key: str | int) -> tuple[Any, yaml.Node] | No
     return None
 
 
-#: An integer YAML 1.1 reads in another base than people write it (PyYAML: ``010`` is
-#: 8, ``1:30`` is 90), where YAML 1.2 reads ``10``-ish text or a string.
-_BASE_1_1 = re.compile(r"[-+]?(?:0[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+)")
+#: A number YAML 1.1 reads in another base than people write it (PyYAML: ``010`` is
+#: 8, ``1:30`` is 90, ``1:30.5`` is 90.5), where YAML 1.2 reads ``10``-ish text or a
+#: string.
+_BASE_1_1 = re.compile(r"[-+]?(?:0[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)")
 
 
-def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
-    # Digits first: Python refuses to read so many, in words that suggest a sys call.
-    too_long = sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS
-    if not too_long and _BASE_1_1.fullmatch(node.value):
+def _refuse_base_1_1(node: yaml.ScalarNode) -> None:
+    """Raise a YAML error at ``node`` when it is a number of :data:`_BASE_1_1`."""
+    if _BASE_1_1.fullmatch(node.value):
         raise ConstructorError(
             None,
             None,
@@ -93,6 +94,13 @@ def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
             "write it without a leading zero or colon, or quote it",
             node.start_mark,
         )
+
+
+def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
+    # Digits first: Python refuses to read so many, in words that suggest a sys call.
+    too_long = sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS
+    if not too_long:
+        _refuse_base_1_1(node)
     value = 0 if too_long else _constructed(SafeConstructor.construct_yaml_int, loader, node)
     if too_long or abs(value) >= _MAX_INT:
         raise ConstructorError(
@@ -102,6 +110,7 @@ def _checked_int(loader: Any, node: yaml.ScalarNode) -> int:
 
 
 def _checked_float(loader: Any, node: yaml.ScalarNode) -> float:
+    _refuse_base_1_1(node)
     value = _constructed(SafeConstructor.construct_yaml_float, loader, node)
     if not math.isfinite(value):
         raise ConstructorError(

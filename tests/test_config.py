@@ -143,7 +143,7 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
         pytest.param("summary:\n  keep_last: 2\n  keep_last: 3\n",
                      ":3: invalid YAML: 'keep_last' is given twice", id="option-twice"),
         # A second breaker's: a traceback, no line, YAML 1.1's bases, a wait past a day
-        pytest.param("foo: 1\n1: 2\n", ": unknown setting 1; known:", id="int-key"),
+        pytest.param("foo: 1\n1: 2\n", ":2: unknown setting 1; known:", id="int-key"),
         pytest.param("model: gpt-4o\nformat: responsez\n",
                      ":2: unknown format 'responsez'; known formats:", id="format"),
         pytest.param("max_tokens: 010\n",
@@ -151,6 +151,15 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
         pytest.param("max_tokens: 1:30\n",
                      ":1: invalid YAML: 1:30 reads as a number in base 8 or 60 here",
                      id="sexagesimal"),
+        pytest.param("summarizer:\n  timeout: 1:30.5\n",
+                     ":2: invalid YAML: 1:30.5 reads as a number in base 8 or 60 here",
+                     id="sexagesimal-float"),  # 90.5 seconds
+        # A stage's error at its item in the list, and at the option it names:
+        pytest.param("max_tokens: 300\nstages:\n  - window\n  - bogus\n",
+                     ":4: unknown stage 'bogus'", id="listed-stage"),
+        pytest.param("stages:\n  - window\n  - placeholder:\n      threshold: 3\n"
+                     "      thresold: 3\n",
+                     ":5: stage 'placeholder' has no option 'thresold'", id="listed-option"),
         pytest.param("summarizer:\n  timeout: 100000.0\n",
                      ":2: summarizer.timeout: expected a number of seconds over 0, at most a "
                      "day, or null, got a number", id="timeout"),
