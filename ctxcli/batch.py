@@ -89,10 +89,10 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
     results = [outcome.stats for outcome in outcomes]
     rewrites = batch.in_place or batch.dry_run
     if results and not batch.quiet:
-        warn.say(table(results, wrote=not rewrites))
+        warn.say(table(results, wrote=not rewrites, store_given=batch.store_path is not None))
     for stats in results if batch.quiet and batch.store_path is None else ():
         if _unkept(stats):  # the table said it; with -q, a warning (not for --store /dev/null)
-            warn.say(f"warning: {_thrown_away(stats)}")
+            warn.say(f"warning: {_thrown_away(stats, unasked=True)}")
     if rewrites and results:
         for line in changes(outcomes, batch, annotate=warn.annotate):
             warn.say(line)
@@ -245,10 +245,11 @@ def changes(outcomes: Sequence[Outcome], batch: Batch, *, annotate: bool) -> lis
 Pair = tuple[int, int]
 
 
-def table(results: Sequence[FileStats], *, wrote: bool = True) -> str:
+def table(results: Sequence[FileStats], *, wrote: bool = True, store_given: bool = False) -> str:
     """The end-of-run table: a row per input, a ``total`` row when there are several,
     then what the placeholders saved, the scores, the model's use, and the files
-    written (``wrote``)."""
+    written (``wrote``; originals thrown away said with why and how to keep them,
+    unless the user gave the store: ``store_given``)."""
     header = ("file", "convs", "msgs before→after", "tokens before→after", "ratio", "over")
     rows = [header, *(_row(stats.input, [stats]) for stats in results)]
     if len(results) > 1:
@@ -261,7 +262,7 @@ def table(results: Sequence[FileStats], *, wrote: bool = True) -> str:
     for stats in results:
         lines.extend(_notes(stats))
     for stats in results if wrote else ():
-        lines.extend(_written(stats))
+        lines.extend(_written(stats, unasked=not store_given))
     return "\n".join(lines)
 
 
@@ -316,13 +317,14 @@ def _notes(stats: FileStats) -> list[str]:
     return lines
 
 
-def _written(stats: FileStats) -> list[str]:
-    """The files one input's compression wrote."""
+def _written(stats: FileStats, *, unasked: bool) -> list[str]:
+    """The files one input's compression wrote; originals thrown away with why when
+    the store was not given (``unasked``: :func:`_thrown_away`)."""
     lines = []
     if stats.output != "-":
         lines.append(f"wrote {stats.output}")
     if stats.store and stats.store == os.devnull:
-        lines.append(_thrown_away(stats))
+        lines.append(_thrown_away(stats, unasked=unasked))
     elif stats.store:
         lines.append(
             f"wrote {stats.store} ({plural(stats.store_entries, 'original')}, "
@@ -331,28 +333,25 @@ def _written(stats: FileStats) -> list[str]:
     return lines
 
 
-def _thrown_away(stats: FileStats) -> str:
+def _thrown_away(stats: FileStats, *, unasked: bool) -> str:
     """The line that says how many originals a run with the store ``/dev/null`` threw
-    away, and, when that was for want of a place (:func:`_unkept`), how to keep them."""
-    return f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})" + (
-        _NO_STORE_BESIDE if _unkept(stats) else ""
-    )
+    away, and, when that was for want of a place (:func:`_unkept`) and not asked for
+    (``unasked``: no ``--store``), how to keep them."""
+    line = f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
+    if not (unasked and _unkept(stats)):
+        return line
+    if stats.input == "-":
+        why = "from stdin to stdout there is no file to keep them beside"
+    else:
+        why = f"{os.path.dirname(stats.input) or '.'} takes no new file to keep them beside"
+    return f"{line}: {why}; --store PATH keeps them for `ctxcli restore`"
 
 
 def _unkept(stats: FileStats) -> bool:
     """Whether the run of ``stats`` threw away originals for want of a place to keep
-    them (stdin to stdout, no ``--store``: the store is ``/dev/null``), which even
-    ``-q`` says."""
-    return (
-        stats.input == stats.output == "-" and stats.store == os.devnull and stats.store_entries > 0
-    )
-
-
-#: What the summary line adds when stdin to stdout threw the originals away.
-_NO_STORE_BESIDE = (
-    ": from stdin to stdout there is no file to keep them beside; "
-    "--store PATH keeps them for `ctxcli restore`"
-)
+    them (to stdout from stdin, or from a file in a folder that takes no new file, no
+    ``--store``: the store is ``/dev/null``), which even ``-q`` says."""
+    return stats.output == "-" and stats.store == os.devnull and stats.store_entries > 0
 
 
 def plural(count: int, noun: str) -> str:

@@ -156,6 +156,29 @@ def test_stdin_to_stdout_throws_the_originals_away_and_says_so(source: Path) -> 
     assert quiet.exit_code == 0 and quiet.stderr == f"warning: {said}\n"  # -q hid it
     chosen = ["compress", "-q", "--store", os.devnull, *args]
     assert CliRunner().invoke(cli, chosen, input=source.read_text()).stderr == ""
+    # Asked for, /dev/null needs no reason: the table says what went, not why.
+    loud = [arg for arg in chosen if arg != "-q"]
+    told = CliRunner().invoke(cli, loud, input=source.read_text()).stderr
+    assert "threw away 1 original (the store is /dev/null)\n" in told
+
+
+def test_stdout_from_a_folder_that_takes_no_file_throws_the_originals_away(
+    source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o -`` from a read-only mount of logs wrote nothing ("cannot write"), even where
+    no placeholder was made: the store beside the input was set up first."""
+    folder = str(source.parent)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: path != folder and real(path, mode))
+    args = [str(source), "-o", "-", "--stages", "placeholder", "--placeholder-threshold", "100"]
+    result = CliRunner().invoke(cli, ["compress", *args, "--placeholder-keep-recent", "0"])
+    assert result.exit_code == 0, result.output
+    assert "ctxcli placeholder" in result.stdout
+    assert (
+        f"threw away 1 original (the store is /dev/null): {folder} takes no new file to keep "
+        "them beside; --store PATH keeps them for `ctxcli restore`"
+    ) in result.stderr
+    assert sorted(p.name for p in source.parent.iterdir()) == [source.name]
 
 
 def test_stdout_output_puts_the_store_beside_the_input(source: Path, tmp_path: Path) -> None:
