@@ -37,12 +37,14 @@ asked about), the amounts the assistant stated (:data:`_AMOUNT`: totals and pric
 told the user, each after the words that say what it is: :func:`_what_amount`; one
 said with no such words is of the rest: ``$338`` alone tells nothing) and
 the limits it stated (a note of what cannot be done, :data:`_REFUSAL`); then the
-look-ups of what the user named, their outcome ``ok`` when it is a record said before
-(:func:`_gist_unsaid`: a profile's gist of 80 tokens says less per token than the
-final state; tau-bench at 1500 tokens keeps 3229 facts so, 2904 with the look-ups
-first); then the other look-ups; then the later requests that say more than a
-short question (the user's constraints: "I don't want to fly before 11 AM EST", which
-tau-bench at 2000 tokens lost to the flights its searches listed); then the rest
+later requests that say more than a short question (the user's constraints and
+decisions: "I don't want to fly before 11 AM EST", which tau-bench at 2000 tokens lost
+to the flights its searches listed; "Can you also add one checked bag", which run 3-0
+lost to its look-ups, so that the agent's claim to have added it went unchecked); then
+the look-ups of what the user named, their outcome ``ok`` when it is a record said
+before (:func:`_gist_unsaid`: a profile's gist of 80 tokens says less per token than
+the final state; tau-bench at 1500 tokens keeps 3229 facts so, 2904 with the look-ups
+first); then the other look-ups; then the rest
 (other records and facts, the typed facts without a digit); then the
 short later requests that hold no fact (:data:`ASKED_CHARS`); then the quantities the
 assistant stated with one small number (:data:`_COUNT`: ``15 天``, which says less than
@@ -173,7 +175,7 @@ ERRORS_PER_MESSAGE = 8
 #: (:data:`REQUESTED`, the later requests, is numbered after the others: a tier
 #: numbered after :data:`CHANGED` is read message by message, when the room reaches it.)
 TASK, ACTED, TRIED, NAMED, LOOKUP, CHANGED, REST, ASKED, COUNTED, NOTES, REQUESTED = range(11)
-ORDER = (TASK, ACTED, TRIED, CHANGED, NAMED, LOOKUP, REQUESTED, REST, ASKED, COUNTED, NOTES)
+ORDER = (TASK, ACTED, TRIED, CHANGED, REQUESTED, NAMED, LOOKUP, REST, ASKED, COUNTED, NOTES)
 #: A later request that is a question (:data:`_QUESTION`) without a fact, this short
 #: (characters; a CJK character counts thrice), is of :data:`ASKED`: the answer's
 #: facts say more than the question.
