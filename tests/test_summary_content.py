@@ -592,6 +592,23 @@ def test_a_record_leaves_out_a_count_of_none_but_not_a_zero_amount() -> None:
     assert records(card, "result") == ["result gift_card_8: balance 0"]
 
 
+def test_a_record_leaves_out_how_the_call_ran() -> None:
+    """Exa's answer to a web search gave about 400 of an 850-token summary to its
+    ``requestTags`` (feature flags, moderation settings, providers' timeouts)."""
+    answer = {
+        "results": [{"url": "https://example.org/a", "title": "Mamdani wins, 50.4%"}],
+        "requestTags": {"flags": "a,b", "sierra": {"numResultsRequested": 10}},
+        "costDollars": {"total": 0.005},
+        "_meta": {"progressToken": 7},
+        "tags": ["election", "nyc"],
+    }
+    said = records(answer, "result")
+    assert said == [
+        "result: tags election nyc",
+        "results: https://example.org/a Mamdani wins, 50.4%",
+    ]
+
+
 def test_a_call_that_differs_in_one_arguments_shape_says_that_argument() -> None:
     one = {
         "user_id": "ivan_7015",

@@ -179,12 +179,25 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
             else:
                 values.append(route if key == "origin" and route else _shown(str(key), item))
             continue
+        if isinstance(item, Mapping) and _ABOUT_THE_CALL.search(str(key)):
+            continue  # ``requestTags: {moderationConfig: …}``: how it ran, not what it found
         inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
         if inline is not None:
             values.append(f"{key} {inline}")
         elif isinstance(item, (Mapping, list)) and item:
             nested.append((str(key), item))
     return label, values, nested
+
+
+#: The key of an object that tells how a call ran, not what it found: a search API's
+#: ``requestTags`` (its feature flags, moderation settings, providers' timeouts),
+#: ``costDollars``, ``usage``, ``debug``, ``headers``, MCP's ``_meta``. Exa's answer to
+#: a web search gave about 400 of an 850-token summary to them, beside results that
+#: said who won. A list under such a key (a post's ``tags``) is content, and kept.
+_ABOUT_THE_CALL = re.compile(
+    r"(?i)^_|tags$|debug|telemetry|^trace|timings?$|^usage$|^costs?(?:_?dollars)?$"
+    r"|^headers$|config$|^opts$|flags$"
+)
 
 
 def _flat_objects(items: list[Any], label: str) -> list[str]:
