@@ -179,8 +179,6 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
             else:
                 values.append(route if key == "origin" and route else _shown(str(key), item))
             continue
-        if isinstance(item, Mapping) and _ABOUT_THE_CALL.search(str(key)):
-            continue  # ``requestTags: {moderationConfig: …}``: how it ran, not what it found
         inline = _inline(item) if isinstance(item, (Mapping, list)) and item else None
         if inline is not None:
             values.append(f"{key} {inline}")
@@ -252,8 +250,11 @@ def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bo
     """Whether an object's ``key`` says nothing its record does not: its id (in the
     label), a destination (in the route), a value the label holds (``credit_card`` of
     ``credit_card_4421486``), small counts (:func:`_counts`), or a count of none
-    (:data:`_NONE_COUNTED`: ``total_baggages 0``, eight tokens for no bags)."""
+    (:data:`_NONE_COUNTED`: ``total_baggages 0``, eight tokens for no bags), or how
+    the call ran (an object under :data:`_ABOUT_THE_CALL`: ``requestTags``)."""
     if key == id_key or (key == "destination" and route) or _counts(item):
+        return True
+    if isinstance(item, Mapping) and _ABOUT_THE_CALL.search(str(key)):
         return True
     if item == 0 and isinstance(item, int) and _NONE_COUNTED.search(key):
         return True
