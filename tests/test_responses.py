@@ -245,6 +245,43 @@ def test_parallel_hosted_calls_stay_with_their_answers(tmp_path: Path, budget: i
     assert kept in ([], items[1:5])  # all four, as they were, or none
 
 
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("c", "f", "co", "fo"),
+        ("c", "f", "fo", "co"),
+        ("f", "c", "fo", "co"),
+        ("f", "c", "co", "fo"),
+    ],
+)
+@pytest.mark.parametrize("budget", [200, 300, 1000])
+def test_a_function_call_beside_a_hosted_one_keeps_its_output(
+    tmp_path: Path, order: tuple[str, ...], budget: int
+) -> None:
+    """A breaker's run: ``computer_call c1, function_call f1, computer_call_output c1,
+    function_call_output f1`` (each output after its call: the API takes it) was read
+    as the hosted message up to ``c1``'s answer, ``f1`` inside it, and ``f1``'s output
+    apart: "already breaks the rules in the input", and at 300 tokens the output kept
+    ``f1``'s output and folded its call. The three other orders were said to break
+    the rules too. The step is now one message, whatever the order."""
+    screenshot = {"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"}
+    step = {
+        "c": {"type": "computer_call", "call_id": "c1", "action": {"type": "screenshot"}},
+        "f": {"type": "function_call", "call_id": "f1", "name": "lookup", "arguments": "{}"},
+        "co": {"type": "computer_call_output", "call_id": "c1", "output": screenshot},
+        "fo": {"type": "function_call_output", "call_id": "f1", "output": "result " * 3000},
+    }
+    items = [{"role": "user", "content": "Click and look up."}, *(step[k] for k in order)]
+    items.append({"role": "user", "content": "Thanks, now summarize."})
+    record = {"input": items}
+    conversation = responses.read(record, COUNTER, path="a", line=1)
+    assert responses.problems(record, conversation) == []
+    assert conversation.meta["sources"] == [(0,), (1, 2, 3, 4), (5,)]
+    (after,) = compress(tmp_path, [record], "--max-tokens", str(budget))
+    assert _answers_without_calls(after["input"]) == []
+    assert after["input"][-1] == items[-1]
+
+
 def test_a_hosted_answer_apart_from_its_call_is_in_its_message() -> None:
     """A ``computer_call``, the assistant's word while it ran, then the screenshot:
     three messages, which a cut or a drop could part (the answer then without its

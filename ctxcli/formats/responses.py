@@ -30,7 +30,8 @@ How it maps onto the neutral model (and back):
   ``computer_call_output``, ``shell_call`` and its output, an MCP approval request
   and its response: :data:`ANSWERED_BY`), or a run of them answered by the items
   after the run (parallel calls), is one ``assistant`` message, the items its
-  content;
+  content, and so is a step that makes function calls beside them, up to the last
+  answer of the step;
 - any other item is an ``assistant`` message of its own, its item as its content.
 
 A message no stage changed is written back as the very items it was read from; a
@@ -255,7 +256,7 @@ def neutral_messages(
             i += 1
             continue
         end = _answered_end(items, i)
-        if item_type(item) in CALLS:
+        if item_type(item) in CALLS and end == i + 1:
             while end < len(items) and item_type(items[end]) in CALLS:
                 end += 1
         data = _neutral(items, range(i, end))
@@ -274,47 +275,59 @@ def neutral_messages(
 
 
 def _answered_end(items: Sequence[Mapping[str, Any]], i: int) -> int:
-    """Where the message of item ``i`` ends: for a hosted call (:data:`ANSWERED_BY`),
-    after the hosted calls right after it and the answers to them that follow (one
-    call and its answer, or parallel calls and their answers: ``shell_call s1,
-    shell_call s2, shell_call_output s1, shell_call_output s2``), which are one
-    ``assistant`` message, its content the items, so no stage parts them (a
+    """Where the message of item ``i`` ends: for a run of calls (consecutive call
+    items, their reasoning among them) with a hosted call in it (:data:`ANSWERED_BY`),
+    after the last answer to a call of the step (:func:`_step_end`): one ``assistant``
+    message, its content the items, so no stage parts a call from its answer (a
     computer-use run cut between a ``computer_call`` and its screenshot kept the
     screenshot alone); nor is an answer, which the API wants as it is (a screenshot, a
-    shell's output list), ever a placeholder; when no answer comes right after the
-    run, up to the last answer within the step (:func:`_apart_answer_end`). ``i + 1``
-    for any other item, or a hosted call with no answer in its step."""
-    asked: set[tuple[Any, Any]] = set()
-    end = i
-    while end < len(items) and item_type(items[end]) in ANSWERED_BY:
-        kind_of = item_type(items[end])
-        asked.add((kind_of, items[end].get(ANSWERED_BY[kind_of][1])))
-        end += 1
-    answered = end
-    while answered < len(items) and _answers(items[answered], asked):
-        answered += 1
-    if answered > end:
-        return answered
-    return _apart_answer_end(items, end, asked) or i + 1
+    shell's output list), ever a placeholder. ``i + 1`` for any other item, or a run
+    whose hosted calls get no answer in their step."""
+    run = i
+    while run < len(items) and item_type(items[run]) in _STEP_CALLS:
+        run += 1
+    if not any(item_type(items[k]) in ANSWERED_BY for k in range(i, run)):
+        return i + 1
+    return _step_end(items, i) or i + 1
 
 
-def _apart_answer_end(
-    items: Sequence[Mapping[str, Any]], start: int, asked: set[tuple[Any, Any]]
-) -> int | None:
-    """The end of the span from hosted calls ``asked`` to the last item from ``start``
-    on that answers one, when no user message stands between (the assistant's
-    message while a computer action ran is part of the same step); ``None`` when no
-    such item is there."""
-    last, waiting = None, set(asked)
+#: The items a run of calls is made of (:func:`_answered_end`).
+_STEP_CALLS = frozenset(ANSWERED_BY) | frozenset(CALLS) | {"reasoning"}
+
+
+def _step_end(items: Sequence[Mapping[str, Any]], start: int) -> int | None:
+    """The end of the span from ``start`` to the last item that answers a call made in
+    it (a hosted call's answer, a function call's output), reading on while a call
+    waits and no user message stands between (the assistant's message while a
+    computer action ran is part of the same step); ``None`` when no hosted call of it
+    is answered. A function call made beside a hosted one is answered in the span too:
+    ``computer_call c1, function_call f1, computer_call_output c1,
+    function_call_output f1`` read as the hosted call's message up to ``c1``'s answer
+    left ``f1``'s output without its call, and a summary folded the call alone."""
+    last, hosted, waiting = None, False, set()
     for k in range(start, len(items)):
         item = items[k]
-        if not waiting or item_type(item) == "message" and item.get("role") != "assistant":
+        kind_of = item_type(item)
+        if k > start and kind_of == "message" and item.get("role") != "assistant":
             break
-        if _answers(item, waiting):
-            call = _ASKED_BY[item_type(item)]
+        if kind_of in ANSWERED_BY:
+            waiting.add((kind_of, item.get(ANSWERED_BY[kind_of][1])))
+        elif kind_of in CALLS:
+            waiting.add((kind_of, call_id_of(item)))
+        elif _answers(item, waiting):
+            call = _ASKED_BY[kind_of]
             waiting.discard((call, item.get(ANSWERED_BY[call][2])))
+            last, hosted = k, True
+        elif kind_of in OUTPUTS and (_CALL_OF[kind_of], call_id_of(item)) in waiting:
+            waiting.discard((_CALL_OF[kind_of], call_id_of(item)))
             last = k
-    return None if last is None else last + 1
+        if not waiting:
+            break
+    return last + 1 if hosted and last is not None else None
+
+
+#: Output item type -> its call's type (:data:`CALLS`).
+_CALL_OF = {output: call for call, output in CALLS.items()}
 
 
 def _answers(item: Mapping[str, Any], asked: set[tuple[Any, Any]]) -> bool:
@@ -351,10 +364,11 @@ def _hosted_pair(item: Mapping[str, Any], at: int) -> tuple[dict[str, Any], dict
 
 
 def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
-    """The neutral message of the items in ``span``: one item, or a run of calls."""
+    """The neutral message of the items in ``span``: one item, a run of calls, or a
+    step with a hosted call (:func:`_answered_end`), the items its content."""
     item = items[span[0]]
     kind_of = item_type(item)
-    if kind_of in CALLS:
+    if all(item_type(items[k]) in CALLS for k in span):
         return {"role": "assistant", "content": None, "tool_calls": [_call(items[k]) for k in span]}
     if kind_of in OUTPUTS:
         return {"role": "tool", "tool_call_id": call_id_of(item), "content": item.get("output")}
