@@ -584,7 +584,8 @@ SPOOL_BYTES = 64 << 20
 
 class AtomicWriter:
     """Write a file whole or not at all: to ``.<name>.ctxcli-<pid>-*.tmp`` beside it,
-    renamed over ``target`` by :meth:`commit`. Such files that a killed run left for the
+    renamed over ``target`` by :meth:`commit` (over the file a symlink ``target``
+    leads to: the link stays). Such files that a killed run left for the
     same target (their process is gone) are removed first.
 
     ``-`` is stdout, all or nothing as well: the output is spooled (up to
@@ -610,9 +611,13 @@ class AtomicWriter:
                 self.stream = open(target, "wb")  # noqa: SIM115
                 self._own = True
                 return
-            folder = Path(target).resolve().parent
+            # A symlink is written through, as --in-place does: replaced, it became a
+            # plain file, and the temporary file beside its target could not always be
+            # renamed over a link in another folder (another filesystem).
+            self._real = os.path.realpath(target)
+            folder = Path(self._real).parent
             folder.mkdir(parents=True, exist_ok=True)
-            prefix = temporary_prefix(target)
+            prefix = temporary_prefix(self._real)
             remove_stale(folder, prefix)
             fd, self._tmp = tempfile.mkstemp(
                 prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=folder
@@ -641,7 +646,7 @@ class AtomicWriter:
                 return
             os.fsync(self.stream.fileno())
             self.stream.close()
-            os.replace(self._tmp, self.target)
+            os.replace(self._tmp, self._real)
             self._tmp = None
 
     def abort(self) -> None:

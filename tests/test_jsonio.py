@@ -264,3 +264,20 @@ def test_a_broken_line_is_named_by_its_line_and_column_only(tmp_path: Path) -> N
     assert str(caught.value) == (
         f"{source}:2: invalid JSON: unexpected character, expected ',' or '}}': column 31"
     )
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    """``-o link.jsonl`` replaced the link with a plain file (``--in-place`` writes
+    through links), and its temporary file, beside the link's target, was renamed
+    over a link in another folder."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "data" / "out.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "links" / "out.jsonl"
+    link.symlink_to(target)
+    with jsonio.AtomicWriter(str(link)) as writer:
+        writer.write(b"new\n")
+        writer.commit()
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["out.jsonl"]
