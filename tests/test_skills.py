@@ -447,6 +447,19 @@ def test_symlinks_leading_outside_are_refused_unread(
     assert not any(str(outside) in p for p in opened)
 
 
+def test_a_broken_symlink_is_an_error_not_skipped(tmp_path: Path, two: Path) -> None:
+    # A dangling x.md was skipped in silence: `skills validate` said "0 errors" in CI.
+    (two / "x.md").symlink_to(tmp_path / "gone.md")
+    (two / "gamma").mkdir()
+    (two / "gamma" / "SKILL.md").symlink_to(tmp_path / "gone" / "SKILL.md")
+    assert [str(p) for p in lib.scan_skills([two]).problems] == [
+        f"{two / 'gamma' / 'SKILL.md'}: error: broken symlink (to {tmp_path}/gone/SKILL.md);"
+        " not read",
+        f"{two / 'x.md'}: error: broken symlink (to {tmp_path}/gone.md); not read",
+    ]
+    assert invoke("validate", "--dir", str(two)).exit_code == 1
+
+
 def bomb_front(name: str = "bomb") -> str:
     """Front matter whose parameter ``p`` holds a 387-million-string YAML bomb."""
     lines = "".join(f"    {line}\n" for line in yaml_bomb().splitlines())

@@ -110,17 +110,30 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _candidates(root: Path) -> Iterable[tuple[Path, Layout]]:
-    """Skill files directly in ``root`` (flat) or one folder down (``SKILL.md``), sorted."""
+    """Skill files directly in ``root`` (flat) or one folder down (``SKILL.md``), sorted;
+    a broken symlink where one would be too (:func:`_read` names it)."""
     for entry in sorted(root.iterdir(), key=lambda entry: entry.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
             for file_name in (SKILL_FILE, "skill.md"):
-                if (entry / file_name).is_file():
+                if (entry / file_name).is_file() or _broken(entry / file_name):
                     yield entry / file_name, "directory"
                     break
-        elif entry.suffix == ".md" and entry.name.lower() != "readme.md" and entry.is_file():
+        elif _flat_skill_file(entry):
             yield entry, "flat"
+
+
+def _flat_skill_file(entry: Path) -> bool:
+    """Whether ``entry`` is a flat skill file: a ``.md`` file but a README (or a broken
+    symlink named so)."""
+    named = entry.suffix == ".md" and entry.name.lower() != "readme.md"
+    return named and (entry.is_file() or _broken(entry))
+
+
+def _broken(path: Path) -> bool:
+    """Whether ``path`` is a symlink whose target is gone."""
+    return path.is_symlink() and not path.exists()
 
 
 def scan_skills(dirs: Sequence[str | os.PathLike[str]], *, strict: bool = False) -> ScanResult:
@@ -169,6 +182,9 @@ def _read(
 ) -> tuple[Skill | None, list[Problem]]:
     """One skill file's skill (when its front matter gives a name and a description)
     and problems."""
+    if _broken(path):  # skipped in silence, it passed `skills validate` in CI
+        detail = f"broken symlink (to {os.readlink(path)}); not read"
+        return None, [problem_at("broken-symlink", path, None, detail)]
     if not _inside(path, root):
         detail = "symlink leads outside the skills directory; not read"
         return None, [problem_at("symlink-outside", path, None, detail)]
