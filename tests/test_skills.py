@@ -564,6 +564,12 @@ def test_show_works_despite_a_broken_other_skill(two: Path) -> None:
         lib.get_skill("gamma", [two])
     with pytest.raises(SkillError, match=r"broken.md:1: error: no front matter"):
         lib.get_skill("broken", [two])
+    # A skill with an error in its file cannot be shown: it is not named available.
+    (two / "params.md").write_text(
+        "---\nname: params\ndescription: d\nparameters:\n  p: {type: strng}\n---\n"
+    )
+    with pytest.raises(SkillError, match=r"available: alpha, beta \(2 skill files have errors\)"):
+        lib.get_skill("gamma", [two])
 
 
 def test_load_detail_reads_the_body_after_an_edit(two: Path) -> None:

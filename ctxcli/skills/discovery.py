@@ -270,7 +270,8 @@ def get_skill(name: str, dirs: Sequence[str | os.PathLike[str]]) -> Skill:
     The name is checked with :func:`check_name` before any file is touched, and the file is
     found by scanning, never by joining the name onto a path. Raises SkillError for an unsafe
     name, an unknown name (naming the available skills, or listing the errors of a file
-    named ``NAME.md`` or ``NAME/SKILL.md`` that gave no skill), a duplicated name (naming
+    named ``NAME.md`` or ``NAME/SKILL.md`` that gave no skill; a skill whose file has
+    errors is not available, as it cannot be shown), a duplicated name (naming
     both paths) or errors in the skill's own file. Errors in other skills do not stop it.
     """
     check_name(name)
@@ -279,10 +280,12 @@ def get_skill(name: str, dirs: Sequence[str | os.PathLike[str]]) -> Skill:
     if not matches:
         # A file named for the skill whose front matter could not be read: say why.
         _raise_errors([problem for problem in result.errors if _names(problem, name)])
-        available = ", ".join(sorted({skill.name for skill in result.skills})) or "none"
-        message = f"unknown skill {name!r}; available: {available}"
-        if result.errors:
-            message += f" ({len(result.errors)} skill files have errors)"
+        broken = {problem.path for problem in result.errors}
+        unshown = {skill.name for skill in result.skills if str(skill.path) in broken}
+        shown = {skill.name for skill in result.skills} - unshown  # a duplicate too
+        message = f"unknown skill {name!r}; available: {', '.join(sorted(shown)) or 'none'}"
+        if result.errors:  # a skill with an error cannot be shown: not available
+            message += f" ({len(broken)} skill files have errors)"
         raise SkillError(message)
     paths = {str(match.path) for match in matches}
     _raise_errors([problem for problem in result.errors if problem.path in paths])
