@@ -209,7 +209,7 @@ def test_front_matter_accepts_bom_crlf_and_trailing_space(
         pytest.param(b"---\nname: a\ndescription: \xff\n---\n",
                      "3: front matter is not valid UTF-8", id="not-utf8"),
         pytest.param(b"---\n" + b"k: v\n" * 20_000,
-                     "1: front matter is longer than 65536 bytes (no closing '---' line found)",
+                     "1: front matter is longer than 65536 bytes (no closing '---' line within it)",
                      id="too-long"),
     ],
 )  # fmt: skip
@@ -283,17 +283,17 @@ def test_front_matter_round_trips_and_stops_at_the_fence(
                      "2: error: name '../s' is not a valid OpenAI/Anthropic function name:"
                      " use 1-64 letters, digits, '_' or '-'", id="dotdot-name"),
         pytest.param("name: s\ndescription: d\nparameters:\n  p:\n    type: str\n",
-                     "5: error: parameter 'p': type 'str' is not a JSON Schema type (did you"
+                     "6: error: parameter 'p': type 'str' is not a JSON Schema type (did you"
                      " mean 'string'?); use one of array, boolean, integer, null, number,"
                      " object, string", id="python-type"),
         pytest.param("name: s\ndescription: d\nparameters:\n  p:\n    type: array\n"
                      "    items: {type: text}\n",
-                     "5: error: parameter 'p'.items: type 'text' is not a JSON Schema type;"
+                     "7: error: parameter 'p'.items: type 'text' is not a JSON Schema type;"
                      " use one of array, boolean, integer, null, number, object, string",
                      id="items-type"),
         pytest.param("name: s\ndescription: d\nparameters:\n  p:\n    type: string\n"
                      "    required: 'yes'\n",
-                     "5: error: parameter 'p': required must be true or false",
+                     "7: error: parameter 'p': required must be true or false",
                      id="required-not-bool"),
         pytest.param("name: s\ndescription: d\nparameters:\n  type: object\n"
                      "  properties: {a: {type: string}}\n  required: [a, b]\n",

@@ -156,7 +156,7 @@ def _fenced(reader: _ChunkReader, path: Path) -> tuple[list[bytes], int]:
                 path,
                 1,
                 f"front matter is longer than {MAX_FRONT_MATTER_BYTES} bytes"
-                " (no closing '---' line found)",
+                " (no closing '---' line within it)",
             )
         lines.append(line)
 
@@ -184,8 +184,8 @@ def _parse_yaml(text: str, path: Path, *, first_line: int) -> tuple[dict[str, An
 
 
 def _key_lines(node: Any, first_line: int) -> KeyLines:
-    """The file line of each top-level key of ``node``, and of each key under
-    ``parameters``."""
+    """The file line of each top-level key of ``node``, of each key under
+    ``parameters``, and of each key of a parameter's mapping (its ``type``)."""
     lines: KeyLines = {}
     if not isinstance(node, yaml.MappingNode):
         return lines
@@ -194,7 +194,12 @@ def _key_lines(node: Any, first_line: int) -> KeyLines:
             continue
         lines[(key.value,)] = first_line + key.start_mark.line
         if key.value == "parameters" and isinstance(value, yaml.MappingNode):
-            for name, _ in value.value:
-                if isinstance(name, yaml.ScalarNode):
-                    lines[("parameters", name.value)] = first_line + name.start_mark.line
+            for name, spec in value.value:
+                if not isinstance(name, yaml.ScalarNode):
+                    continue
+                lines[("parameters", name.value)] = first_line + name.start_mark.line
+                for field, _ in spec.value if isinstance(spec, yaml.MappingNode) else ():
+                    if isinstance(field, yaml.ScalarNode):
+                        at = first_line + field.start_mark.line
+                        lines[("parameters", name.value, field.value)] = at
     return lines

@@ -170,10 +170,25 @@ def _parameters(parameters: Any, path: Path, lines: KeyLines) -> list[Problem]:
     problems: list[Problem] = []
     for name, spec in parameters.items():
         where = lines.get(("parameters", str(name)), line)
-        problems.extend(
-            problem_at("parameters", path, where, detail) for detail in _parameter(name, spec)
-        )
+        found = []
+        for detail in _parameter(name, spec):
+            field = _field_of(detail, f"parameter {name!r}")
+            at = lines.get(("parameters", str(name), field), where) if field else where
+            found.append(problem_at("parameters", path, at, detail))
+        problems += sorted(found, key=lambda problem: problem.line or 0)  # in file order
     return problems
+
+
+def _field_of(detail: str, where: str) -> str | None:
+    """The key of a parameter's mapping a problem ``detail`` about ``where`` is at:
+    ``type`` of ``parameter 'p': type 'strng' is not …``, ``items`` of ``parameter
+    'p'.items …``; ``None`` when it names none."""
+    rest = detail.removeprefix(where)
+    if rest.startswith(".items"):
+        return "items"
+    if rest.startswith("."):
+        return "properties"
+    return rest[2:].split(" ", 1)[0] if rest.startswith(": ") else None
 
 
 def _parameter(name: Any, spec: Any) -> Iterator[str]:
