@@ -1603,3 +1603,29 @@ def test_the_flights_a_newer_result_no_longer_lists_are_not_said() -> None:
     messages[-1] = {**messages[-1], "content": json.dumps(cancelled)}
     whole = _summary(messages, 400)
     assert "HAT235" in whole and "cancelled" in whole, whole
+
+
+def test_what_a_read_file_says_comes_after_what_a_command_found() -> None:
+    """SWE-agent's summary ranked ``setup.py``'s e-mail and URLs (its ``open``, newer)
+    before what its commands found: a file can be read again."""
+    setup = "author_email='sloria1@gmail.com', url='https://github.com/x/y', version='3.0.0rc4'"
+    shown = "Name: marshmallow\nVersion: 3.13.0\nLocation: /opt/env/lib/python3.9/site-packages"
+    messages: Messages = [{"role": "user", "content": "Fix the rounding of TimeDelta."}]
+    for n, (name, arguments, text) in enumerate(
+        [("get_package", {"name": "x"}, shown), ("open", {"path": "setup.py"}, setup)]
+    ):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": name}}
+        call["function"]["arguments"] = json.dumps(arguments)
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": text},
+        ]
+    messages.append({"role": "assistant", "content": "Found it."})
+    wide = _summary(messages, 400)
+    assert "sloria1@gmail.com" in wide and "site-packages" in wide, wide
+    narrow = next(
+        text
+        for bound in range(40, 400, 5)
+        if "site-packages" in (text := _summary(messages, bound))
+    )
+    assert "sloria1@gmail.com" not in narrow, narrow

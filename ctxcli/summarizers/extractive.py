@@ -1445,7 +1445,7 @@ def _later_items(
     kinds: Sequence[str],
     names: Mapping[int, str],
     tier: int,
-    named_makers: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()),
+    named_makers: tuple[frozenset[int], ...] = (frozenset(), frozenset(), frozenset()),
 ) -> Iterator[Item]:
     """The items of one of the later tiers, newest message first, each message read
     when the stream reaches it; a record of the result of a state-changing call, or of
@@ -1453,8 +1453,11 @@ def _later_items(
     is of :data:`CHANGED`, under its call's name, and so is an opaque id in the result
     of a state-changing call that runs no shell command (second of ``named_makers``:
     ``create_session`` → ``id 5d1c8e2a-…`` is what it made; a command's output, a
-    ``grep`` of a config file, holds what it found)."""
-    named, makers = named_makers
+    ``grep`` of a config file, holds what it found). The facts of a file a call read
+    (third, :func:`_file_reads`) are of :data:`COUNTED`: what a file says (a
+    ``setup.py``'s e-mail and URLs, a doc's example date) is there to read again, and
+    tells less than what the run's commands found (the version pip installed)."""
+    named, makers, reads = named_makers
     for i in range(len(texts) - 1, -1, -1):
         if tier not in _LATER_TIERS.get(kinds[i], ()):
             continue
@@ -1465,6 +1468,8 @@ def _later_items(
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
             if section == "facts" and changed:
                 own = _changed_tier(own, made=i in makers)
+            elif section == "facts" and own == REST and i in reads:
+                own = COUNTED
             if own != tier:
                 continue
             if section == "facts" and name:  # ``search_books: …``, not ``search_bookss``
@@ -1531,15 +1536,36 @@ def _stream(
         for _, name, arguments, at, _ in paired
         if at is not None and rec.changes_state(name) and rec.command_of(arguments) is None
     )
+    told = (named, makers, _file_reads(paired))
     first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=_first_rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
-            changed = _later_items(texts, kinds, names, tier, (named, makers))
+            changed = _later_items(texts, kinds, names, tier, told)
             yield from _by_density(_newest_state(changed))
         elif tier > CHANGED:
-            yield from _later_items(texts, kinds, names, tier, (named, makers))
+            yield from _later_items(texts, kinds, names, tier, told)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
+
+
+#: A call that reads a file: a read tool (Claude Code's ``Read``, SWE-agent's ``open``,
+#: ``read_file``, ``view``), or a shell command that prints one (``cat``, ``head``,
+#: ``tail``, ``nl``, ``sed -n``).
+_READ_NAME = re.compile(r"(?i)(?:read|open|view|cat)(?:_?file)?")
+_READ_COMMAND = re.compile(r"\s*(?:cat|head|tail|nl|less|more|sed\s+-n)\s")
+
+
+def _file_reads(paired: Paired) -> frozenset[int]:
+    """The positions of the results of calls that read a file (:data:`_READ_NAME`,
+    :data:`_READ_COMMAND`)."""
+    out = set()
+    for _, name, arguments, at, _ in paired:
+        if at is None:
+            continue
+        command = rec.command_of(arguments) if not _READ_NAME.fullmatch(name) else None
+        if _READ_NAME.fullmatch(name) or (command and _READ_COMMAND.match(command)):
+            out.add(at)
+    return frozenset(out)
 
 
 def _newest_state(items: Iterable[Item]) -> list[Item]:
