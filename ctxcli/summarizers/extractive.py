@@ -1466,15 +1466,22 @@ def _later_items(
         if tier == CHANGED and not changed and not _answer_of_changed(texts[i], kinds[i]):
             continue
         for order, (section, said, own, seq) in enumerate(_lazy(texts[i], kinds[i])):
-            if section == "facts" and changed:
-                own = _changed_tier(own, made=i in makers)
-            elif section == "facts" and own == REST and i in reads:
-                own = COUNTED
+            if section == "facts":
+                own = _result_tier(own, changed=changed, made=i in makers, read=i in reads)
             if own != tier:
                 continue
             if section == "facts" and name:  # ``search_books: …``, not ``search_bookss``
                 said = _RESULT_LABEL.sub(name, said, count=1)
             yield Item(section, said, own, i, order, seq)
+
+
+def _result_tier(tier: int, *, changed: bool, made: bool, read: bool) -> int:
+    """The tier of a fact of ``tier`` in a result: as :func:`_changed_tier` says for a
+    call that ``changed`` state or looked up what the user named; :data:`COUNTED` for
+    one of :data:`REST` a file ``read`` gave; else ``tier``."""
+    if changed:
+        return _changed_tier(tier, made=made)
+    return COUNTED if read and tier == REST else tier
 
 
 def _changed_tier(tier: int, *, made: bool) -> int:
