@@ -331,11 +331,10 @@ def omitted_facts(source: str, shown: str) -> list[str]:
                 start = match.start()
             fact = source[start:end].strip()[:FACT_LINE_CHARS]
         fact = fact.rstrip(".,:;-")
-        if len(fact) < 3 or fact in seen:
+        if len(fact) < 3 or fact in seen or fact in shown:
             continue
         seen.add(fact)
         found.append((_telling(fact, match.lastgroup == "error"), len(found), fact))
-    found = [item for item in _series(found) if item[2] not in shown]
     facts: list[str] = []
     for _, _, fact in sorted(found):
         room -= len(fact) + 2
@@ -351,45 +350,6 @@ _BARE_NUMBER = re.compile(r"[+-]?\d[\d,]*")
 _AMOUNT_OR_DECIMAL = re.compile(r"[$€£¥+-]?\d[\d,]*(?:\.\d+)?%?")
 
 
-def _series(found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """``found`` (``(rank, place, fact)`` in the order a text first gives them) with
-    each series that counts something off told once: a run of :data:`COUNT_RUN` or more
-    words alike but for a number one more than the one before (``n`` first given
-    after ``n - 1``). A series of bare whole numbers goes: a numbered file view's line
-    numbers (``1  import os``) or a log's counter (``computed line 100 …``) name
-    nothing (an agent sample's placeholder listed ``100, 101, … 174``, 75 of its 118
-    facts; a Claude Code Read about 4,300 tokens of them). A series of names is one
-    fact, its first and last (``helper_0…helper_39``) where its first stood."""
-    chain: dict[tuple[str, int], int] = {}  # each (name, number): the run it ends
-    for _, _, fact in found:
-        counting = _COUNTING.fullmatch(fact)
-        if counting:
-            key = (counting.group(1), int(counting.group(2)))
-            chain.setdefault(key, chain.get((key[0], key[1] - 1), 0) + 1)
-    runs: dict[str, tuple[str, str]] = {}  # each fact of a series: its first and last
-    for (name, n), length in chain.items():
-        if length >= COUNT_RUN and (name, n + 1) not in chain:
-            first, last = f"{name}{n - length + 1}", f"{name}{n}"
-            runs.update((f"{name}{m}", (first, last)) for m in range(n - length + 1, n + 1))
-    out = []
-    for rank, place, fact in found:
-        run = runs.get(fact)
-        if run is None:
-            out.append((rank, place, fact))
-        elif fact == run[0] and rank != _BARE:
-            out.append((rank, place, f"{run[0]}…{run[1]}"))
-    return out
-
-
-#: A word that may count: a name ending in a number without leading zeros
-#: (``helper_12``, ``test_case_3``), or that number alone.
-_COUNTING = re.compile(r"((?:[A-Za-z_][\w.-]*[A-Za-z_.-])?)(0|[1-9]\d{0,8})")
-#: The rank :func:`_telling` gives a bare whole number.
-_BARE = 3
-#: The fewest words one after another (``100, 101, 102 …``) that make a series.
-COUNT_RUN = 5
-
-
 def _telling(fact: str, error: bool) -> int:
     """The rank of what ``fact`` tells, lower first (:func:`omitted_facts`): 0 an
     error line or a path, 1 another word with a letter (an id, a date's ISO form
@@ -397,7 +357,7 @@ def _telling(fact: str, error: bool) -> int:
     if error or "/" in fact:
         return 0
     if _BARE_NUMBER.fullmatch(fact):
-        return _BARE
+        return 3
     if _AMOUNT_OR_DECIMAL.fullmatch(fact):
         return 2
     return 1

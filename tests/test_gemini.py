@@ -4,7 +4,6 @@ never in a shape the API refuses (each rule checked here by the API's own error 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -214,9 +213,9 @@ def test_summaries_beside_the_task_join_its_turn_as_parts(tmp_path: Path) -> Non
     before, task, steps = (p["text"] for p in out["contents"][0]["parts"])
     assert task == "Fix the failing test in src/."
     assert before.startswith("[ctxcli summary] 2 earlier messages folded.")
-    assert re.match(r"\[ctxcli summary\] \d\d earlier messages folded\.", steps)
+    assert steps.startswith("[ctxcli summary] 22 earlier messages folded.")
     assert "tool_0(src/file_0_0.py" in steps
-    assert out["contents"][-2:] == record["contents"][-2:]  # the last step, as it was
+    assert out["contents"][1:] == record["contents"][-2:]  # the last step, as it was
 
 
 def test_a_chat_summary_that_meets_the_latest_turn_joins_it(tmp_path: Path) -> None:
@@ -245,7 +244,7 @@ def test_steps_after_a_turn_that_opens_with_responses_are_folded_too(tmp_path: P
     for n in range(10, 22):
         contents.append({"role": "model", "parts": [call_part(n, 0), call_part(n, 1)]})
         contents.append({"role": "user", "parts": [response_part(n, 0), response_part(n, 1)]})
-    (out,) = compress(tmp_path, [record], "--max-tokens", "5000")
+    (out,) = compress(tmp_path, [record], "--max-tokens", "6000")
     assert api_errors(contents, out["contents"]) == []
     turn = next(
         c for c in out["contents"] if {"text": "Now fix src/other.py instead."} in c["parts"]
@@ -273,7 +272,7 @@ def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> Non
     for run in runs:
         run.mkdir()
     (first,) = compress(runs[0], [record], "--max-tokens", "6000")
-    (again,) = compress(runs[1], [first], "--max-tokens", "3500")
+    (again,) = compress(runs[1], [first], "--max-tokens", "4000")
     assert api_errors(record["contents"], again["contents"]) == []
     texts = [p["text"] for p in again["contents"][0]["parts"]]
     assert texts[1] == "Fix the failing test in src/."
@@ -281,7 +280,7 @@ def test_a_joined_summary_is_merged_when_compressed_again(tmp_path: Path) -> Non
         "[ctxcli summary] 2 earlier messages folded.",
         "[ctxcli summary] 38 earlier messages folded.",  # 36 then, and 2 more: one summary
     ]
-    (same,) = compress(runs[2], [again], "--max-tokens", "3500")
+    (same,) = compress(runs[2], [again], "--max-tokens", "4000")
     assert same == again
 
 

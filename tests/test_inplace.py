@@ -43,7 +43,7 @@ def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> No
     result = invoke("compress", str(big.parent), "--in-place", "--dry-run")
     assert result.exit_code == 1, result.output
     assert (
-        f"would rewrite {big}: 1 of 1 conversation changed, 8,396→7,869 tokens (-6%)\n"
+        f"would rewrite {big}: 1 of 1 conversation changed, 8,396→7,843 tokens (-7%)\n"
         in result.stderr
     )
     assert str(small) + ":" not in result.stderr

@@ -150,7 +150,7 @@ def test_a_pipe_named_on_its_own_is_read_once(tmp_path: Path) -> None:
     assert counted.exit_code == 0, counted.output
     assert json.loads(counted.stdout)["total"]["tokens"] == 8396
     out = tmp_path / "out.jsonl"
-    result = run("compress", str(fifo), "-o", str(out), "--max-tokens", "1200", "-q")
+    result = run("compress", str(fifo), "-o", str(out), "--max-tokens", "2000", "-q")
     assert result.exit_code == 0, result.output
     assert "[ctxcli summary]" in out.read_text()
     os.mkfifo(fifo)  # no output named: nowhere beside a pipe to write

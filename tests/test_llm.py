@@ -250,17 +250,17 @@ def test_an_unreachable_endpoint_falls_back() -> None:
 def test_a_failed_model_gives_what_the_extractive_summarizer_gives() -> None:
     """A model that failed left the extractive summary in the model's plan, which folds
     more to give its summary room: the agent sample at 1,500 tokens came out at 935
-    tokens and 47 facts, where ``--summarizer extractive`` gave 1,430 and 76."""
+    tokens and 47 facts, where ``--summarizer extractive`` gives 1,430 and 76."""
     sample = Path(__file__).resolve().parents[1] / "samples" / "agent_run.jsonl"
     record = json.loads(sample.read_text().splitlines()[0])
-    settings = resolve(max_tokens=1400)
+    settings = resolve(max_tokens=1500)
     failed = Compressor(
         settings, warn=[].append, summarizer=summarizer("http://127.0.0.1:9/v1", retries=0)
     )
     result = failed.conversation(record)
     extractive = Compressor(settings, warn=[].append).conversation(record)
     assert result.events["summary"]["fallbacks"] == 1
-    assert result.after.tokens == extractive.after.tokens > 1_300
+    assert result.after.tokens == extractive.after.tokens > 1_400
     assert [m.data for m in result.after.messages] == [m.data for m in extractive.after.messages]
     assert result.stored == extractive.stored
 

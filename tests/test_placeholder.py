@@ -642,20 +642,3 @@ def test_the_facts_a_placeholder_names_are_whole(
     held = omitted_facts(source, "")
     assert all(fact in held for fact in named), held
     assert not any(fact in held for fact in not_named), held
-
-
-def test_a_series_that_counts_is_told_once_and_line_numbers_not_at_all() -> None:
-    """A numbered file view's line numbers and a log's counter name nothing: the agent
-    sample's placeholder listed ``100, 101, … 174`` (75 of its 118 facts), a Claude Code
-    Read about 4,300 tokens of them. Names alike but for a count are one fact."""
-    view = "".join(f"{n:>6}\thelper_{n} = compute({n * 7 + 1000})\n" for n in range(1, 181))
-    held = omitted_facts(view, "")
-    assert not any(fact in held for fact in ("100", "101", "174")), held
-    assert "helper_1…helper_180" in held and "helper_50" not in held
-    assert "1007" in held and "2260" in held  # the values, not a count: steps of 7
-    log = "".join(f"computed line {n}: subtotal={n * 3}\n" for n in range(100, 110))
-    assert [f for f in omitted_facts(log, "") if f.isdigit() and int(f) < 110] == []
-    # Four in a row are no series (years, three ids): each is named.
-    assert omitted_facts("in 2021, 2022, 2023 and 2024; run_7 run_8 run_9", "") == [
-        "run_7", "run_8", "run_9", "2021", "2022", "2023", "2024"
-    ]  # fmt: skip
