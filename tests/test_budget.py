@@ -351,6 +351,16 @@ def test_agent_sessions_never_keep_fewer_facts_with_a_larger_budget(name: str) -
     assert _losses(conversation, budgets) == []
 
 
+def test_the_swe_agent_run_never_keeps_fewer_facts_every_250_tokens() -> None:
+    """Placeholders that left out a file view's line numbers (a series that counts
+    nothing) kept 56 facts at 2750 and 45 at 3000, 73 at 3500 and 72 at 4000: at the
+    larger budget the planner kept one more message and widened the edit's preview
+    less, and the numbers its list no longer named went with the lines. Named in the
+    list, every one is kept whatever the preview shows (126 / 126 / 128 / 128)."""
+    conversation = _session("swe-agent/marshmallow-code__marshmallow-1867.traj")
+    assert _losses(conversation, range(2000, 4501, 250)) == []
+
+
 def test_a_large_recent_result_becomes_a_placeholder_not_a_lost_unit() -> None:
     """The Claude Code session whose last tool result (6,360 tokens) the priority
     stage used to drop, leaving about 1,000 tokens at every budget: now each budget
