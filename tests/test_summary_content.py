@@ -607,6 +607,13 @@ def test_a_record_leaves_out_how_the_call_ran() -> None:
         "result: tags election nyc",
         "results: https://example.org/a Mamdani wins, 50.4%",
     ]
+    # What a result is, under names a wider pattern took for how the call ran: an
+    # Elasticsearch hit's _source, a get_config's config, a VM's tags, a usage report.
+    hit = {"_id": "ord-7781", "_source": {"customer": "c-2291", "amount": 1190}}
+    assert "c-2291" in " ".join(records({"hits": [hit]}, "result"))
+    for key in ("config", "Config", "flags", "tags", "usage", "_embedded", "headers"):
+        held = " ".join(records({key: {"region": "eu-west-4", "seats": 1200}}, "result"))
+        assert "eu-west-4" in held, key
 
 
 def test_a_call_that_differs_in_one_arguments_shape_says_that_argument() -> None:

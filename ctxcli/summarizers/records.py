@@ -188,14 +188,14 @@ def _object(value: Mapping[str, Any], label: str) -> tuple[str, list[str], list[
 
 
 #: The key of an object that tells how a call ran, not what it found: a search API's
-#: ``requestTags`` (its feature flags, moderation settings, providers' timeouts),
-#: ``costDollars``, ``usage``, ``debug``, ``headers``, MCP's ``_meta``. Exa's answer to
-#: a web search gave about 400 of an 850-token summary to them, beside results that
-#: said who won. A list under such a key (a post's ``tags``) is content, and kept.
-_ABOUT_THE_CALL = re.compile(
-    r"(?i)^_|tags$|debug|telemetry|^trace|timings?$|^usage$|^costs?(?:_?dollars)?$"
-    r"|^headers$|config$|^opts$|flags$"
-)
+#: ``requestTags`` (its feature flags, moderation settings, providers' timeouts) and
+#: ``costDollars``, MCP's ``_meta``, a ``debug`` or ``telemetry`` object. Exa's answer
+#: to a web search gave about 400 of an 850-token summary to them, beside results that
+#: said who won. Names alone, whole: a wider pattern (a leading ``_``, ``…config``,
+#: ``…flags``, ``tags``, ``usage``) dropped what results are (Elasticsearch's
+#: ``_source``, HAL's ``_embedded``, a ``get_config``'s ``config``, Docker's
+#: ``Config``, a VM's ``tags``, a billing report's ``usage``).
+_ABOUT_THE_CALL = re.compile(r"(?i)request_?tags|cost_?dollars|_meta|debug|telemetry")
 
 
 def _flat_objects(items: list[Any], label: str) -> list[str]:
@@ -254,7 +254,7 @@ def _said(key: str, item: Any, id_key: str | None, route: str, label: str) -> bo
     the call ran (an object under :data:`_ABOUT_THE_CALL`: ``requestTags``)."""
     if key == id_key or (key == "destination" and route) or _counts(item):
         return True
-    if isinstance(item, Mapping) and _ABOUT_THE_CALL.search(str(key)):
+    if isinstance(item, Mapping) and _ABOUT_THE_CALL.fullmatch(str(key)):
         return True
     if item == 0 and isinstance(item, int) and _NONE_COUNTED.search(key):
         return True
