@@ -338,7 +338,7 @@ def _refuse_clashes(plans: Sequence[Plan]) -> None:
         for role, written_to in targets:
             if written_to is None or jsonio.is_stream(written_to):
                 continue
-            key = str(Path(written_to).resolve())
+            key = os.path.realpath(written_to)  # a symlink loop is told by the writer
             if key in written:
                 raise ConfigError(
                     f"{written_to}: the {role} of {item.input} would overwrite the {written[key]}"

@@ -9,6 +9,7 @@ failed run leaves no half-written output.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import math
@@ -615,6 +616,8 @@ class AtomicWriter:
             # plain file, and the temporary file beside its target could not always be
             # renamed over a link in another folder (another filesystem).
             self._real = os.path.realpath(target)
+            if os.path.islink(self._real):  # a loop: realpath stops on a link
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), target)
             folder = Path(self._real).parent
             folder.mkdir(parents=True, exist_ok=True)
             prefix = temporary_prefix(self._real)
@@ -717,7 +720,7 @@ def same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
-        return Path(a).resolve() == Path(b).resolve()
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def is_stream(target: str) -> bool:

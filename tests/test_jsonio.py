@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from ctxcli import jsonio
-from ctxcli.errors import InputError
+from ctxcli.cli import cli
+from ctxcli.errors import InputError, OutputError
 
 
 def test_pieces_end_at_line_ends_and_name_their_first_line(tmp_path: Path) -> None:
@@ -281,3 +284,16 @@ def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
         writer.commit()
     assert link.is_symlink() and target.read_text() == "new\n"
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["out.jsonl"]
+
+
+def test_a_symlink_loop_as_the_output_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "l2.jsonl").symlink_to("l1.jsonl")
+    (tmp_path / "l1.jsonl").symlink_to("l2.jsonl")
+    with pytest.raises(OutputError, match="l1.jsonl: cannot write: Too many levels of symbolic"):
+        jsonio.AtomicWriter(str(tmp_path / "l1.jsonl"))
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "-o", str(tmp_path / "l1.jsonl")])
+    assert result.exit_code == 1 and result.exception is not None
+    assert "Too many levels of symbolic links" in result.output
+    assert isinstance(result.exception, SystemExit)
