@@ -1636,3 +1636,30 @@ def test_what_a_read_file_says_comes_after_what_a_command_found() -> None:
         if "site-packages" in (text := _summary(messages, bound))
     )
     assert "sloria1@gmail.com" not in narrow, narrow
+
+
+def test_a_limit_is_pinned_on_one_thing_only_and_takes_the_list_it_leads_in_to() -> None:
+    """tau-bench 28-3 at 3000: "I6M8JQ: Note that basic economy reservations cannot be
+    canceled …" (a kind, pinned on the last of five listed, an economy booking that was
+    cancelled), while the refusal itself ("the following reservations cannot be
+    canceled:" and its list) came out as bare list items."""
+    answer = (
+        "1. **Reservation ID: I6M8JQ**\n   - **Cabin:** Economy\n\nNote that basic economy "
+        "reservations cannot be canceled unless they meet specific conditions.\n\n"
+        "However, the following reservations cannot be canceled due to the policy "
+        "restrictions:\n\n1. **UDMOP1** (Basic Economy without insurance)\n"
+        "2. **XAZ3C0** (Basic Economy without insurance)\n\nWould you like to proceed?"
+    )
+    body = _summary(
+        [{"role": "user", "content": "Cancel them."}, {"role": "assistant", "content": answer}], 400
+    )
+    assert "I6M8JQ: Note" not in body, body
+    assert (
+        "the following reservations cannot be canceled due to the policy restrictions: UDMOP1 "
+        "(Basic Economy without insurance); XAZ3C0 (Basic Economy without insurance)"
+    ) in body, body
+    one = "Your reservation FQ8APE is booked. However, this reservation is in basic economy, which cannot be modified."
+    body = _summary(
+        [{"role": "user", "content": "Book."}, {"role": "assistant", "content": one}], 400
+    )
+    assert "FQ8APE: However, this reservation" in body, body

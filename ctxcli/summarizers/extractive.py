@@ -602,22 +602,58 @@ _SUBJECT_ID = re.compile(
 
 
 def _notes(said: list[str]) -> list[str]:
-    """The notes among an answer's sentences ``said`` (:func:`_noted`), a limit that
-    names no id of its own after the id the sentences before it named last, which is
-    what "it" or "this reservation" is (``FQ8APE: However, this reservation is in basic
-    economy class, which cannot be modified.``)."""
+    """The notes among an answer's sentences ``said`` (:func:`_noted`): a limit that
+    names no id of its own, after the id the sentences before it named last when it
+    speaks of one thing (:data:`_ONE_THING`: "it", "this reservation"; ``FQ8APE:
+    However, this reservation is in basic economy class, which cannot be modified.``),
+    not of a kind ("basic economy reservations cannot be canceled" followed a list of
+    five and took the last one's id, a reservation that was cancelled); a limit that
+    leads in to a list, with the list's items (:func:`_listed_limit`)."""
     out = []
     subject, read = "", 0  # the last id the sentences before ``read`` name
+    skip = 0  # the list items a limit before them took
     for k, sentence in enumerate(said):
+        if k < skip:
+            continue
+        listed, skip = _listed_limit(said, k)
+        if listed:
+            out.append(listed)
+            continue
         if not _noted(sentence):
             continue
         limit = _REFUSAL.search(sentence) and not _subject_ids(sentence)
-        if limit:  # the sentences before it are read for ids only now, each once
+        if limit and _ONE_THING.search(sentence):  # the ids before it, each read once
             for earlier in said[read:k]:
                 subject = next(reversed(_subject_ids(earlier)), subject)
             read = k
-        out.append(f"{subject}: {sentence}" if limit and subject else sentence)
+        one = limit and subject and _ONE_THING.search(sentence)
+        out.append(f"{subject}: {sentence}" if one else sentence)
     return out
+
+
+#: What a limit says of one thing the sentences before it named (``it``, ``this
+#: reservation``), not of a kind (``basic economy reservations``).
+_ONE_THING = re.compile(
+    r"(?i)\b(?:it|its|this|the (?:reservation|booking|order|flight|ticket|item))\b(?!\s+\w+s\b)"
+)
+
+
+def _listed_limit(said: list[str], k: int) -> tuple[str, int]:
+    """The note of sentence ``k`` of ``said`` when it is a limit that leads in to a
+    list (``However, the following reservations cannot be canceled …:``) with the
+    list's items joined to it (``… : UDMOP1 (Basic Economy without insurance); XAZ3C0
+    (…)``), which alone read as facts with no word of the limit; and the position after
+    them. ``("", k)`` for any other sentence."""
+    sentence = said[k]
+    if not (sentence.rstrip("*").endswith((":", "：")) and _REFUSAL.search(sentence)):
+        return "", k
+    end = k + 1
+    while end < len(said) and _subject_ids(said[end]) and not _REFUSAL.search(said[end]):
+        end += 1
+    items = [item.replace("**", "").strip() for item in said[k + 1 : end]]
+    if not items:
+        return "", k
+    return shorten(f"{sentence} {'; '.join(items)}", NOTE_CHARS), end
 
 
 def _subject_ids(sentence: str) -> list[str]:
