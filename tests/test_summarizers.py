@@ -1343,6 +1343,17 @@ def test_a_call_whose_arguments_are_all_small_shows_them_by_key() -> None:
     assert arguments_text("{}") == ""
 
 
+def test_a_calculators_expression_keeps_its_operators() -> None:
+    """tau-bench 2-1: ``calculate(1859 140 1679 101 537 …) → 23553.0``, the numbers of
+    a sum of price differences with no word of what was summed."""
+    from ctxcli.summarizers.records import arguments_text
+
+    expression = "(1859 - 140) * 2 + (1679 - 101) * 2 + (537 - 107) + (996 - 141)"
+    assert arguments_text(json.dumps({"expression": expression})).startswith(
+        "(1859 - 140) * 2 + (1679 - 101) * 2"
+    )
+
+
 def test_a_call_that_writes_text_to_no_named_file_shows_its_first_line() -> None:
     """SWE-agent's ``insert`` (its text goes into the open file) read "insert() → ok":
     the script it wrote was lost."""

@@ -379,8 +379,12 @@ _WHEN_KEY = re.compile(r"(?i)._at$")
 
 
 #: Keys whose value is what the call did, shown itself even when it has spaces: a
-#: command run, a search's pattern or query, a URL, a path.
-_SAID_KEY = re.compile(r"(?i)^(?:cmd|command|pattern|query|url|description)$|path|file")
+#: command run, a search's pattern or query, a URL, a path, a calculator's expression
+#: (``calculate((1859 - 140) * 2 + …)``, which as its numbers alone, ``1859 140 1679
+#: 101 …``, said nothing of what was summed).
+_SAID_KEY = re.compile(
+    r"(?i)^(?:cmd|command|pattern|query|url|description|expression|formula)$|path|file"
+)
 
 
 #: Keys of an amount or a count of what a call acts on (a payment's ``amount``,
