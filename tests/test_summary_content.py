@@ -1663,3 +1663,17 @@ def test_a_limit_is_pinned_on_one_thing_only_and_takes_the_list_it_leads_in_to()
         [{"role": "user", "content": "Book."}, {"role": "assistant", "content": one}], 400
     )
     assert "FQ8APE: However, this reservation" in body, body
+
+
+def test_a_heading_in_bold_alone_is_no_note() -> None:
+    """tau-bench's answers list flights under bold headings, which read as notes:
+    ``- **Flight HAT136 (JFK to ATL)**``."""
+    answer = (
+        "Here are the options.\n\n**Flight HAT136 (JFK to ATL)**\n- Departure: 07:00\n\n"
+        "The fare for HAT136 is $189 in economy, which fits your budget."
+    )
+    body = _summary(
+        [{"role": "user", "content": "Find one."}, {"role": "assistant", "content": answer}], 300
+    )
+    assert "- **Flight HAT136" not in body, body
+    assert "The fare for HAT136 is $189" in body, body

@@ -524,8 +524,9 @@ _NOT_PROSE = re.compile(
     # a field and its value, not a sentence (``**Reservation ID**: GV1N64``, ``Departure:
     # 07:00 PM EST``)
     r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
-    # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``)
-    r"|[:：]\**$"
+    # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``), a
+    # heading in bold alone (``**Flight HAT136 (JFK to ATL)**``)
+    r"|[:：]\**$|^(?:\d+\.\s*)?\*\*[^*]+\*\*$"
     # what the assistant is about to do or is doing, said before the outcome (``I'll
     # read lead_v2.txt``, ``I'm now examining lead_memor_v2.txt``)
     r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now,? let me|Now I will|Now I'll"
