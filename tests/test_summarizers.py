@@ -1224,6 +1224,25 @@ def test_folded_project_instructions_leave_a_trace() -> None:
     ]
 
 
+def test_project_instructions_examples_are_no_rule() -> None:
+    """Codex's AGENTS.md gave "Who calls it: `trace_path(function_name="OrderHandler",
+    direction="inbound")`" as its instructions: a line of its Examples section."""
+    instructions = (
+        "# AGENTS.md instructions for /work/repo\n\n<INSTRUCTIONS>\n# Graph\n"
+        "ALWAYS prefer MCP graph tools over grep for code discovery.\n\n## Examples\n"
+        '- Who calls it: `trace_path(function_name="OrderHandler", direction="inbound")`\n'
+        '- Read source: `get_code_snippet(qualified_name="pkg/orders.OrderHandler")`\n'
+        "</INSTRUCTIONS>"
+    )
+    messages = [
+        {"role": "user", "content": instructions},
+        {"role": "user", "content": "Set the default compaction threshold to 90."},
+    ]
+    body = SUMMARIZER.summarize(messages, previous=None, max_tokens=300, counter=COUNTER)
+    assert "ALWAYS prefer MCP graph tools over grep" in body, body
+    assert "OrderHandler" not in body, body
+
+
 def test_a_refused_call_says_so_and_an_interruption_is_no_request() -> None:
     """Claude Code answers a call the user refused with a paragraph the summary gave
     as the outcome and again under Errors, and marks the turn the user stopped with

@@ -332,8 +332,15 @@ def _instructions(text: str) -> str:
     match = _INSTRUCTIONS.match(text)
     if match is None:
         return ""
-    said = by_content(_MARKUP.sub("", match.group(2)), lambda s: len(s) <= INSTRUCTIONS_CHARS)
+    rules = _EXAMPLES.sub("", _MARKUP.sub("", match.group(2)))
+    said = by_content(rules, lambda s: len(s) <= INSTRUCTIONS_CHARS)
     return f"{match.group(1)}: {said}" if said else match.group(1)
+
+
+#: A section of instructions headed ``Examples`` (up to the next heading): how a tool is
+#: called, which read as a rule ("Who calls it: `trace_path(function_name="OrderHandler",
+#: …)`" of Codex's AGENTS.md, an example's made-up names).
+_EXAMPLES = re.compile(r"^#+[ \t]*(?i:examples?)\b.*?(?=^#|\Z)", re.MULTILINE | re.DOTALL)
 
 
 #: The section of Claude Code's compact summary (the first user message of a session
