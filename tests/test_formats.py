@@ -619,6 +619,13 @@ def test_an_unknown_format_lists_the_known_ones() -> None:
         formats.get("bard")
     result = CliRunner().invoke(cli, ["compress", "-", "--format", "bard"], input="{}")
     assert result.exit_code == 1 and "unknown format 'bard'" in result.output
+    assert "report formats" not in result.output
+    # count's and score's --format is their report's: given to compress, it says so
+    result = CliRunner().invoke(cli, ["compress", "-", "--format", "json"], input="{}")
+    assert result.exit_code == 1 and result.output.rstrip().endswith(
+        "(here --format names the transcripts' format; json, csv and table are the report "
+        "formats of count and score)"
+    )
 
 
 def test_format_and_messages_key_come_from_a_config_file_too() -> None:

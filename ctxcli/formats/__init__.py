@@ -50,12 +50,24 @@ WHOLE_FILES: dict[str, WholeFile] = {f.NAME: f for f in _WHOLE_FILES}
 
 
 def get(name: str) -> Format:
-    """The adapter called ``name``. Raises :class:`ConfigError` naming the known ones."""
+    """The adapter called ``name``. Raises :class:`ConfigError` naming the known ones,
+    and, for a report's format (``json``: what ``--format`` means to ``count`` and
+    ``score``), what ``--format`` means here."""
     try:
         return FORMATS[name]
     except KeyError:
         known = ", ".join(FORMATS)
-        raise ConfigError(f"unknown format {name!r}; known formats: {known}") from None
+        hint = _REPORT_HINT if name in _REPORT_FORMATS else ""
+        raise ConfigError(f"unknown format {name!r}; known formats: {known}{hint}") from None
+
+
+#: The report formats of ``count`` and ``score`` (their ``--format``; their transcripts'
+#: is ``--input-format``), which a user may give ``compress`` or ``validate`` too.
+_REPORT_FORMATS = frozenset({"table", "json", "csv"})
+_REPORT_HINT = (
+    " (here --format names the transcripts' format; json, csv and table are the report "
+    "formats of count and score)"
+)
 
 
 #: How many of a file's first records :func:`detect_file` looks at.
