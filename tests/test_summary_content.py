@@ -1677,3 +1677,51 @@ def test_a_heading_in_bold_alone_is_no_note() -> None:
     )
     assert "- **Flight HAT136" not in body, body
     assert "The fare for HAT136 is $189" in body, body
+
+
+@pytest.mark.parametrize(
+    ("answer", "noted", "not_noted"),
+    [
+        pytest.param(
+            "However, the following reservations cannot be canceled:\n- ABC123 (basic economy)"
+            "\n- DEF456 (basic economy)\nYour reservation XYZ789 has been cancelled and $250 "
+            "will be refunded.",
+            ["cannot be canceled: ABC123 (basic economy); DEF456 (basic economy)\n",
+             "- Your reservation XYZ789 has been cancelled"],
+            ["DEF456 (basic economy); Your"],
+            id="prose-after-the-list",
+        ),
+        pytest.param(
+            "The following reservations cannot be modified:\n1. **ABC123**\n   - Route: JFK to "
+            "LAX\n2. **DEF456**\n   - Route: SFO to SEA\n\nAnything else?",
+            ["cannot be modified: ABC123; DEF456"], [], id="nested-list",
+        ),
+        pytest.param(
+            "I found reservation FQ8APE for you. It is a basic economy ticket, which cannot be "
+            "modified.", ["FQ8APE: It is a basic economy ticket"], [], id="it-is",
+        ),
+        pytest.param(
+            "我查到了您的预订 FQ8APE。该预订是基本经济舱，无法修改。", ["FQ8APE: 该预订是基本经济舱"], [],
+            id="zh",
+        ),
+        pytest.param(
+            "Reservations ABC123 and DEF456 are booked. It cannot be changed now.",
+            ["- It cannot be changed now."], ["DEF456: It"], id="two-named",
+        ),
+        pytest.param(
+            "**Unfortunately, reservation DEF456 cannot be cancelled because it has no travel "
+            "insurance.**", ["DEF456 cannot be cancelled"], [], id="bold-limit",
+        ),
+    ],
+)  # fmt: skip
+def test_a_limits_subject_and_list_are_its_own(
+    answer: str, noted: list[str], not_noted: list[str]
+) -> None:
+    """A breaker's cases: a list-led limit took the prose after its list (XYZ789, which
+    was cancelled, read as refused) and the first item of a nested list alone; "It is"
+    and Chinese "该预订" lost the id they are of; a limit after a sentence naming two ids
+    took the last; a limit in bold alone read as a heading."""
+    messages: Messages = [{"role": "user", "content": "Cancel them."}]
+    body = _summary([*messages, {"role": "assistant", "content": answer}], 400)
+    assert all(text in body + "\n" for text in noted), body
+    assert not any(text in body for text in not_noted), body

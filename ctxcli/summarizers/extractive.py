@@ -532,8 +532,10 @@ _NOT_PROSE = re.compile(
     # 07:00 PM EST``)
     r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
     # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``), a
-    # heading in bold alone (``**Flight HAT136 (JFK to ATL)**``)
-    r"|[:：]\**$|^(?:\d+\.\s*)?\*\*[^*]+\*\*$"
+    # heading in bold alone (``**Flight HAT136 (JFK to ATL)**``): no sentence, no limit
+    # (``**Unfortunately, DEF456 cannot be cancelled …**`` is a note in bold)
+    r"|[:：]\**$|^(?:\d+\.\s*)?\*\*(?![^*]*(?:cannot|can't|unable|not allowed|无法|不能))"
+    r"[^*.!?。！？]+\*\*$"
     # what the assistant is about to do or is doing, said before the outcome (``I'll
     # read lead_v2.txt``, ``I'm now examining lead_memor_v2.txt``)
     r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now,? let me|Now I will|Now I'll"
@@ -583,7 +585,7 @@ def _noted(sentence: str) -> bool:
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
     prose = _FENCED.sub("", text) if "```" in text else text
-    notes = _notes(sentences(prose) if _states(prose) else [])
+    notes = _notes(sentences(prose) if _states(prose) else [], prose)
     out = [
         ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
         for s in notes[:NOTES_PER_MESSAGE]
@@ -609,21 +611,22 @@ _SUBJECT_ID = re.compile(
 )
 
 
-def _notes(said: list[str]) -> list[str]:
-    """The notes among an answer's sentences ``said`` (:func:`_noted`): a limit that
-    names no id of its own, after the id the sentences before it named last when it
-    speaks of one thing (:data:`_ONE_THING`: "it", "this reservation"; ``FQ8APE:
-    However, this reservation is in basic economy class, which cannot be modified.``),
-    not of a kind ("basic economy reservations cannot be canceled" followed a list of
-    five and took the last one's id, a reservation that was cancelled); a limit that
-    leads in to a list, with the list's items (:func:`_listed_limit`)."""
+def _notes(said: list[str], prose: str = "") -> list[str]:
+    """The notes among an answer's sentences ``said`` (:func:`_noted`; ``prose``: the
+    text they were read from): a limit that names no id of its own, after the id the
+    sentence before it with ids named, when that named one, and when the limit speaks
+    of one thing (:data:`_ONE_THING`: "it", "this reservation"; ``FQ8APE: However,
+    this reservation is in basic economy class, which cannot be modified.``), not of a
+    kind ("basic economy reservations cannot be canceled" followed a list of five and
+    took the last one's id, a reservation that was cancelled); a limit that leads in to
+    a list, with the list's items (:func:`_listed_limit`)."""
     out = []
-    subject, read = "", 0  # the last id the sentences before ``read`` name
+    subject, read = "", 0  # the id the sentences before ``read`` name last, if one
     skip = 0  # the list items a limit before them took
     for k, sentence in enumerate(said):
         if k < skip:
             continue
-        listed, skip = _listed_limit(said, k)
+        listed, skip = _listed_limit(said, k, prose)
         if listed:
             out.append(listed)
             continue
@@ -632,7 +635,8 @@ def _notes(said: list[str]) -> list[str]:
         limit = _REFUSAL.search(sentence) and not _subject_ids(sentence)
         if limit and _ONE_THING.search(sentence):  # the ids before it, each read once
             for earlier in said[read:k]:
-                subject = next(reversed(_subject_ids(earlier)), subject)
+                named = set(_subject_ids(earlier))
+                subject = named.pop() if len(named) == 1 else "" if named else subject
             read = k
         one = limit and subject and _ONE_THING.search(sentence)
         out.append(f"{subject}: {sentence}" if one else sentence)
@@ -640,28 +644,57 @@ def _notes(said: list[str]) -> list[str]:
 
 
 #: What a limit says of one thing the sentences before it named (``it``, ``this
-#: reservation``), not of a kind (``basic economy reservations``).
+#: reservation``, ``该预订``), not of a kind (``basic economy reservations``).
 _ONE_THING = re.compile(
-    r"(?i)\b(?:it|its|this|the (?:reservation|booking|order|flight|ticket|item))\b(?!\s+\w+s\b)"
+    r"(?i)\b(?:it|its|this|the (?:reservation|booking|order|flight|ticket|item))\b"
+    r"|该|这个|这笔|这张|此订单|此预订|它"
 )
+#: A list item of Markdown: its indent and its text (``- ABC123 (basic economy)``,
+#: ``2. **DEF456**``).
+_MARKDOWN_ITEM = re.compile(r"^([ \t]*)(?:[-*•+]|\d+[.)])[ \t]+(.+)$")
 
 
-def _listed_limit(said: list[str], k: int) -> tuple[str, int]:
+def _listed_limit(said: list[str], k: int, prose: str) -> tuple[str, int]:
     """The note of sentence ``k`` of ``said`` when it is a limit that leads in to a
-    list (``However, the following reservations cannot be canceled …:``) with the
-    list's items joined to it (``… : UDMOP1 (Basic Economy without insurance); XAZ3C0
-    (…)``), which alone read as facts with no word of the limit; and the position after
-    them. ``("", k)`` for any other sentence."""
+    list in ``prose`` (``However, the following reservations cannot be canceled …:``)
+    with the list's items (those right under it, at its first item's indent; a deeper
+    item is part of the one above it) joined to it (``…: UDMOP1 (Basic Economy
+    without insurance); XAZ3C0 (…)``), which alone read as facts with no word of the
+    limit; and the position of the first sentence after the list. ``("", k)`` for any
+    other sentence."""
     sentence = said[k]
     if not (sentence.rstrip("*").endswith((":", "：")) and _REFUSAL.search(sentence)):
         return "", k
-    end = k + 1
-    while end < len(said) and _subject_ids(said[end]) and not _REFUSAL.search(said[end]):
-        end += 1
-    items = [item.replace("**", "").strip() for item in said[k + 1 : end]]
+    at = prose.find(sentence)
+    if at < 0:
+        return "", k
+    items, block = _list_after(prose[at + len(sentence) :])
     if not items:
         return "", k
+    end = k + 1
+    while end < len(said) and said[end] in block:
+        end += 1
     return shorten(f"{sentence} {'; '.join(items)}", NOTE_CHARS), end
+
+
+def _list_after(text: str) -> tuple[list[str], str]:
+    """The items (bold marks taken off) of the Markdown list ``text`` opens with, at its
+    first item's indent, and the text of the whole list (its deeper items too)."""
+    items: list[str] = []
+    indent = None
+    lines = text.split("\n")
+    body = lines[1:] if lines and not lines[0].strip() else lines
+    taken = 0
+    for line in body:
+        item = _MARKDOWN_ITEM.match(line)
+        if line.strip() and (item is None or len(item.group(1)) < (indent or 0)):
+            break
+        if item and indent is None:
+            indent = len(item.group(1))
+        if item and len(item.group(1)) == indent:
+            items.append(item.group(2).replace("**", "").strip())
+        taken += 1
+    return items, "\n".join(body[:taken])
 
 
 def _subject_ids(sentence: str) -> list[str]:
