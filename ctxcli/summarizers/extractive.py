@@ -1522,19 +1522,20 @@ def _later_items(
     kinds: Sequence[str],
     names: Mapping[int, str],
     tier: int,
-    named_makers: tuple[frozenset[int], ...] = (frozenset(), frozenset(), frozenset()),
+    told: tuple[frozenset[int], frozenset[int], frozenset[int]],
 ) -> Iterator[Item]:
     """The items of one of the later tiers, newest message first, each message read
-    when the stream reaches it; a record of the result of a state-changing call, or of
-    a look-up of what the user named (first of ``named_makers``, :func:`_user_named`),
-    is of :data:`CHANGED`, under its call's name, and so is an opaque id in the result
-    of a state-changing call that runs no shell command (second of ``named_makers``:
+    when the stream reaches it; ``told``: three sets of result positions. A record of
+    the result of a state-changing call, or of a look-up of what the user named (first
+    of ``told``, :func:`_user_named`), is of :data:`CHANGED`, under its call's name,
+    and so is an opaque id in the result of a state-changing call that runs no shell
+    command (second of ``told``:
     ``create_session`` → ``id 5d1c8e2a-…`` is what it made; a command's output, a
     ``grep`` of a config file, holds what it found). The facts of a file a call read
     (third, :func:`_file_reads`) are of :data:`COUNTED`: what a file says (a
     ``setup.py``'s e-mail and URLs, a doc's example date) is there to read again, and
     tells less than what the run's commands found (the version pip installed)."""
-    named, makers, reads = named_makers
+    named, makers, reads = told
     for i in range(len(texts) - 1, -1, -1):
         if tier not in _LATER_TIERS.get(kinds[i], ()):
             continue
