@@ -234,6 +234,10 @@ class Message:
     #: A system or developer message, which no stage drops or changes; a ctxcli
     #: summary written with the system role is not one: it is folded into the next.
     is_system: bool = field(init=False, repr=False, compare=False)
+    #: The ``id`` of each tool call this message makes (empty when none).
+    call_ids: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    #: The call ids a ``tool`` message answers (see :func:`result_ids`).
+    result_ids: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Stages ask these of every message many times: worked out once, here.
@@ -246,16 +250,9 @@ class Message:
         object.__setattr__(self, "role", role)
         object.__setattr__(self, "is_summary", summary)
         object.__setattr__(self, "is_system", role in SYSTEM_ROLES and not summary)
-
-    @property
-    def call_ids(self) -> tuple[str, ...]:
-        """The ``id`` of each tool call this message makes (empty when none)."""
-        return tuple(str(call.get("id")) for call in tool_calls(self.data))
-
-    @property
-    def result_ids(self) -> tuple[str, ...]:
-        """The call ids a ``tool`` message answers (see :func:`result_ids`)."""
-        return result_ids(self.data)
+        calls = tuple(str(call.get("id")) for call in tool_calls(self.data))
+        object.__setattr__(self, "call_ids", calls)
+        object.__setattr__(self, "result_ids", result_ids(self.data))
 
     @property
     def calls_function(self) -> bool:
