@@ -307,20 +307,14 @@ def _step_end(items: Sequence[Mapping[str, Any]], start: int) -> int | None:
     last, hosted, waiting = None, False, set()
     for k in range(start, len(items)):
         item = items[k]
-        kind_of = item_type(item)
-        if k > start and kind_of == "message" and item.get("role") != "assistant":
+        if k > start and item_type(item) == "message" and item.get("role") != "assistant":
             break
-        if kind_of in ANSWERED_BY:
-            waiting.add((kind_of, item.get(ANSWERED_BY[kind_of][1])))
-        elif kind_of in CALLS:
-            waiting.add((kind_of, call_id_of(item)))
-        elif _answers(item, waiting):
-            call = _ASKED_BY[kind_of]
-            waiting.discard((call, item.get(ANSWERED_BY[call][2])))
-            last, hosted = k, True
-        elif kind_of in OUTPUTS and (_CALL_OF[kind_of], call_id_of(item)) in waiting:
-            waiting.discard((_CALL_OF[kind_of], call_id_of(item)))
-            last = k
+        opened, answered = _asked(item), _answered(item)
+        if opened is not None:
+            waiting.add(opened)
+        elif answered is not None and answered in waiting:
+            waiting.discard(answered)
+            last, hosted = k, hosted or answered[0] in ANSWERED_BY
         if not waiting:
             break
     return last + 1 if hosted and last is not None else None
@@ -330,10 +324,24 @@ def _step_end(items: Sequence[Mapping[str, Any]], start: int) -> int | None:
 _CALL_OF = {output: call for call, output in CALLS.items()}
 
 
-def _answers(item: Mapping[str, Any], asked: set[tuple[Any, Any]]) -> bool:
-    """Whether ``item`` answers one of the hosted calls ``asked`` (type, name)."""
-    call = _ASKED_BY.get(item_type(item))
-    return call is not None and (call, item.get(ANSWERED_BY[call][2])) in asked
+def _asked(item: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """``(call type, name)`` of a call item (a hosted call: :data:`ANSWERED_BY`, or a
+    function-style call: :data:`CALLS`), what its answer names; ``None`` for another
+    item."""
+    kind_of = item_type(item)
+    if kind_of in ANSWERED_BY:
+        return kind_of, item.get(ANSWERED_BY[kind_of][1])
+    return (kind_of, call_id_of(item)) if kind_of in CALLS else None
+
+
+def _answered(item: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """``(call type, name)`` of the call an answer item answers (as :func:`_asked`
+    gives it for that call); ``None`` for another item."""
+    kind_of = item_type(item)
+    call = _ASKED_BY.get(kind_of)
+    if call is not None:
+        return call, item.get(ANSWERED_BY[call][2])
+    return (_CALL_OF[kind_of], call_id_of(item)) if kind_of in OUTPUTS else None
 
 
 def _answered_in_place(item: Mapping[str, Any]) -> bool:
@@ -544,17 +552,15 @@ def _unasked(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
     asked: set[tuple[str, Any]] = set()
     found = []
     for i, item in enumerate(items):
-        kind_of = item_type(item)
-        if kind_of in ANSWERED_BY:
-            asked.add((kind_of, item.get(ANSWERED_BY[kind_of][1])))
-        call = _ASKED_BY.get(kind_of)
-        if call is None:
+        opened, answered = _asked(item), _answered(item)
+        if opened is not None:
+            asked.add(opened)
+        if answered is None or answered[0] not in ANSWERED_BY or answered in asked:
             continue
-        name = item.get(ANSWERED_BY[call][2])
-        if (call, name) not in asked:
-            what = kind_of.replace("_", " ")
-            detail = f"No tool call found for {what} with {ANSWERED_BY[call][2]} {name}"
-            found.append(Problem("result-without-call", detail, i, unit="item"))
+        what = item_type(item).replace("_", " ")
+        key = ANSWERED_BY[answered[0]][2]
+        detail = f"No tool call found for {what} with {key} {answered[1]}"
+        found.append(Problem("result-without-call", detail, i, unit="item"))
     return found
 
 
