@@ -187,19 +187,14 @@ def _key_lines(node: Any, first_line: int) -> KeyLines:
     """The file line of each top-level key of ``node``, of each key under
     ``parameters``, and of each key of a parameter's mapping (its ``type``)."""
     lines: KeyLines = {}
-    if not isinstance(node, yaml.MappingNode):
-        return lines
-    for key, value in node.value:
-        if not isinstance(key, yaml.ScalarNode):
-            continue
-        lines[(key.value,)] = first_line + key.start_mark.line
-        if key.value == "parameters" and isinstance(value, yaml.MappingNode):
-            for name, spec in value.value:
-                if not isinstance(name, yaml.ScalarNode):
-                    continue
-                lines[("parameters", name.value)] = first_line + name.start_mark.line
-                for field, _ in spec.value if isinstance(spec, yaml.MappingNode) else ():
-                    if isinstance(field, yaml.ScalarNode):
-                        at = first_line + field.start_mark.line
-                        lines[("parameters", name.value, field.value)] = at
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
+            if isinstance(key, yaml.ScalarNode):
+                keys = path + (key.value,)
+                lines[keys] = first_line + key.start_mark.line
+                if keys[0] == "parameters" and len(keys) < 3:
+                    walk(value, keys)
+
+    walk(node, ())
     return lines
