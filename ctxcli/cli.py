@@ -810,12 +810,12 @@ def score(
     budget, median over the conversations that were over budget). The report goes to
     stdout.
     """
-    from ctxcli.errors import UsageError
+    from ctxcli.inputs import refuse_stdin_twice
     from ctxcli.score import render
     from ctxcli.scoring import Scoring
 
-    if original == compressed == "-":
-        raise UsageError("ORIGINAL and COMPRESSED cannot both be - (stdin is read once)")
+    twice = "ORIGINAL and COMPRESSED cannot both be - (stdin is read once)"
+    refuse_stdin_twice([original, compressed], twice)  # ``/dev/stdin`` too
 
     scoring = Scoring(
         **_reading(

@@ -67,8 +67,7 @@ def find_inputs(
     patterns = tuple(globs or DEFAULT_GLOBS)
     found: list[Found] = []
     inputs = list(inputs)
-    if sum(item in _STDIN_NAMES for item in inputs) > 1:
-        raise UsageError("stdin (-) is named more than once; it can be read only once")
+    refuse_stdin_twice(inputs)
     for item in inputs:
         path = Path(item)
         if item == "-" or path.is_file() or jsonio.is_stream(item):
@@ -111,8 +110,16 @@ def _search(
     return [Found(path, relative) for relative, path in sorted(found)], skipped
 
 
+_TWICE = "stdin (-) is named more than once; it can be read only once"
 #: The names of stdin: ``-``, and the paths a shell or a user gives it.
 _STDIN_NAMES = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
+def refuse_stdin_twice(inputs: Sequence[str], message: str = _TWICE) -> None:
+    """Raise :class:`UsageError` (``message``) when ``inputs`` name stdin
+    (:data:`_STDIN_NAMES`) more than once: read once, it gives the second nothing."""
+    if sum(item in _STDIN_NAMES for item in inputs) > 1:
+        raise UsageError(message)
 
 
 def _matches(relative: PurePath, patterns: Sequence[str]) -> bool:
