@@ -531,11 +531,8 @@ _NOT_PROSE = re.compile(
     # a field and its value, not a sentence (``**Reservation ID**: GV1N64``, ``Departure:
     # 07:00 PM EST``)
     r"|^[*\s]*[A-Z][\w ]{0,25}\**:\**\s+[^.!?]*$"
-    # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``), a
-    # heading in bold alone (``**Flight HAT136 (JFK to ATL)**``): no sentence, no limit
-    # (``**Unfortunately, DEF456 cannot be cancelled …**`` is a note in bold)
-    r"|[:：]\**$|^(?:\d+\.\s*)?\*\*(?![^*]*(?:cannot|can't|unable|not allowed|无法|不能))"
-    r"[^*.!?。！？]+\*\*$"
+    # a heading or a lead-in to a list (``**Corrected Phase 4.1 Proposal**:``)
+    r"|[:：]\**$"
     # what the assistant is about to do or is doing, said before the outcome (``I'll
     # read lead_v2.txt``, ``I'm now examining lead_memor_v2.txt``)
     r"|^(?:I will|I'll|I am going to|I'm going to|Let me|Now,? let me|Now I will|Now I'll"
@@ -577,10 +574,18 @@ def _states(text: str) -> bool:
 
 def _noted(sentence: str) -> bool:
     """Whether an assistant's ``sentence`` is a note: one of some length that states
-    something (:func:`_states`) and is prose (:data:`_NOT_PROSE`)."""
+    something (:func:`_states`) and is prose (:data:`_NOT_PROSE`), and no heading in
+    bold (:data:`_BOLD_HEADING`) but one that states a limit (``**Unfortunately,
+    DEF456 cannot be cancelled …**`` is a note in bold)."""
     if len(sentence) + len(_CJK_CHAR.findall(sentence)) < NOTE_MIN_CHARS:
         return False  # a CJK character counts as two
+    if _BOLD_HEADING.match(sentence) and not _REFUSAL.search(sentence):
+        return False
     return _states(sentence) and not _NOT_PROSE.search(sentence)
+
+
+#: A heading in bold alone, no sentence in it (``**Flight HAT136 (JFK to ATL)**``).
+_BOLD_HEADING = re.compile(r"(?:\d+\.\s*)?\*\*[^*.!?。！？]+\*\*$")
 
 
 def _later_answer(text: str) -> list[tuple[str, str, int]]:
@@ -649,9 +654,6 @@ _ONE_THING = re.compile(
     r"(?i)\b(?:it|its|this|the (?:reservation|booking|order|flight|ticket|item))\b"
     r"|该|这个|这笔|这张|此订单|此预订|它"
 )
-#: A list item of Markdown: its indent and its text (``- ABC123 (basic economy)``,
-#: ``2. **DEF456**``).
-_MARKDOWN_ITEM = re.compile(r"^([ \t]*)(?:[-*•+]|\d+[.)])[ \t]+(.+)$")
 
 
 def _listed_limit(said: list[str], k: int, prose: str) -> tuple[str, int]:
@@ -686,13 +688,13 @@ def _list_after(text: str) -> tuple[list[str], str]:
     body = lines[1:] if lines and not lines[0].strip() else lines
     taken = 0
     for line in body:
-        item = _MARKDOWN_ITEM.match(line)
+        item = _LIST_ITEM.match(line)  # an item's indent, its marker; its text after
         if line.strip() and (item is None or len(item.group(1)) < (indent or 0)):
             break
         if item and indent is None:
             indent = len(item.group(1))
         if item and len(item.group(1)) == indent:
-            items.append(item.group(2).replace("**", "").strip())
+            items.append(line[item.end() :].replace("**", "").strip())
         taken += 1
     return items, "\n".join(body[:taken])
 
