@@ -310,9 +310,11 @@ def _planned_again_on_fallback(
     give its summary room, which the extraction filled less (the agent sample at 1,500
     tokens came out at 935 tokens and 47 facts, where the extractive run keeps 1,430 and
     76). The originals the first plan stored are forgotten."""
+    if context.summarizer in (None, _EXTRACTIVE):  # nothing to fall back from
+        return apply(conversation, context)
     stored = dict(context.stored)
     out, events = apply(conversation, context)
-    if not events.get("fallbacks") or context.summarizer in (None, _EXTRACTIVE):
+    if not events.get("fallbacks"):
         return out, events
     context.stored.clear()
     context.stored.update(stored)
