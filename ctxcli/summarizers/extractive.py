@@ -1534,7 +1534,7 @@ def _later_items(
     command (second of ``told``:
     ``create_session`` → ``id 5d1c8e2a-…`` is what it made; a command's output, a
     ``grep`` of a config file, holds what it found). The facts of a file a call read
-    (third, :func:`_file_reads`) are of :data:`COUNTED`: what a file says (a
+    (third, :func:`_makers_and_reads`) are of :data:`COUNTED`: what a file says (a
     ``setup.py``'s e-mail and URLs, a doc's example date) is there to read again, and
     tells less than what the run's commands found (the version pip installed)."""
     named, makers, reads = told
@@ -1618,12 +1618,7 @@ def _stream(
     names, paired = results
     names = _polled_names(texts, names, paired)
     named = _user_named(texts, kinds, paired)
-    makers = frozenset(
-        at
-        for _, name, arguments, at, _ in paired
-        if at is not None and rec.changes_state(name) and rec.command_of(arguments) is None
-    )
-    told = (named, makers, _file_reads(paired))
+    told = (named, *_makers_and_reads(paired))
     first = sorted(_first_items(messages, texts, kinds, names, named, paired), key=_first_rank)
     for tier in ORDER:
         yield from (item for item in first if item.tier == tier)
@@ -1642,17 +1637,24 @@ _READ_NAME = re.compile(r"(?i)(?:read|open|view|cat)(?:_?file)?")
 _READ_COMMAND = re.compile(r"\s*(?:cat|head|tail|nl|less|more|sed\s+-n)\s")
 
 
-def _file_reads(paired: Paired) -> frozenset[int]:
-    """The positions of the results of calls that read a file (:data:`_READ_NAME`,
-    :data:`_READ_COMMAND`)."""
-    out = set()
+def _makers_and_reads(paired: Paired) -> tuple[frozenset[int], frozenset[int]]:
+    """The positions of the results of state-changing calls that run no shell command
+    (what such a call returns is what it made: :func:`_later_items`), and of calls that
+    read a file (:data:`_READ_NAME`, :data:`_READ_COMMAND`); each call's command read
+    once."""
+    makers, reads = set(), set()
     for _, name, arguments, at, _ in paired:
         if at is None:
             continue
-        command = rec.command_of(arguments) if not _READ_NAME.fullmatch(name) else None
-        if _READ_NAME.fullmatch(name) or (command and _READ_COMMAND.match(command)):
-            out.add(at)
-    return frozenset(out)
+        if _READ_NAME.fullmatch(name):
+            reads.add(at)
+            continue
+        command = rec.command_of(arguments)
+        if command is None and rec.changes_state(name):
+            makers.add(at)
+        elif command is not None and _READ_COMMAND.match(command):
+            reads.add(at)
+    return frozenset(makers), frozenset(reads)
 
 
 def _newest_state(items: Iterable[Item]) -> list[Item]:
