@@ -752,6 +752,28 @@ def test_list_and_validate_fail_with_file_and_line(
     assert checked.stderr.startswith("Error: 1 skill files: 1 error, ")
 
 
+def test_list_shows_the_good_skills_beside_a_bad_one_and_fails(tmp_path: Path) -> None:
+    # One broken file emptied the listing: an agent given `--format openai` lost every
+    # tool for one typo. The good ones are listed; the broken and the duplicated are
+    # not (either of two of one name would shadow the other), and the exit status is 1.
+    write_skill(tmp_path, "good")
+    bad = write_skill(tmp_path, "bad", "name: bad\ndescription: when: now\n")
+    first = write_skill(tmp_path, "dup", layout="dir")
+    second = write_skill(tmp_path, "dup")
+    listed = invoke("list", "--dir", str(tmp_path), "--format", "openai")
+    assert listed.exit_code == 1
+    assert [t["function"]["name"] for t in json.loads(listed.stdout)] == ["good"]
+    assert listed.stderr == (
+        "Error: 2 skill problems; their skills are not listed:\n"
+        f"  {bad}:3: error: invalid YAML in front matter: mapping values are not allowed here\n"
+        f"  {second}: error: duplicate skill name 'dup': also defined in {first}\n"
+    )
+    table = invoke("list", "--dir", str(tmp_path))
+    assert (table.exit_code, table.stdout.split()[3:4]) == (1, ["good"])
+    with pytest.raises(SkillError, match="^2 skill problems:"):
+        lib.list_skills([tmp_path])  # the API's list is all or an error, as before
+
+
 def test_validate_clean_and_warning_exit_zero(tmp_path: Path) -> None:
     path = write_skill(tmp_path, "a", "name: b\ndescription: d\n")
     result = invoke("validate", "--dir", str(tmp_path))

@@ -105,6 +105,9 @@ def skills() -> None:
 def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     """List skills from their front matter alone; no body is read.
 
+    A skill whose file has an error, or whose name another skill has, is left out:
+    the others are listed, then the errors are printed and the exit status is 1.
+
     With --tokens the bodies are read to count them, showing what lazy loading
     saves; the table gets token columns and other formats get a summary on stderr.
     For the table the listing is counted as the xml prompt block.
@@ -112,8 +115,14 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     dirs = _dirs(dirs)
     result = lib.scan_skills(dirs)
     _echo_warnings(result)
-    result.raise_errors()
-    found = list(result.skills)
+    found = list(result.listable)
+    if found or not result.errors:
+        _list(found, dirs, fmt, tokens)
+    result.raise_errors(left_out=bool(found))
+
+
+def _list(found: list[lib.Skill], dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
+    """Print the listing of ``found`` in ``fmt`` (see :func:`skills_list`)."""
     export_fmt: lib.ExportFormat = "xml" if fmt == "table" else _export_format(fmt)
     report = lib.token_report(found, export_fmt) if tokens else None
     if fmt == "table":

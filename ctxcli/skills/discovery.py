@@ -80,9 +80,24 @@ class ScanResult:
     def warnings(self) -> tuple[Problem, ...]:
         return tuple(problem for problem in self.problems if problem.severity == "warning")
 
-    def raise_errors(self) -> None:
-        """Raise SkillError listing every error, one per line; return if there are none."""
-        _raise_errors(self.errors)
+    @property
+    def listable(self) -> tuple[Skill, ...]:
+        """The skills a listing may show: those whose own file has no error, and whose
+        name no other skill has (of two skills of one name, neither is known to be the
+        one meant: a listing with either would shadow the other in silence)."""
+        broken = {problem.path for problem in self.errors}
+        names = [skill.name for skill in self.skills]
+        return tuple(
+            skill
+            for skill in self.skills
+            if str(skill.path) not in broken and names.count(skill.name) == 1
+        )
+
+    def raise_errors(self, *, left_out: bool = False) -> None:
+        """Raise SkillError listing every error, one per line; return if there are none.
+        ``left_out``: the message says the skills with errors were left out of what was
+        shown (:attr:`listable`)."""
+        _raise_errors(self.errors, left_out=left_out)
 
 
 def shipped_dir() -> Path:
@@ -232,11 +247,13 @@ def _duplicates(skills: Sequence[Skill]) -> list[Problem]:
     return problems
 
 
-def _raise_errors(errors: Sequence[Problem]) -> None:
+def _raise_errors(errors: Sequence[Problem], *, left_out: bool = False) -> None:
     if errors:
         noun = "problem" if len(errors) == 1 else "problems"
         lines = "\n".join(f"  {problem}" for problem in errors)
-        raise SkillError(f"{len(errors)} skill {noun}:\n{lines}")
+        whose = "its skill is" if len(errors) == 1 else "their skills are"
+        note = f"; {whose} not listed" if left_out else ""
+        raise SkillError(f"{len(errors)} skill {noun}{note}:\n{lines}")
 
 
 def list_skills(dirs: Sequence[str | os.PathLike[str]]) -> list[Skill]:
