@@ -146,6 +146,18 @@ def test_a_chinese_unit_is_the_longest_that_follows_the_number() -> None:
     ]  # fmt: skip
 
 
+def test_a_number_keeps_its_decimal_fraction() -> None:
+    """glaive's "2448.5英里" (miles, no unit known) gave ``2448``, and a balance of
+    1234.5 gave ``1234``: a number cut at its point is a wrong number. A dotted run
+    (an IP address, a date) still gives its first number alone, no made-up decimal."""
+    assert facts("距离是2448.5英里。") == ["2448.5英里"]
+    assert facts("余额 1234.5，身高 180.5 厘米，航程 300 海里") == [
+        "1234.5", "180.5 厘米", "300 海里"
+    ]  # fmt: skip
+    assert facts("The balance is 1234.5 now.") == ["1234.5"]
+    assert facts("ip 192.168.1.1, on 2024.05.20") == ["2024"]
+
+
 def test_an_answers_headings_plans_and_code_examples_are_no_notes_nor_facts() -> None:
     """A Claude Code session's notes were "**Corrected Phase 4.1 Proposal**:" and a
     Gemini CLI one's "I will then move on to examining lead_memory_v1.txt" (read

@@ -30,7 +30,7 @@ _UNITS = (
 _CJK_UNITS = (
     r"(?:(?:万|亿)(?:像素|元|人|次|台|件|公里|毫安)?|个工作日|个小时|个月|个|件|台|部|期|天"
     r"|周|月|年|工作日|日元|日|号|元|块|港币|英镑|小时|分钟|岁|人|位|次|寸|英寸|克|千克|公斤"
-    r"|毫升|升|折|像素|毫安时?|平方米|平方公里|公里|米|%)"
+    r"|毫升|升|折|像素|毫安时?|平方米|平方公里|公里|英里|海里|英尺|厘米|毫米|米|%)"
 )
 _STOP = frozenset(
     "a an and or of to the in on at for by with from is are was were be it its this that "
@@ -238,8 +238,16 @@ FACT_PATTERNS: tuple[tuple[re.Pattern[str], Needs], ...] = (
     # not read from tool output, whose dumps of pins (a setup.py, a lock file) would
     # crowd out its paths
     (_PACKAGE, ("@", "==", "~=", ">=")),
-    # a number of three or more digits, not a decimal's fraction (``0686`` of ``7.0686``)
-    (re.compile(rf"\d(?<![A-Za-z0-9_]\d)(?<!\d\.\d)\d{{3,}}{_NOT_ALNUM_AFTER}"), None),
+    # a number of four or more digits, with its decimal fraction (``1234.5``, never
+    # ``1234`` of it: a balance or a distance cut there is a wrong one), not a
+    # decimal's fraction (``0686`` of ``7.0686``) nor a part of a dotted run
+    # (``192.168.1.1``, ``2024.05.20``: their first number alone, as before)
+    (
+        re.compile(
+            rf"\d(?<![A-Za-z0-9_]\d)(?<!\d\.\d)\d{{3,}}(?:\.\d++(?!\.\d))?{_NOT_ALNUM_AFTER}"
+        ),
+        None,
+    ),
     (
         # quantities: 2.5 kg, 3 天, 2 eggs, 4 people. A number is read from its first
         # digit and never given back (no digit starts what follows it): where it is
