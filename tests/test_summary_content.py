@@ -1024,6 +1024,23 @@ def test_a_request_cut_before_its_value_is_left_out() -> None:
     assert _cut_says("Error: total price is …", error)  # an error's kind says something
 
 
+def test_a_request_cut_to_a_fragment_is_left_out() -> None:
+    """Reading tau-bench 13-0 at 2000 and the Chinese sample at 600: ``- If changing
+    requires an …`` (the condition without what it was of) and ``- 好的， …`` (the
+    choice of black cut off) stood as requests. A head of no number keeps at least
+    three content words, or it goes; a fragment with a number stays, as above."""
+    condition = "If changing requires an upgrade to economy class, I'm willing to do that."
+    assert not _cut_says("If changing requires an …", Item("requests", condition, REST, 3, 0, 0))
+    assert _cut_says(
+        "If changing requires an upgrade …", Item("requests", condition, REST, 3, 0, 0)
+    )
+    decision = Item("requests", "好的，那我决定买黑色的，怎么下单？", REST, 3, 0, 0)
+    assert not _cut_says("好的， …", decision)
+    assert _cut_says("好的，那我决定买黑色的， …", decision)
+    note = Item("notes", "Unfortunately, I cannot modify a basic economy booking.", REST, 3, 0, 0)
+    assert not _cut_says("Unfortunately, I cannot …", note)
+
+
 def test_an_action_cut_to_fit_keeps_its_outcome() -> None:
     """The action that does not fit is cut in its arguments, its outcome whole: cut at
     its end (tau-bench run 8-1 at 2000: ``book_reservation(…, credit_card_2198526…) ×3

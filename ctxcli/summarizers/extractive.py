@@ -167,6 +167,10 @@ _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 NOTE_MIN_CHARS = 20
 #: The least room (tokens) the first item that does not fit is cut to.
 MIN_CUT_TOKENS = 6
+#: The fewest content words (:func:`ctxcli.summarizers.text.content_words`; a CJK
+#: character is one) the head a request or note is cut to keeps, when it has no
+#: number (:func:`_cut_says`).
+CUT_MIN_WORDS = 3
 NOTES_PER_MESSAGE = 3
 ERRORS_PER_MESSAGE = 8
 #: The tiers of the ranking (see the module docstring), and their order, best first
@@ -2240,12 +2244,19 @@ def _holds(text: str, fact: str) -> bool:
 
 def _cut_says(cut: str, item: Item) -> bool:
     """Whether ``cut``, the head of ``item`` that fits, says something: not filler
-    alone ("Yes, please …"), and, of a request or note, not a head that stops before
-    every id or number it gave ("Yes, please use the card ending …")."""
-    if not cut or is_filler(cut):
+    alone ("Yes, please …", "好的， …"), and, of a request or note, not a head that
+    stops before every id or number it gave ("Yes, please use the card ending …"), nor
+    one of no number and fewer than :data:`CUT_MIN_WORDS` content words ("If changing
+    requires an …" of "…, I'm willing to do that": the condition without what it is
+    of). Such a head holds no fact, so dropping it costs a smaller budget none."""
+    head = cut.removesuffix("…").strip()
+    if not head or is_filler(head):
         return False
-    prose = item.section in ("requests", "notes")
-    return not (prose and _DIGIT.search(item.text) and not _DIGIT.search(cut))
+    if item.section not in ("requests", "notes"):
+        return True
+    if _DIGIT.search(cut):
+        return True
+    return not _DIGIT.search(item.text) and len(content_words(head)) >= CUT_MIN_WORDS
 
 
 def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:
