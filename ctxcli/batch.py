@@ -340,8 +340,9 @@ def _thrown_away(stats: FileStats, *, unasked: bool) -> str:
     line = f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
     if not (unasked and _unkept(stats)):
         return line
-    if stats.input == "-":
-        why = "from stdin to stdout there is no file to keep them beside"
+    if stats.input == "-" or not os.path.isfile(stats.input):
+        source = "stdin" if stats.input == "-" else "a pipe"
+        why = f"from {source} to stdout there is no file to keep them beside"
     else:
         why = f"{os.path.dirname(stats.input) or '.'} takes no new file to keep them beside"
     return f"{line}: {why}; --store PATH keeps them for `ctxcli restore`"

@@ -318,7 +318,8 @@ def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
     output; ``/dev/null`` with the output; for stdout beside the input, and only when
     ``restorable`` (added to when it exists: :attr:`Plan.adds_to_store`); from stdin
     to stdout ``/dev/null``: there is no file to put one beside, and a pipe of an
-    agent's log failed on its first placeholder ("need a store"); so too from a file
+    agent's log failed on its first placeholder ("need a store"); so too from a pipe
+    (``<(zcat runs.jsonl.gz)``: "/proc/…/fd: cannot write"), and from a file
     in a folder that takes no new file (a read-only mount of logs: ``-o -`` wrote
     nothing, "cannot write", even where no placeholder was made). The summary line
     says how many originals were thrown away, and how to keep them."""
@@ -326,8 +327,8 @@ def _default_store(path: str, target: str, *, restorable: bool) -> str | None:
     if not (restorable or not streamed):  # a file's store costs nothing unless written
         return None
     kept = default_store("-" if streamed else target, path)
-    if kept is None:  # stdin to stdout: nowhere to put one
-        return os.devnull
+    if kept is None or streamed and jsonio.is_stream(path):  # stdin or a pipe to stdout:
+        return os.devnull  # nowhere to put one (/dev/fd takes no new file, even for root)
     if streamed and not os.access(os.path.dirname(kept) or ".", os.W_OK | os.X_OK):
         return os.devnull
     if target == os.devnull:

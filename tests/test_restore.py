@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,33 @@ def test_stdout_from_a_folder_that_takes_no_file_throws_the_originals_away(
         "them beside; --store PATH keeps them for `ctxcli restore`"
     ) in result.stderr
     assert sorted(p.name for p in source.parent.iterdir()) == [source.name]
+
+
+def test_stdout_from_a_shell_pipe_throws_the_originals_away(source: Path) -> None:
+    """``ctxcli compress <(cat run.jsonl) -o -``, as the README shows it, failed with
+    "/proc/…/fd: cannot write" and wrote nothing: the store was put beside the pipe's
+    ``/dev/fd/N``, where not even root can make a file. A pipe is read as stdin is."""
+    read, write = os.pipe()
+    writer = threading.Thread(target=_write_all, args=(write, source.read_bytes()), daemon=True)
+    writer.start()
+    try:
+        args = [f"/dev/fd/{read}", "-o", "-", "--stages", "placeholder"]
+        args += ["--placeholder-threshold", "100", "--placeholder-keep-recent", "0", "-q"]
+        result = CliRunner().invoke(cli, ["compress", *args])
+    finally:
+        writer.join()
+        os.close(read)
+    assert result.exit_code == 0, result.output
+    assert "ctxcli placeholder" in result.stdout
+    assert result.stderr == (
+        "warning: threw away 1 original (the store is /dev/null): from a pipe to stdout there"
+        " is no file to keep them beside; --store PATH keeps them for `ctxcli restore`\n"
+    )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb") as pipe:
+        pipe.write(data)
 
 
 def test_stdout_output_puts_the_store_beside_the_input(source: Path, tmp_path: Path) -> None:
