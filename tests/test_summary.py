@@ -1106,7 +1106,7 @@ def test_anthropic_a_system_summary_before_tool_results_beside_text_is_a_user_tu
         "id": "a",
         "system": "You are an agent.",
         "messages": [
-            {"role": "user", "content": "Fix the build. " + "context " * 100},
+            {"role": "user", "content": "Fix the build. " + "The linker step fails on main. " * 14},
             {"role": "assistant", "content": [{"type": "text", "text": "Looking. " * 30}]},
             {"role": "user", "content": "Also the tests. " + "more " * 60},
             {"role": "assistant", "content": [{"type": "text", "text": "Reading."}, use]},

@@ -1039,6 +1039,8 @@ def test_a_request_cut_to_a_fragment_is_left_out() -> None:
     assert _cut_says("好的，那我决定买黑色的， …", decision)
     note = Item("notes", "Unfortunately, I cannot modify a basic economy booking.", REST, 3, 0, 0)
     assert not _cut_says("Unfortunately, I cannot …", note)
+    task = Item("requests", "Fix the build. The linker step fails on main.", REST, 3, 0, 0)
+    assert _cut_says("Fix the build. …", task)  # a whole sentence, however short
 
 
 def test_an_action_cut_to_fit_keeps_its_outcome() -> None:

@@ -2246,17 +2246,21 @@ def _cut_says(cut: str, item: Item) -> bool:
     """Whether ``cut``, the head of ``item`` that fits, says something: not filler
     alone ("Yes, please …", "好的， …"), and, of a request or note, not a head that
     stops before every id or number it gave ("Yes, please use the card ending …"), nor
-    one of no number and fewer than :data:`CUT_MIN_WORDS` content words ("If changing
-    requires an …" of "…, I'm willing to do that": the condition without what it is
-    of). Such a head holds no fact, so dropping it costs a smaller budget none."""
+    one of no number that stops inside a sentence with fewer than
+    :data:`CUT_MIN_WORDS` content words ("If changing requires an …" of "…, I'm willing
+    to do that": the condition without what it is of; "Fix the build. …" is a whole
+    sentence). Such a head holds no fact, so dropping it costs a smaller budget none."""
     head = cut.removesuffix("…").strip()
     if not head or is_filler(head):
         return False
-    if item.section not in ("requests", "notes"):
+    if item.section not in ("requests", "notes") or _DIGIT.search(cut):
         return True
-    if _DIGIT.search(cut):
-        return True
-    return not _DIGIT.search(item.text) and len(content_words(head)) >= CUT_MIN_WORDS
+    if _DIGIT.search(item.text):
+        return False
+    return head.endswith(_SENTENCE_ENDS) or len(content_words(head)) >= CUT_MIN_WORDS
+
+
+_SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
 
 
 def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:
