@@ -53,6 +53,23 @@ from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import TokenCounter, encoding_name_for, knows_model
 
 
+def _writers(
+    stack: contextlib.ExitStack[Any], input_path: str, paths: tuple[str, str | None, str | None]
+) -> tuple[jsonio.AtomicWriter, StoreWriter | None, jsonio.AtomicWriter | None]:
+    """The writers of the output, the store and the stats of ``paths`` (the last two
+    when named), entered on ``stack``: what is made of ``input_path`` is no more
+    readable than it (see :class:`ctxcli.jsonio.AtomicWriter`)."""
+    output_path, store_path, stats_path = paths
+    writer = stack.enter_context(jsonio.AtomicWriter(output_path, like=input_path))
+    store = stack.enter_context(StoreWriter(store_path, like=input_path)) if store_path else None
+    stats = (
+        stack.enter_context(jsonio.AtomicWriter(stats_path, like=input_path))
+        if stats_path
+        else None
+    )
+    return writer, store, stats
+
+
 class Compressor:
     """Runs one :class:`Settings` over files; holds the token counter for the run.
 
@@ -167,10 +184,8 @@ class Compressor:
         with contextlib.ExitStack() as stack:
             if bar is not None:
                 stack.callback(bar.close)
-            writer = stack.enter_context(jsonio.AtomicWriter(output_path))
-            store = stack.enter_context(StoreWriter(store_path)) if store_path else None
-            stats_file = (
-                stack.enter_context(jsonio.AtomicWriter(stats_path)) if stats_path else None
+            writer, store, stats_file = _writers(
+                stack, input_path, (output_path, store_path, stats_path)
             )
             file_run.store = store
             sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)

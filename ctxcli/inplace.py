@@ -81,16 +81,17 @@ def _adding_to_store(compressor: Compressor, item: Plan, store: str, *, progress
     with _temporary(target) as fresh:
         stats = compressor.file(item.input, item.output, store_path=fresh, progress=progress)
         if stats.store is not None:
-            stats.store_entries, stats.store_bytes = add_to_store(fresh, store)
+            stats.store_entries, stats.store_bytes = add_to_store(fresh, store, like=item.input)
             stats.store = store
     _write_stats(stats, item.stats)
     return Outcome(stats, stats.changed > 0, False)
 
 
 def _write_stats(stats: FileStats, path: str | None) -> None:
-    """Write ``stats`` to ``path`` (if given), atomically, once its store is in place."""
+    """Write ``stats`` to ``path`` (if given), atomically, once its store is in place,
+    no more readable than the input."""
     if path:
-        with jsonio.AtomicWriter(path) as writer:
+        with jsonio.AtomicWriter(path, like=stats.input) as writer:
             writer.write(jsonio.dumps_indented(stats.to_json()))
             writer.commit()
 
@@ -108,7 +109,9 @@ def _in_place(compressor: Compressor, item: Plan, *, progress: bool) -> Outcome:
             stats.store = None
             return Outcome(stats, False, False)
         if stats.store and store is not None and item.store is not None:
-            stats.store_entries, stats.store_bytes = add_to_store(store, item.store)
+            stats.store_entries, stats.store_bytes = add_to_store(
+                store, item.store, like=item.input
+            )
             stats.store = item.store
         _write_stats(stats, item.stats)
         os.chmod(output, stat.S_IMODE(os.stat(target).st_mode))

@@ -594,11 +594,17 @@ class AtomicWriter:
     by :meth:`commit`, so a pipeline reading it gets the whole output or none of it.
     A device or named pipe is written to as it goes.
 
+    A new file gets the mode a plain ``open()`` would give it, a replaced one keeps
+    its own; with ``like`` (the input it is made from), never more than that file's
+    permission bits, as gzip gives its output the input's: a store of the tool
+    results of a log only its owner may read is no wider (it was 0644 beside a 0600
+    log).
+
     Use :meth:`commit` after the last write and :meth:`abort` on failure (the context
     manager calls ``abort`` if an exception escapes).
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, like: str | None = None) -> None:
         self.target = target
         self._tmp: str | None = None
         self._own = False
@@ -625,7 +631,7 @@ class AtomicWriter:
             fd, self._tmp = tempfile.mkstemp(
                 prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=folder
             )
-            os.fchmod(fd, 0o666 & ~_umask())  # as a plain open() would create it
+            os.fchmod(fd, _mode_for(self._real, like))
             self.stream = os.fdopen(fd, "wb")
 
     def write(self, data: bytes) -> None:
@@ -735,6 +741,22 @@ def is_stream(target: str) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _mode_for(target: str, like: str | None) -> int:
+    """The permission bits of a file written to ``target`` (see :class:`AtomicWriter`):
+    its own when it exists, else what a plain ``open()`` gives; no more than those of
+    ``like`` when that is a regular file."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
+    if like is not None and like != "-":
+        with contextlib.suppress(OSError):
+            source = os.stat(like)
+            if stat.S_ISREG(source.st_mode):
+                mode &= stat.S_IMODE(source.st_mode)
+    return mode
 
 
 def _umask() -> int:

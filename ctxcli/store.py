@@ -48,9 +48,9 @@ class StoreWriter:
     if a string is exactly a list's canonical JSON.
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, like: str | None = None) -> None:
         self.target = target
-        self._writer = jsonio.AtomicWriter(target)
+        self._writer = jsonio.AtomicWriter(target, like=like)
         self._kinds: dict[str, bool] = {}
         self.entries = 0
         self.bytes = 0
@@ -96,10 +96,11 @@ class StoreWriter:
 _ENTRY_ID = re.compile(rb'^\{"id":"([0-9a-f]+)"', re.MULTILINE)
 
 
-def add_to_store(new: str, store: str) -> tuple[int, int]:
+def add_to_store(new: str, store: str, *, like: str | None = None) -> tuple[int, int]:
     """Write ``store`` as its entries so far (if it exists) followed by those of the
     file ``new`` it does not hold yet (by id: a run again adds nothing twice),
-    atomically; return the entries and bytes it then holds."""
+    atomically, its mode no wider than ``like``'s (the input: see
+    :class:`ctxcli.jsonio.AtomicWriter`); return the entries and bytes it then holds."""
     try:
         held = Path(store).read_bytes()
     except FileNotFoundError:
@@ -111,7 +112,7 @@ def add_to_store(new: str, store: str) -> tuple[int, int]:
     added = b"".join(
         line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known
     )
-    with jsonio.AtomicWriter(store) as writer:
+    with jsonio.AtomicWriter(store, like=like) as writer:
         writer.write(held + added)
         writer.commit()
     data = held + added

@@ -56,6 +56,29 @@ def test_dry_run_writes_nothing_names_the_file_and_exits_1(tmp_path: Path) -> No
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (big, small)} == before
 
 
+def test_what_is_made_of_a_private_log_is_no_more_readable_than_it(tmp_path: Path) -> None:
+    """A new user's 0600 log came out with a 0644 store: the tool results the log kept
+    to its owner, readable by everyone. Output, store and stats take no more than the
+    input's permission bits (as gzip's output does); a file replaced keeps its own."""
+    big, _ = fixtures(tmp_path)
+    big.chmod(0o600)
+    assert invoke("compress", str(big), "--max-tokens", "3000", "-q").exit_code == 0
+    made = sorted(p.name for p in big.parent.iterdir() if p.name.startswith("agent_run."))
+    assert made == [
+        "agent_run.compressed.jsonl", "agent_run.compressed.stats.json",
+        "agent_run.compressed.store.jsonl", "agent_run.jsonl",
+    ]  # fmt: skip
+    assert {stat.S_IMODE((big.parent / name).stat().st_mode) for name in made} == {0o600}
+    assert invoke("compress", str(big), "--in-place", "--max-tokens", "3000").exit_code == 0
+    store = big.with_name("agent_run.store.jsonl")
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    big.chmod(0o644)
+    output = big.with_name("agent_run.compressed.jsonl")
+    output.chmod(0o640)  # the user's own choice for an output a run replaces
+    assert invoke("compress", str(big), "--max-tokens", "3000", "-q").exit_code == 0
+    assert stat.S_IMODE(output.stat().st_mode) == 0o640
+
+
 def test_dry_run_from_stdin_says_stdin_to_stdout_not_a_rewrite_of_dash() -> None:
     text = (SAMPLES / "agent_run.jsonl").read_text(encoding="utf-8")
     result = CliRunner().invoke(
