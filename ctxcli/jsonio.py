@@ -243,17 +243,27 @@ def read_input(path: str) -> bytes | None:
 
 
 def _is_array(line: bytes) -> bool:
-    try:
-        return isinstance(orjson.loads(line), list)
-    except orjson.JSONDecodeError:
-        return False
+    return isinstance(_shape_of(line), list)
 
 
 def _is_object(line: bytes) -> bool:
+    return isinstance(_shape_of(line), dict)
+
+
+def _shape_of(line: bytes) -> Any:
+    """``line`` parsed for its shape alone, ``None`` when it is no JSON: a ``NaN`` or a
+    number too large for a double (which the standard library reads) still make an
+    object an object, so that a file whose first line has one is read as JSON lines
+    and that line named as bad (with ``--on-error keep``, copied as a broken line
+    elsewhere is; it had ended the run, read as a whole file of a bad number)."""
     try:
-        return isinstance(orjson.loads(line), dict)
+        return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
+        pass
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 #: The first bytes of a compressed file, the name of its compression and the command

@@ -213,6 +213,28 @@ def test_a_number_json_does_not_allow_in_an_array_file_names_its_line(tmp_path: 
     assert str(caught.value) == f"{source}:3: NaN is not a JSON number (column 9)"
 
 
+@pytest.mark.parametrize("bad", [b"NaN", b"1e999"])
+def test_a_bad_number_on_the_first_line_is_a_bad_line_like_any_other(
+    tmp_path: Path, bad: bytes
+) -> None:
+    """A NaN on line 1 ended the run ('NaN is not a JSON number'), even with
+    ``--on-error keep``, while the same line second was copied: the first line decides
+    the file's shape, and it was read as a whole JSON text of a bad number."""
+    good = b'{"messages": [{"role": "user", "content": "b"}]}\n'
+    source = tmp_path / "runs.jsonl"
+    source.write_bytes(
+        b'{"messages": [{"role": "user", "content": "a"}], "x": ' + bad + b"}\n" + good
+    )
+    shape, _, _ = jsonio.read_records(str(source))
+    assert shape == "jsonl"
+    result = CliRunner().invoke(cli, ["compress", str(source), "--on-error", "keep", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.encode() == source.read_bytes()
+    assert f"{source}:1: " in result.stderr and "(copied unchanged)" in result.stderr
+    strict = CliRunner().invoke(cli, ["compress", str(source), "-o", "-"])
+    assert strict.exit_code == 1 and f"Error: {source}:1: " in strict.stderr
+
+
 def test_stdout_gets_all_of_the_output_or_none_of_it(capfdbinary: Any) -> None:
     with pytest.raises(RuntimeError), jsonio.AtomicWriter("-") as writer:
         writer.write(b"half\n")
