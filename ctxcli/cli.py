@@ -961,14 +961,17 @@ def restore(compressed: str, store_path: str | None, output: str) -> None:
             raise click.UsageError("give --store when the compressed file is read from stdin")
 
     stats = restore_file(compressed, output, store_path)
-    click.echo(
-        f"restored {plural(stats.placeholders, 'placeholder')} ({stats.chars:,} characters) "
-        f"in {stats.changed:,} of {plural(stats.records, 'record')} from {store_path}",
-        err=True,
-    )
-    if stats.store_missing:
+    if stats.store_missing:  # and nothing needed it: restoring from it would have failed
         click.echo(
-            f"note: {store_path} does not exist; nothing in {compressed} needed it", err=True
+            f"restored nothing: {compressed} has no placeholders ({plural(stats.records, 'record')}"
+            f" written back unchanged; {store_path} does not exist, and was not needed)",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"restored {plural(stats.placeholders, 'placeholder')} ({stats.chars:,} characters)"
+            f" in {stats.changed:,} of {plural(stats.records, 'record')} from {store_path}",
+            err=True,
         )
     if stats.earlier:
         click.echo(

@@ -489,7 +489,9 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
             more = f" and {len(stats.missing) - 10} more" if len(stats.missing) > 10 else ""
             raise StoreError(
                 f"{input_path}: {len(stats.missing)} placeholder(s) cannot be restored from "
-                f"{store_path}{' (no such file)' if absent else ''}: {shown}{more}"
+                f"{store_path}{' (no such file)' if absent else ''}: {shown}{more}; --store "
+                "names the store of the run that wrote them (a run to stdout keeps it beside "
+                "its input)"
             )
         sink.close()
         writer.commit()

@@ -119,7 +119,8 @@ def test_an_unresolvable_placeholder_is_an_error_naming_it(source: Path, tmp_pat
     key = content_id(BIG)
     assert result.output == (
         f"Error: {tmp_path / 'in.compressed.jsonl'}: 2 placeholder(s) cannot be restored from "
-        f"{empty}: {key} (line 1), {key} (line 3)\n"
+        f"{empty}: {key} (line 1), {key} (line 3); --store names the store of the run that "
+        "wrote them (a run to stdout keeps it beside its input)\n"
     )
     assert not back.exists()
     assert list(tmp_path.glob(".back.jsonl.*")) == []
@@ -497,7 +498,11 @@ def test_a_missing_store_is_empty_and_named_when_placeholders_need_it(tmp_path: 
     result = CliRunner().invoke(cli, ["restore", str(plain), "--store", missing, "-o", "-"])
     assert result.exit_code == 0, result.output
     assert result.stdout == plain.read_text()
-    assert f"note: {missing} does not exist; nothing in {plain} needed it" in result.stderr
+    # Not "restored 0 placeholders … from X", then "note: X does not exist": one line.
+    assert result.stderr == (
+        f"restored nothing: {plain} has no placeholders (1 record written back unchanged;"
+        f" {missing} does not exist, and was not needed)\n"
+    )
     placeholder = tmp_path / "ph.jsonl"
     calls = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
     messages = [{"role": "user", "content": "ls"}, {"role": "assistant", "tool_calls": calls}]
