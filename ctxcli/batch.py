@@ -98,16 +98,18 @@ def run(batch: Batch, settings: Settings, *, warn: Warnings, summarizer: Build =
             warn.say(line)
     status = _status(batch, outcomes, warn.say)
     if failed:
-        raise_failed(failed, len(failed) + len(outcomes), "written", warn)
+        done = "checked" if batch.dry_run else "written"
+        raise_failed(failed, len(failed) + len(outcomes), done, warn)
     return status
 
 
 def raise_failed(failed: list[InputError], total: int, done: str, warn: Warnings) -> NoReturn:
-    """Say which of ``total`` files were not ``done`` (``written``, ``counted``) for a
-    bad line, each but the last error as an ``error:`` line (and a GitHub annotation),
-    then raise the last (its ``Error:`` line and exit 1 are the command's)."""
+    """Say which of ``total`` files were not ``done`` (``written``, ``checked``,
+    ``counted``) and why (a bad line, a file that cannot be read), each but the last
+    error as an ``error:`` line (and a GitHub annotation), then raise the last (its
+    ``Error:`` line and exit 1 are the command's)."""
     if total > 1:
-        warn.say(f"error: {len(failed)} of {plural(total, 'file')} not {done}, for a bad line:")
+        warn.say(f"error: {len(failed)} of {plural(total, 'file')} not {done}:")
     for error in failed[:-1]:
         warn.say(f"error: {error}")
         if warn.annotate:

@@ -138,7 +138,7 @@ def test_a_bad_line_in_one_file_of_a_folder_costs_only_that_file(tmp_path: Path)
     written = sorted(p.name for p in tmp_path.glob("*.compressed.jsonl"))
     assert written == ["a.compressed.jsonl", "c.compressed.jsonl"]
     lines = result.output.splitlines()
-    assert "error: 2 of 4 files not written, for a bad line:" in lines
+    assert "error: 2 of 4 files not written:" in lines
     assert f"error: {tmp_path / 'b.jsonl'}:2: invalid JSON" in result.output
     assert lines[-1].startswith(f"Error: {tmp_path / 'd.jsonl'}")
 

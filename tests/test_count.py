@@ -134,7 +134,7 @@ def test_a_bad_line_costs_its_file_alone_or_with_keep_only_itself(tmp_path: Path
     good = write_jsonl(tmp_path / "b.jsonl", [record("x", "y")])
     result = invoke("count", str(tmp_path), "--format", "json")
     assert result.exit_code == 1
-    assert "error: 1 of 2 files not counted, for a bad line:" in result.output
+    assert "error: 1 of 2 files not counted:" in result.output
     assert f"Error: {bad}:2: invalid JSON" in result.output
     (counted,) = json.loads(result.stdout)["files"]
     assert counted["file"] == str(good)

@@ -79,6 +79,17 @@ def test_what_is_made_of_a_private_log_is_no_more_readable_than_it(tmp_path: Pat
     assert stat.S_IMODE(output.stat().st_mode) == 0o640
 
 
+def test_a_dry_run_with_a_bad_file_says_not_checked(tmp_path: Path) -> None:
+    """A dry run writes nothing whatever happens: 'not written, for a bad line' said
+    neither what failed (a file that cannot be read is no bad line) nor the truth."""
+    big, small = fixtures(tmp_path)
+    small.write_text("{bad\n")
+    result = invoke("compress", str(big.parent), "--in-place", "--dry-run")
+    assert result.exit_code == 1, result.output
+    assert "error: 1 of 2 files not checked:\n" in result.stderr
+    assert f"Error: {small}:1: invalid JSON" in result.stderr
+
+
 def test_dry_run_from_stdin_says_stdin_to_stdout_not_a_rewrite_of_dash() -> None:
     text = (SAMPLES / "agent_run.jsonl").read_text(encoding="utf-8")
     result = CliRunner().invoke(
