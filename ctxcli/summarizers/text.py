@@ -315,7 +315,7 @@ _DEFERRAL = re.compile(
     r"^(?:(?:alright|okay|ok|got it|great|sure|thanks|thank you|well|in that case|i see)"
     r"[,.!]*\s+)*(?:i['’]ll|i will|let me|i['’]m still|i am still)\s+(?:try to |make "
     r"sure to |do that and |go )?(?:find|look|check|search|gather|get|reach out|dig|"
-    r"locate|let you know|have)",
+    r"locate|let you know|have|work on|come back)",
     re.IGNORECASE,
 )
 #: Thanks for the way ("Thank you for guiding me through this process."): it opens so,
@@ -329,7 +329,8 @@ _DEFERRAL_WORDS = frozenset(
     "try find them look check search searching gather dig locate make first my email "
     "emails inbox records account details information those ready next time when as "
     "possible shortly let know provide contact customer service necessary meanwhile "
-    "then do user id ids reservation number it still".split()
+    "then do user id ids reservation number it still back come getting need further help "
+    "anything else more work".split()
 )
 
 
