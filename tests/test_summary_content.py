@@ -1123,6 +1123,24 @@ def test_an_amount_the_assistant_stated_keeps_what_it_is(sentence: str, fact: st
     assert any(f.endswith(fact) for f in facts) or any(fact in note for note in notes), said
 
 
+def test_two_things_of_one_amount_stay_two_facts() -> None:
+    """A summary reader found tau-bench 8-1 at 1600 with ``Certificate $500;
+    Certificate $250; Total $1,000``: the answer listed three certificates, two of
+    $250, and both were labelled where the first $250 stood, so they were one fact and
+    the certificates no longer added up to their total."""
+    listed = (
+        "You can use these certificates:\n- Certificate 1: $500\n- Certificate 2: $250\n"
+        "- Certificate 3: $250\nTotal from Certificates: $1,000"
+    )
+    messages: Messages = [
+        {"role": "user", "content": "Please change my booking."},
+        {"role": "assistant", "content": listed},
+    ]
+    assert parse_summary(_summary(messages, 200))["facts"] == [
+        "Certificate 1 $500", "Certificate 2 $250", "Certificate 3 $250", "Total $1,000"
+    ]  # fmt: skip
+
+
 def test_an_amount_said_with_no_words_for_what_it_is_ranks_after_those_said_so() -> None:
     # tau-bench run 3 at 1500: "Facts: $112; $438; $142; $297; $170; $80; …"
     messages: Messages = [

@@ -67,6 +67,7 @@ characters make up a third of the letters of the requests' opening words:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
 from collections import Counter
@@ -599,9 +600,11 @@ def _later_answer(text: str) -> list[tuple[str, str, int]]:
         ("notes", shorten(s, NOTE_CHARS), CHANGED if _REFUSAL.search(s) else NOTES)
         for s in notes[:NOTES_PER_MESSAGE]
     ]
+    seen: dict[str, int] = {}  # how many times each amount was told so far
     for fact in _facts(prose):  # not of its code blocks: examples, a proposal
         if _AMOUNT.match(fact):
-            told = _what_amount(prose, fact)
+            seen[fact] = seen.get(fact, 0) + 1
+            told = _what_amount(prose, fact, seen[fact])
             out.append(("facts", told, CHANGED if told != fact else REST))
         elif fact.endswith("元"):
             out.append(("facts", _what_yuan(prose, fact), REST))
@@ -771,11 +774,22 @@ _WORD_AFTER = re.compile(r"\s+([A-Za-z]+)")
 _ID_WORD = re.compile(r"(?=.*[A-Za-z]).*\d.*|\d{5,}")
 
 
-def _what_amount(text: str, amount: str) -> str:
-    """``amount`` (``$305``) with the words that say what it is where ``text`` first
-    states it: the nearest of :data:`_MONEY_WORDS` among the last seven words of its
+def _numbered(word: str, after: str, before: str) -> bool:
+    """Whether ``after`` is the number of one of several things of a kind, right after
+    the ``word`` that names it in the text ``before`` an amount (``Certificate 2:
+    $250``), not an amount's digits (``Total: $198 + $129``)."""
+    return after.isdigit() and len(after) <= 3 and f"{word} {after}" in before[-80:]
+
+
+def _what_amount(text: str, amount: str, nth: int = 1) -> str:
+    """``amount`` (``$305``) with the words that say what it is where ``text`` states
+    it the ``nth`` time (each of ``Certificate 2: $250``, ``Certificate 3: $250`` is
+    read where it stands: read both where the first stands, they were one fact, and the
+    certificates no longer added up to their total): the nearest of
+    :data:`_MONEY_WORDS` among the last seven words of its
     clause, after a word of :data:`_MONEY_MODIFIERS` before it and with the ids after it
-    (``total cost $305``, ``Remaining balance $55``, ``certificate 7504069 $250``), or,
+    (``total cost $305``, ``Remaining balance $55``, ``certificate 7504069 $250``,
+    ``Certificate 2 $250``: a number of one to three digits right after it too), or,
     with neither, after the ids of the list item it is a field of
     (:func:`_item_subject`: ``HAT004 price $122``); else
     one right after it (``$500 certificate``); else up to six CJK characters before it
@@ -787,7 +801,8 @@ def _what_amount(text: str, amount: str) -> str:
     read ``Total $198; Total $129`` for ``Gift Card Total: $198 + $129 = $327`` and
     ``certificate $333`` for ``$833 - $500 (certificate) = $333``). Rule of the
     summary's facts: a fact keeps its label (issue 15)."""
-    found = re.search(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # whole: not $30 of $305
+    whole = re.finditer(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # not $30 of $305
+    found = next(itertools.islice(whole, nth - 1, None), None)
     if found is None:
         return amount
     at = found.start()
@@ -816,6 +831,8 @@ def _by_money_word(words: list[str], told: str, text: str, at: int) -> str | Non
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
+            if j + 1 < len(words) and _numbered(words[j], words[j + 1], text[:at]):
+                ids = [words[j + 1], *ids]  # ``Certificate 2: $250``
             subject = "" if lead or ids else _item_subject(text, at)
             if subject:  # ``HAT004 price $122``, not ``Price $122``
                 return f"{subject} {words[j].lower()} {told}"
