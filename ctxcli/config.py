@@ -308,6 +308,8 @@ def _one_of(*values: str) -> _Kind:
 
 _STRING = _Kind("a string", lambda v: isinstance(v, str))
 _WHOLE = _Kind("a whole number", _whole)
+_COUNT = _Kind("a whole number of 0 or more", lambda v: _whole(v) and v >= 0)
+_SOME = _Kind("a whole number of 1 or more", lambda v: _whole(v) and v >= 1)
 _NUMBER = _Kind("a number", lambda v: _whole(v) or isinstance(v, float))
 _BOOL = _Kind("true or false", lambda v: isinstance(v, bool))
 _STRINGS = _Kind("a list of strings", lambda v: isinstance(v, (str, list)), items=_STRING)
@@ -338,9 +340,11 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
         "a number of seconds over 0, at most a day, or null",
         lambda v: v is None or (_NUMBER.test(v) and 0 < v <= MAX_TIMEOUT),
     ),
-    "retries": _WHOLE.or_null(),
-    "concurrency": _WHOLE.or_null(),
-    "input_max_tokens": _WHOLE.or_null(),
+    # the ranges the llm summarizer holds them to (checked here whatever the name, as
+    # a bad value is bad before anyone asks for a model)
+    "retries": _COUNT.or_null(),
+    "concurrency": _SOME.or_null(),
+    "input_max_tokens": _SOME.or_null(),
     "template": _STRING.or_null(),
     "cache": _Kind(
         "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))
@@ -454,7 +458,10 @@ def _check_options(
 
 def _expect(value: Any, kind: _Kind, keys: tuple[str | int, ...], where: Where) -> None:
     if not kind.test(value):
-        got = repr(value) if kind.choices and isinstance(value, str) else _kind_of(value)
+        # A number where a number is asked for is out of range: say which one it is.
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        said = (kind.choices and isinstance(value, str)) or (number and "number" in kind.expects)
+        got = repr(value) if said else _kind_of(value)
         raise ConfigError(f"{where(keys)}: {_dotted(keys)}: expected {kind.expects}, got {got}")
     if kind.items is None:
         return

@@ -71,7 +71,7 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
                      "2: stages[0].summary: expected a mapping of options or null,"
                      " got a whole number", id="stage-list-options"),
         pytest.param("window: {keep_last: 2.5}\n",
-                     "1: window.keep_last: expected a whole number, got a number",
+                     "1: window.keep_last: expected a whole number, got 2.5",
                      id="window-float"),
         pytest.param("summary:\n  role: [user]\n",
                      "2: summary.role: expected one of 'user', 'system', got a list",
@@ -162,7 +162,17 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
                      ":5: stage 'placeholder' has no option 'thresold'", id="listed-option"),
         pytest.param("summarizer:\n  timeout: 100000.0\n",
                      ":2: summarizer.timeout: expected a number of seconds over 0, at most a "
-                     "day, or null, got a number", id="timeout"),
+                     "day, or null, got 100000.0", id="timeout"),
+        # Out of range whatever the summarizer's name (a new user's retries: -3 ran).
+        pytest.param("summarizer:\n  retries: -3\n",
+                     ":2: summarizer.retries: expected a whole number of 0 or more or null,"
+                     " got -3", id="retries-negative"),
+        pytest.param("summarizer:\n  concurrency: 0\n",
+                     ":2: summarizer.concurrency: expected a whole number of 1 or more or"
+                     " null, got 0", id="concurrency-zero"),
+        pytest.param("summarizer:\n  timeout: 0\n",
+                     ":2: summarizer.timeout: expected a number of seconds over 0, at most a "
+                     "day, or null, got 0", id="timeout-zero"),
     ],
 )  # fmt: skip
 def test_an_unreadable_config_is_one_line_naming_file_and_line(
