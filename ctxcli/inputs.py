@@ -182,8 +182,18 @@ def store_of(compressed: str) -> str | None:
     """The store of ``compressed`` when none is given, for ``restore`` and for
     ``--in-place`` (which adds to it): the one beside it (:func:`default_store`), or,
     when only that exists, the one an earlier version named after its stem whatever
-    its suffix (``run.compressed.store.jsonl`` of ``run.compressed.json``); ``None``
-    for stdin."""
+    its suffix (``run.compressed.store.jsonl`` of ``run.compressed.json``); for a
+    symlink, when neither is beside the link, the one beside the file it leads to,
+    where a new store goes too (an in-place run rewrites that file: its store beside
+    the link was not found by ``restore`` of the file); ``None`` for stdin."""
+    found = _store_beside(compressed)
+    if found is None or Path(found).exists() or not os.path.islink(compressed):
+        return found
+    return _store_beside(os.path.realpath(compressed))
+
+
+def _store_beside(compressed: str) -> str | None:
+    """:func:`store_of` for a path that is no symlink."""
     store = default_store(compressed)
     if store is None or Path(store).exists():
         return store

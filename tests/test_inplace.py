@@ -90,6 +90,29 @@ def test_a_dry_run_with_a_bad_file_says_not_checked(tmp_path: Path) -> None:
     assert f"Error: {small}:1: invalid JSON" in result.stderr
 
 
+def test_in_place_through_a_symlink_keeps_the_store_beside_the_file_it_rewrote(
+    tmp_path: Path,
+) -> None:
+    """A new user's --in-place run of link.jsonl (a link to real/run.jsonl) rewrote the
+    file and put its store beside the link: restore of real/run.jsonl then said 'no
+    such file'. The store goes beside the file rewritten, and restore finds it from
+    either path."""
+    real = tmp_path / "real" / "run.jsonl"
+    real.parent.mkdir()
+    real.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    result = invoke("compress", str(link), "--in-place", "--max-tokens", "3000")
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and (tmp_path / "real" / "run.store.jsonl").is_file()
+    assert not (tmp_path / "link.store.jsonl").exists()
+    back = [tmp_path / "from-real.jsonl", tmp_path / "from-link.jsonl"]
+    for path, out in zip((real, link), back):
+        assert invoke("restore", str(path), "-o", str(out)).exit_code == 0
+    originals = read_jsonl(SAMPLES / "agent_run.jsonl")
+    assert read_jsonl(back[0]) == read_jsonl(back[1]) == originals
+
+
 def test_dry_run_from_stdin_says_stdin_to_stdout_not_a_rewrite_of_dash() -> None:
     text = (SAMPLES / "agent_run.jsonl").read_text(encoding="utf-8")
     result = CliRunner().invoke(
