@@ -457,8 +457,11 @@ Config-only options (set them in the --config file, under the stage's name):
                                the kept part first, but for exclude_tools)
                head_chars      preview characters kept at the start [100]
                tail_chars      preview characters kept at the end [50]
-               facts           list the ids a preview omits [false]
-               until_fit       only while over the budget [false]
+               facts           list the ids a preview omits [true in the
+                               default pipeline, else false]
+               until_fit       only while over the budget [true in the
+                               default pipeline, else false: --stages
+                               placeholder alone replaces every large result]
   summarizer:  retries         retries of a failed model request [2]
                template        the prompt file [the packaged summary.md]
 """
