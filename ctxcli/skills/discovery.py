@@ -4,6 +4,7 @@ matter alone (tier 1), and one skill's body read on demand (tier 2)."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +87,11 @@ class ScanResult:
         name no other skill has (of two skills of one name, neither is known to be the
         one meant: a listing with either would shadow the other in silence)."""
         broken = {problem.path for problem in self.errors}
-        names = [skill.name for skill in self.skills]
+        names = Counter(skill.name for skill in self.skills)
         return tuple(
             skill
             for skill in self.skills
-            if str(skill.path) not in broken and names.count(skill.name) == 1
+            if str(skill.path) not in broken and names[skill.name] == 1
         )
 
     def raise_errors(self, *, left_out: bool = False) -> None:

@@ -774,7 +774,7 @@ _WORD_AFTER = re.compile(r"\s+([A-Za-z]+)")
 _ID_WORD = re.compile(r"(?=.*[A-Za-z]).*\d.*|\d{5,}")
 
 
-def _numbered(word: str, after: str, before: str) -> bool:
+def _ordinal_after(word: str, after: str, before: str) -> bool:
     """Whether ``after`` is the number of one of several things of a kind, right after
     the ``word`` that names it in the text ``before`` an amount (``Certificate 2:
     $250``), not an amount's digits (``Total: $198 + $129``)."""
@@ -831,7 +831,7 @@ def _by_money_word(words: list[str], told: str, text: str, at: int) -> str | Non
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
-            if j + 1 < len(words) and _numbered(words[j], words[j + 1], text[:at]):
+            if j + 1 < len(words) and _ordinal_after(words[j], words[j + 1], text[:at]):
                 ids = [words[j + 1], *ids]  # ``Certificate 2: $250``
             subject = "" if lead or ids else _item_subject(text, at)
             if subject:  # ``HAT004 price $122``, not ``Price $122``
@@ -2277,6 +2277,7 @@ def _cut_says(cut: str, item: Item) -> bool:
     return head.endswith(_SENTENCE_ENDS) or len(content_words(head)) >= CUT_MIN_WORDS
 
 
+#: The marks a head cut to fit ends a whole sentence with (:func:`_cut_says`).
 _SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
 
 
