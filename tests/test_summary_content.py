@@ -29,6 +29,7 @@ from ctxcli.summarizers.extractive import (
     _cut_call,
     _cut_item,
     _cut_says,
+    _later_answer,
     _render,
     parse_summary,
 )
@@ -1139,6 +1140,38 @@ def test_two_things_of_one_amount_stay_two_facts() -> None:
     assert parse_summary(_summary(messages, 200))["facts"] == [
         "Certificate 1 $500", "Certificate 2 $250", "Certificate 3 $250", "Total $1,000"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "facts"),
+    [
+        # tau-bench 11-1: the later $76 in a sentence took "certificate" from near it
+        (
+            "This means there are additional fees or taxes amounting to $76.\n\nWould you "
+            "like to proceed with using the certificate for $299 and cover the remaining "
+            "$76 with your gift card?",
+            ["additional fees $76", "certificate $299"],
+        ),
+        # tau-bench 23-1: "within your $200 limit" is no cost
+        (
+            "Within a fee of $200 we can do it.\n- **Total Cost Difference:** $105\n\n"
+            "This option keeps the cost within your $200 limit.",
+            ["fee $200", "Cost Difference $105"],
+        ),
+        # an end of a range is not the amount's first statement, and each field is its own
+        (
+            "Budget range $250-$300. Refund: $250. Balance: $250.",
+            ["Budget $250-$300", "Refund $250", "Balance $250"],
+        ),
+    ],
+)
+def test_a_later_mention_of_an_amount_takes_no_label_from_words_near_it(
+    answer: str, facts: list[str]
+) -> None:
+    """A breaker's find in the relabelling above: only a later mention with a label of
+    its own (a field's name and colon) is read where it stands; another keeps the
+    label of the first, and so says nothing twice."""
+    assert {t for section, t, _ in _later_answer(answer) if section == "facts"} == set(facts)
 
 
 def test_an_amount_said_with_no_words_for_what_it_is_ranks_after_those_said_so() -> None:

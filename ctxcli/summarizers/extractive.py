@@ -67,7 +67,6 @@ characters make up a third of the letters of the requests' opening words:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import re
 import threading
 from collections import Counter
@@ -801,8 +800,7 @@ def _what_amount(text: str, amount: str, nth: int = 1) -> str:
     read ``Total $198; Total $129`` for ``Gift Card Total: $198 + $129 = $327`` and
     ``certificate $333`` for ``$833 - $500 (certificate) = $333``). Rule of the
     summary's facts: a fact keeps its label (issue 15)."""
-    whole = re.finditer(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # not $30 of $305
-    found = next(itertools.islice(whole, nth - 1, None), None)
+    found = _stated(text, amount, nth)
     if found is None:
         return amount
     at = found.start()
@@ -821,6 +819,31 @@ def _what_amount(text: str, amount: str, nth: int = 1) -> str:
         return f"{told} {after.group(1)}"
     cjk = _CJK_LABEL.search(_CJK_GLUE.sub("", clause.rstrip()))
     return f"{cjk.group()} {amount}" if cjk else told
+
+
+def _stated(text: str, amount: str, nth: int) -> re.Match[str] | None:
+    """Where ``text`` states ``amount`` the ``nth`` time on its own (not ``$30`` of
+    ``$305``, nor an end of a range, ``$250-$300``, nor the tail of a path, counted
+    as :func:`ctxcli.summarizers.facts.facts` counts it), when that place has a label
+    of its own (:data:`_FIELD_LABEL`: ``- Certificate 3: $250``); else where it first
+    states it: a later mention in a sentence ("cover the remaining $76 with your gift
+    card") took the words near it for a label it does not have ("certificate $76")."""
+    alone = r"(?<![-–~/\w])" + re.escape(amount) + r"(?!\d|[.,]\d|\s?[-–~]\s?[$€£¥]?\d)"
+    places = list(re.finditer(alone, text))
+    if not places:
+        return re.search(re.escape(amount) + r"(?!\d|[.,]\d)", text)  # only in a range
+    if nth <= len(places) and (nth == 1 or _FIELD_LABEL.search(text, 0, places[nth - 1].start())):
+        return places[nth - 1]
+    return places[0]
+
+
+#: A label of its own right before an amount, on its line or in its sentence: a list
+#: item's, a line's or a sentence's field name and colon (``- Certificate 3: ``,
+#: ``**Total Cost:** ``, ``. Balance: ``).
+_FIELD_LABEL = re.compile(
+    r"(?:^|\n|[.!?][ \t]+)[ \t]*(?:[-*•][ \t]+|\d+[.)][ \t]+)?"
+    r"(?:\*\*)?[A-Za-z][A-Za-z0-9 '()-]{0,40}?(?:\*\*)?[ \t]*[:：][ \t]*(?:\*\*)?[ \t]*$"
+)
 
 
 def _by_money_word(words: list[str], told: str, text: str, at: int) -> str | None:
