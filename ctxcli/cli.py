@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ctxcli.clihelp import Group, Whole, option
-from ctxcli.summarizers import MAX_TIMEOUT
+from ctxcli.summarizers import MAX_CONCURRENCY, MAX_TIMEOUT
 from ctxcli.tokens import MAX_BUDGET
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def summarizer_options(func: F) -> F:
             endpoint_options,
             option(
                 "--summary-input-max-tokens",
-                type=Whole(min=1),
+                type=Whole(min=1, max=MAX_BUDGET),
                 metavar="N",
                 shown="2500",
                 hide_range=True,
@@ -242,7 +242,7 @@ def endpoint_options(func: F) -> F:
             ),
             option(
                 "--llm-concurrency",
-                type=Whole(min=1),
+                type=Whole(min=1, max=MAX_CONCURRENCY),
                 metavar="N",
                 shown="4",
                 hide_range=True,

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
-from ctxcli.summarizers import MAX_TIMEOUT
+from ctxcli.summarizers import MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET, unknown_encoding
 
@@ -308,8 +308,13 @@ def _one_of(*values: str) -> _Kind:
 
 _STRING = _Kind("a string", lambda v: isinstance(v, str))
 _WHOLE = _Kind("a whole number", _whole)
-_COUNT = _Kind("a whole number of 0 or more", lambda v: _whole(v) and v >= 0)
-_SOME = _Kind("a whole number of 1 or more", lambda v: _whole(v) and v >= 1)
+
+
+def _between(low: int, high: int, said: str) -> _Kind:
+    """A whole number from ``low`` to ``high`` (``said`` in a message)."""
+    return _Kind(f"a whole number from {low} to {said}", lambda v: _whole(v) and low <= v <= high)
+
+
 _NUMBER = _Kind("a number", lambda v: _whole(v) or isinstance(v, float))
 _BOOL = _Kind("true or false", lambda v: isinstance(v, bool))
 _STRINGS = _Kind("a list of strings", lambda v: isinstance(v, (str, list)), items=_STRING)
@@ -342,9 +347,9 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
     ),
     # the ranges the llm summarizer holds them to (checked here whatever the name, as
     # a bad value is bad before anyone asks for a model)
-    "retries": _COUNT.or_null(),
-    "concurrency": _SOME.or_null(),
-    "input_max_tokens": _SOME.or_null(),
+    "retries": _between(0, MAX_RETRIES, str(MAX_RETRIES)).or_null(),
+    "concurrency": _between(1, MAX_CONCURRENCY, str(MAX_CONCURRENCY)).or_null(),
+    "input_max_tokens": _between(1, MAX_BUDGET, "2^53").or_null(),
     "template": _STRING.or_null(),
     "cache": _Kind(
         "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))

@@ -165,11 +165,19 @@ def test_a_wrong_type_is_one_line_naming_the_key(tmp_path: Path, text: str, mess
                      "day, or null, got 100000.0", id="timeout"),
         # Out of range whatever the summarizer's name (a new user's retries: -3 ran).
         pytest.param("summarizer:\n  retries: -3\n",
-                     ":2: summarizer.retries: expected a whole number of 0 or more or null,"
+                     ":2: summarizer.retries: expected a whole number from 0 to 100 or null,"
                      " got -3", id="retries-negative"),
         pytest.param("summarizer:\n  concurrency: 0\n",
-                     ":2: summarizer.concurrency: expected a whole number of 1 or more or"
+                     ":2: summarizer.concurrency: expected a whole number from 1 to 1024 or"
                      " null, got 0", id="concurrency-zero"),
+        # A breaker's: past 64 bits the stats could not be written (a traceback), and
+        # retries of 1e22 retried a dead endpoint without end.
+        pytest.param("summarizer:\n  concurrency: 99999999999999999999999\n",
+                     ":2: summarizer.concurrency: expected a whole number from 1 to 1024 or"
+                     " null, got 99999999999999999999999", id="concurrency-huge"),
+        pytest.param("summarizer:\n  retries: 101\n",
+                     ":2: summarizer.retries: expected a whole number from 0 to 100 or null,"
+                     " got 101", id="retries-huge"),
         pytest.param("summarizer:\n  timeout: 0\n",
                      ":2: summarizer.timeout: expected a number of seconds over 0, at most a "
                      "day, or null, got 0", id="timeout-zero"),
@@ -251,3 +259,18 @@ def test_every_option_has_a_type_to_check() -> None:
     for name in STAGES:
         kinds = config.stage_option_kinds(name)
         assert kinds and all(kind.expects != "anything" for kind in kinds.values()), name
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "most"),
+    [("concurrency", 10**30, 1024), ("retries", 101, 100), ("timeout", 1e10, 86400)],
+)
+def test_the_api_holds_the_llm_options_to_their_bounds_too(
+    option: str, value: Any, most: int
+) -> None:
+    """What the config file and the flags refuse, ctxcli.summarizers.build refuses as
+    well: a concurrency past 64 bits ended a run in a traceback writing its stats."""
+    from ctxcli.summarizers import build
+
+    with pytest.raises(ConfigError, match=f"^summarizer option {option} must be at most {most}$"):
+        build({"name": "llm", "model": "m", option: value})

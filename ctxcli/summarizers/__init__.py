@@ -79,6 +79,12 @@ NAMES = ("extractive", "llm")
 #: past it, ``inf`` or ``1e10`` overflowed the HTTP client's clock and every summary
 #: failed.
 MAX_TIMEOUT = 86400
+#: The most retries of a failed model request the ``retries`` option may ask: past a
+#: few, a dead endpoint is retried for hours (1e22 retried without end).
+MAX_RETRIES = 100
+#: The most model requests in flight the ``concurrency`` option may ask: a number past
+#: 64 bits ended the run writing its stats (orjson holds no larger integer).
+MAX_CONCURRENCY = 1024
 
 
 def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer:
@@ -91,7 +97,9 @@ def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summariz
     ``template`` (a prompt file path) and ``cache`` (a SQLite path, or ``false`` /
     ``None`` for none). ``api_key`` comes from the caller, who reads the environment
     variable ``api_key_env`` names. Raises :class:`ctxcli.errors.ConfigError` for an
-    unknown name or option, or a bad value.
+    unknown name or option, or a bad value (a ``timeout``, ``retries`` or
+    ``concurrency`` over :data:`MAX_TIMEOUT`, :data:`MAX_RETRIES`,
+    :data:`MAX_CONCURRENCY`).
     """
     from ctxcli.errors import ConfigError
 
@@ -126,6 +134,11 @@ def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summariz
             settings[option] = kind(value)
         except (TypeError, ValueError):
             raise ConfigError(f"summarizer option {option} must be a {kind.__name__}") from None
+    for option, most in (("timeout", MAX_TIMEOUT), ("retries", MAX_RETRIES)):
+        if settings.get(option, 0) > most:
+            raise ConfigError(f"summarizer option {option} must be at most {most}")
+    if settings.get("concurrency", 0) > MAX_CONCURRENCY:
+        raise ConfigError(f"summarizer option concurrency must be at most {MAX_CONCURRENCY}")
     cache = options.get("cache")
     return llm.LLMSummarizer(
         **settings,
