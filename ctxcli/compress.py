@@ -53,12 +53,13 @@ from ctxcli.summarizers import Summarizer, build
 from ctxcli.tokens import TokenCounter, encoding_name_for, knows_model
 
 
-def _writers(
+def open_writers(
     stack: contextlib.ExitStack[Any], input_path: str, paths: tuple[str, str | None, str | None]
 ) -> tuple[jsonio.AtomicWriter, StoreWriter | None, jsonio.AtomicWriter | None]:
     """The writers of the output, the store and the stats of ``paths`` (the last two
     when named), entered on ``stack``: what is made of ``input_path`` is no more
-    readable than it (see :class:`ctxcli.jsonio.AtomicWriter`)."""
+    readable than it, when it is a local file (see :class:`ctxcli.jsonio.AtomicWriter`).
+    Raises :class:`ctxcli.errors.OutputError` for a file that cannot be written."""
     output_path, store_path, stats_path = paths
     writer = stack.enter_context(jsonio.AtomicWriter(output_path, like=input_path))
     store = stack.enter_context(StoreWriter(store_path, like=input_path)) if store_path else None
@@ -184,7 +185,7 @@ class Compressor:
         with contextlib.ExitStack() as stack:
             if bar is not None:
                 stack.callback(bar.close)
-            writer, store, stats_file = _writers(
+            writer, store, stats_file = open_writers(
                 stack, input_path, (output_path, store_path, stats_path)
             )
             file_run.store = store

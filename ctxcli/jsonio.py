@@ -20,7 +20,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal
@@ -605,16 +605,16 @@ class AtomicWriter:
     A device or named pipe is written to as it goes.
 
     A new file gets the mode a plain ``open()`` would give it, a replaced one keeps
-    its own; with ``like`` (the input it is made from), never more than that file's
-    permission bits, as gzip gives its output the input's: a store of the tool
-    results of a log only its owner may read is no wider (it was 0644 beside a 0600
-    log).
+    its own; with ``like`` (the input it is made from, or the inputs), never more than
+    that file's permission bits, as gzip gives its output the input's: a store of the
+    tool results of a log only its owner may read is no wider (it was 0644 beside a
+    0600 log).
 
     Use :meth:`commit` after the last write and :meth:`abort` on failure (the context
     manager calls ``abort`` if an exception escapes).
     """
 
-    def __init__(self, target: str, *, like: str | None = None) -> None:
+    def __init__(self, target: str, *, like: str | Sequence[str] | None = None) -> None:
         self.target = target
         self._tmp: str | None = None
         self._own = False
@@ -753,19 +753,19 @@ def is_stream(target: str) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _mode_for(target: str, like: str | None) -> int:
+def _mode_for(target: str, like: str | Sequence[str] | None) -> int:
     """The permission bits of a file written to ``target`` (see :class:`AtomicWriter`):
     its own when it exists, else what a plain ``open()`` gives; no more than those of
-    ``like`` when that is a regular file."""
+    each of ``like`` that is a regular file."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
         mode = 0o666 & ~_umask()
-    if like is not None and like != "-":
+    for source in [like] if isinstance(like, str) else like or ():
         with contextlib.suppress(OSError):
-            source = os.stat(like)
-            if stat.S_ISREG(source.st_mode):
-                mode &= stat.S_IMODE(source.st_mode)
+            found = os.stat(source) if source != "-" else None
+            if found is not None and stat.S_ISREG(found.st_mode):
+                mode &= stat.S_IMODE(found.st_mode)
     return mode
 
 

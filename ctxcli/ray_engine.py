@@ -41,10 +41,17 @@ from typing import Any
 
 from ctxcli import drivers, formats, jsonio, parquet
 from ctxcli import inputs as inputs_module
-from ctxcli.compress import Compressor, FileStats, Piece, Plan, commit_outputs, compress_record
+from ctxcli.compress import (
+    Compressor,
+    FileStats,
+    Piece,
+    Plan,
+    commit_outputs,
+    compress_record,
+    open_writers,
+)
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError
-from ctxcli.store import StoreWriter
 
 #: Bytes of JSON lines a task compresses.
 PIECE_BYTES = 1 << 20
@@ -424,9 +431,9 @@ def _write(compressor: Compressor, item: Plan, pieces: Iterator[Piece], staging:
     warned = compressor._file_start = compressor.warned
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        writer = stack.enter_context(jsonio.AtomicWriter(local.output or item.output))
-        store = stack.enter_context(StoreWriter(local.store)) if local.store else None
-        stats_file = stack.enter_context(jsonio.AtomicWriter(local.stats)) if local.stats else None
+        writer, store, stats_file = open_writers(
+            stack, item.input, (local.output or item.output, local.store, local.stats)
+        )
         sink = _Output(writer, parquet.is_parquet(item.input))
         for piece in pieces:
             stats.merge(piece.stats)

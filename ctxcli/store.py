@@ -478,7 +478,8 @@ def restore_file(input_path: str, output_path: str, store_path: str) -> RestoreS
     results = _restored(items, input_path, store, stats)
     if output_path == "-" or shape != "jsonl":
         results = iter(list(results))  # check everything before the first byte goes out
-    with jsonio.AtomicWriter(output_path) as writer:
+    # The originals are back: no more readable than the file or the store they came from.
+    with jsonio.AtomicWriter(output_path, like=(input_path, store_path)) as writer:
         newline, bom = jsonio.line_style(input_path, data)
         sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)
         for out, changed in results:

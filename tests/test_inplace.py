@@ -69,6 +69,10 @@ def test_what_is_made_of_a_private_log_is_no_more_readable_than_it(tmp_path: Pat
         "agent_run.compressed.store.jsonl", "agent_run.jsonl",
     ]  # fmt: skip
     assert {stat.S_IMODE((big.parent / name).stat().st_mode) for name in made} == {0o600}
+    back = big.with_name("back.jsonl")  # every original again: no wider either
+    restored = invoke("restore", str(big.with_name("agent_run.compressed.jsonl")), "-o", str(back))
+    assert restored.exit_code == 0, restored.output
+    assert stat.S_IMODE(back.stat().st_mode) == 0o600
     assert invoke("compress", str(big), "--in-place", "--max-tokens", "3000").exit_code == 0
     store = big.with_name("agent_run.store.jsonl")
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
