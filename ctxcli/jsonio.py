@@ -740,17 +740,24 @@ def same_file(a: str, b: str) -> bool:
 
 
 def is_stream(target: str) -> bool:
-    """True for ``-`` and for an existing path that is not a regular file or folder
-    (a device such as ``/dev/null``, a named pipe, the ``/dev/fd/N`` of a shell's
-    ``<(zcat runs.jsonl.gz)``): written to as it is, never replaced; read only once,
-    whole (:func:`read_input`)."""
-    if target == "-":
+    """True for ``-``, for a name of an open file of the process (:data:`_FD_PATH`:
+    ``/dev/stdout``, whatever it leads to) and for an existing path that is not a
+    regular file or folder (a device such as ``/dev/null``, a named pipe, the
+    ``/dev/fd/N`` of a shell's ``<(zcat runs.jsonl.gz)``): written to as it is, never
+    replaced; read only once, whole (:func:`read_input`)."""
+    if target == "-" or _FD_PATH.fullmatch(target):
         return True
     try:
         mode = os.stat(target).st_mode
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+#: A name of one of the process's open files (``/dev/stdout``, ``/dev/fd/3``): a stream
+#: whatever it leads to. ``-o /dev/stdout > out.jsonl`` led to a regular file, and the
+#: store and stats went beside the name, into ``/dev``.
+_FD_PATH = re.compile(r"/dev/(?:stdin|stdout|stderr|fd/\d+)|/proc/(?:self|\d+)/fd/\d+")
 
 
 def _mode_for(target: str, like: str | Sequence[str] | None) -> int:

@@ -388,6 +388,22 @@ def test_python_dash_m_runs_the_cli() -> None:
     assert "compress" in result.stdout
 
 
+def test_dev_stdout_is_stdout_whatever_it_leads_to(tmp_path: Path) -> None:
+    """``-o /dev/stdout > o.jsonl``: /dev/stdout led to a regular file, so the run took
+    it for one and wrote /dev/stdout.store.jsonl and /dev/stdout.stats.json into /dev
+    (as root; shared by every run). It is stdout: the store goes beside the input, as
+    with -o -, and no stats file is written."""
+    source = tmp_path / "a.jsonl"
+    source.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    args = [sys.executable, "-m", "ctxcli", "compress", "a.jsonl", "-o", "/dev/stdout"]
+    with (tmp_path / "o.jsonl").open("wb") as out:
+        subprocess.run(
+            [*args, "--stages", "placeholder", "-q"], cwd=tmp_path, stdout=out, check=True
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "a.store.jsonl", "o.jsonl"]
+    assert len(read_jsonl(tmp_path / "o.jsonl")) == 1
+
+
 @pytest.mark.parametrize("name", ["customer_service_zh.jsonl", "agent_run.jsonl"])
 def test_the_samples_compress_within_budget(tmp_path: Path, name: str) -> None:
     out = tmp_path / "out.jsonl"
