@@ -517,7 +517,7 @@ def test_front_matter_values_without_a_json_form_are_refused(tmp_path: Path) -> 
         tmp_path, "a", "name: a\ndescription: d\nparameters:\n  x: {type: number, default: .inf}\n"
     )
     result = invoke("list", "--dir", str(tmp_path), "--format", "openai")
-    assert (result.exit_code, result.stdout) == (1, "")
+    assert (result.exit_code, result.stdout) == (1, "[]\n")  # a listing, of none
     assert result.stderr == (
         f"Error: 1 skill problem:\n  {path}:5: error: invalid YAML in front matter:"
         " '.inf' is not a finite number (JSON has none)\n"
@@ -764,7 +764,7 @@ def test_list_shows_the_good_skills_beside_a_bad_one_and_fails(tmp_path: Path) -
     assert listed.exit_code == 1
     assert [t["function"]["name"] for t in json.loads(listed.stdout)] == ["good"]
     assert listed.stderr == (
-        "Error: 2 skill problems; their skills are not listed:\n"
+        "Error: 2 skill problems; the skills they name are not listed:\n"
         f"  {bad}:3: error: invalid YAML in front matter: mapping values are not allowed here\n"
         f"  {second}: error: duplicate skill name 'dup': also defined in {first}\n"
     )
@@ -772,6 +772,12 @@ def test_list_shows_the_good_skills_beside_a_bad_one_and_fails(tmp_path: Path) -
     assert (table.exit_code, table.stdout.split()[3:4]) == (1, ["good"])
     with pytest.raises(SkillError, match="^2 skill problems:"):
         lib.list_skills([tmp_path])  # the API's list is all or an error, as before
+    # With none to list, a tool listing is still one: `> tools.json` holds [].
+    for path in (tmp_path / "good.md", second, first):
+        path.unlink()
+    empty = invoke("list", "--dir", str(tmp_path), "--format", "openai")
+    assert (empty.exit_code, json.loads(empty.stdout)) == (1, [])
+    assert empty.stderr.startswith("Error: 1 skill problem:\n")
 
 
 def test_validate_clean_and_warning_exit_zero(tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ def skills_list(dirs: tuple[Path, ...], fmt: str, tokens: bool) -> None:
     result = lib.scan_skills(dirs)
     _echo_warnings(result)
     found = list(result.listable)
-    if found or not result.errors:
+    if found or not result.errors or fmt != "table":  # a tool listing stays valid: []
         _list(found, dirs, fmt, tokens)
     result.raise_errors(left_out=bool(found))
 

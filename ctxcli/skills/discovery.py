@@ -252,8 +252,9 @@ def _raise_errors(errors: Sequence[Problem], *, left_out: bool = False) -> None:
     if errors:
         noun = "problem" if len(errors) == 1 else "problems"
         lines = "\n".join(f"  {problem}" for problem in errors)
-        whose = "its skill is" if len(errors) == 1 else "their skills are"
-        note = f"; {whose} not listed" if left_out else ""
+        # a duplicate name's problem names two skills, both left out
+        they = "it names" if len(errors) == 1 else "they name"
+        note = f"; the skills {they} are not listed" if left_out else ""
         raise SkillError(f"{len(errors)} skill {noun}{note}:\n{lines}")
 
 
