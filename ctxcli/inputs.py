@@ -284,6 +284,9 @@ def _refuse_in_place(found: Sequence[Found], *, output: str | None, out_dir: str
         raise UsageError("--in-place writes over each input: it takes neither -o nor --out-dir")
     if any(item.path == "-" for item in found):
         raise UsageError("--in-place needs files: stdin (-) has no place to write back to")
+    streams = [item.path for item in found if jsonio.is_stream(item.path)]
+    if streams:  # /dev/fd/3 of '3< a.jsonl' rewrote a.jsonl behind the name
+        raise UsageError(f"--in-place needs files: {streams[0]} is a pipe or stream")
 
 
 def _plan_one(
@@ -314,7 +317,9 @@ def _target(found: Found, output: str | None, out_dir: str | None) -> str:
     for an output that is a folder."""
     path = found.path
     if path != "-" and not (output or out_dir) and jsonio.is_stream(path):
-        raise UsageError(f"{path} is a pipe, with no folder to write beside: give -o (-: stdout)")
+        raise UsageError(
+            f"{path} is a pipe or stream, with no folder to write beside: give -o (-: stdout)"
+        )
     target = output or (
         "-" if path == "-" and not out_dir else default_output(path, out_dir, found.relative)
     )

@@ -624,8 +624,10 @@ class AtomicWriter:
             return
         with _naming(target):
             if is_stream(target):
-                # A device or pipe (/dev/null, a FIFO) cannot be replaced: write to it.
-                self.stream = open(target, "wb")  # noqa: SIM115
+                # A device or pipe (/dev/null, a FIFO) cannot be replaced: write to it,
+                # appending: /dev/stdout of '>> log.jsonl' opened with "wb" emptied the
+                # log, and '-o - --stats /dev/stdout' lost the output to the stats.
+                self.stream = open(target, "ab")  # noqa: SIM115
                 self._own = True
                 return
             # A symlink is written through, as --in-place does: replaced, it became a
@@ -745,7 +747,7 @@ def is_stream(target: str) -> bool:
     regular file or folder (a device such as ``/dev/null``, a named pipe, the
     ``/dev/fd/N`` of a shell's ``<(zcat runs.jsonl.gz)``): written to as it is, never
     replaced; read only once, whole (:func:`read_input`)."""
-    if target == "-" or _FD_PATH.fullmatch(target):
+    if target == "-" or _FD_PATH.fullmatch(os.path.normpath(target)):
         return True
     try:
         mode = os.stat(target).st_mode
@@ -757,7 +759,7 @@ def is_stream(target: str) -> bool:
 #: A name of one of the process's open files (``/dev/stdout``, ``/dev/fd/3``): a stream
 #: whatever it leads to. ``-o /dev/stdout > out.jsonl`` led to a regular file, and the
 #: store and stats went beside the name, into ``/dev``.
-_FD_PATH = re.compile(r"/dev/(?:stdin|stdout|stderr|fd/\d+)|/proc/(?:self|\d+)/fd/\d+")
+_FD_PATH = re.compile(r"/dev/(?:stdin|stdout|stderr|fd/\d+)|/proc/(?:self|thread-self|\d+)/fd/\d+")
 
 
 def _mode_for(target: str, like: str | Sequence[str] | None) -> int:

@@ -388,20 +388,38 @@ def test_python_dash_m_runs_the_cli() -> None:
     assert "compress" in result.stdout
 
 
-def test_dev_stdout_is_stdout_whatever_it_leads_to(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev//stdout", "/dev/../dev/./stdout"])
+def test_dev_stdout_is_stdout_whatever_it_leads_to(tmp_path: Path, name: str) -> None:
     """``-o /dev/stdout > o.jsonl``: /dev/stdout led to a regular file, so the run took
     it for one and wrote /dev/stdout.store.jsonl and /dev/stdout.stats.json into /dev
-    (as root; shared by every run). It is stdout: the store goes beside the input, as
-    with -o -, and no stats file is written."""
+    (as root; shared by every run); so did other spellings of the name. It is stdout:
+    the store goes beside the input, as with -o -, and no stats file is written. And
+    it is appended to, as a shell's '>>' asks: opened anew with "wb", it was emptied."""
     source = tmp_path / "a.jsonl"
     source.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
-    args = [sys.executable, "-m", "ctxcli", "compress", "a.jsonl", "-o", "/dev/stdout"]
-    with (tmp_path / "o.jsonl").open("wb") as out:
+    log = tmp_path / "o.jsonl"
+    log.write_text('{"id": "earlier", "messages": []}\n')
+    args = [sys.executable, "-m", "ctxcli", "compress", "a.jsonl", "-o", name]
+    with log.open("ab") as out:
         subprocess.run(
             [*args, "--stages", "placeholder", "-q"], cwd=tmp_path, stdout=out, check=True
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "a.store.jsonl", "o.jsonl"]
-    assert len(read_jsonl(tmp_path / "o.jsonl")) == 1
+    assert [r["id"] for r in read_jsonl(log)] == ["earlier", "agent-billing-fix-001"]
+
+
+def test_in_place_refuses_a_stream_as_it_refuses_stdin(tmp_path: Path) -> None:
+    """``compress /dev/fd/3 --in-place 3< a.jsonl`` rewrote a.jsonl behind the name,
+    where ``- --in-place`` is refused."""
+    source = tmp_path / "a.jsonl"
+    source.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    with source.open("rb") as held:
+        fd = held.fileno()
+        args = ["compress", f"/dev/fd/{fd}", "--in-place", "--max-tokens", "2000"]
+        result = invoke(*args)
+    assert result.exit_code == 2
+    assert f"--in-place needs files: /dev/fd/{fd} is a pipe or stream" in result.output
+    assert source.read_bytes() == (SAMPLES / "agent_run.jsonl").read_bytes()
 
 
 @pytest.mark.parametrize("name", ["customer_service_zh.jsonl", "agent_run.jsonl"])

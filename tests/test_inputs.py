@@ -156,4 +156,4 @@ def test_a_pipe_named_on_its_own_is_read_once(tmp_path: Path) -> None:
     os.mkfifo(fifo)  # no output named: nowhere beside a pipe to write
     result = invoke("compress", str(fifo))
     assert result.exit_code == 2
-    assert "is a pipe, with no folder to write beside: give -o" in result.output
+    assert "is a pipe or stream, with no folder to write beside: give -o" in result.output
