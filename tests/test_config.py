@@ -262,15 +262,25 @@ def test_every_option_has_a_type_to_check() -> None:
 
 
 @pytest.mark.parametrize(
-    ("option", "value", "most"),
-    [("concurrency", 10**30, 1024), ("retries", 101, 100), ("timeout", 1e10, 86400)],
+    ("option", "value", "bounds"),
+    [
+        ("concurrency", 10**30, "a whole number from 1 to 1024"),
+        ("retries", 101, "a whole number from 0 to 100"),
+        ("retries", 2.9, "a whole number from 0 to 100"),  # was cut to 2
+        ("retries", True, "a whole number from 0 to 100"),  # was 1
+        ("retries", float("inf"), "a whole number from 0 to 100"),  # was OverflowError
+        ("input_max_tokens", 2**53 + 1, "a whole number from 1 to 9007199254740992"),
+        ("timeout", 1e10, "a number of seconds over 0 and at most 86400"),
+        ("timeout", float("nan"), "a number of seconds over 0 and at most 86400"),
+    ],
 )
 def test_the_api_holds_the_llm_options_to_their_bounds_too(
-    option: str, value: Any, most: int
+    option: str, value: Any, bounds: str
 ) -> None:
     """What the config file and the flags refuse, ctxcli.summarizers.build refuses as
-    well: a concurrency past 64 bits ended a run in a traceback writing its stats."""
+    well (breakers found each of these passed, or failed otherwise)."""
     from ctxcli.summarizers import build
 
-    with pytest.raises(ConfigError, match=f"^summarizer option {option} must be at most {most}$"):
+    with pytest.raises(ConfigError) as caught:
         build({"name": "llm", "model": "m", option: value})
+    assert str(caught.value) == f"summarizer option {option} must be {bounds}, not {value!r}"

@@ -87,6 +87,50 @@ MAX_RETRIES = 100
 MAX_CONCURRENCY = 1024
 
 
+#: The whole-number options of the llm summarizer and their bounds (the config file's
+#: and the flags' own, :mod:`ctxcli.config`): a number past 64 bits ended a run in a
+#: traceback writing its stats.
+_WHOLE_BOUNDS = {
+    "retries": (0, MAX_RETRIES),
+    "concurrency": (1, MAX_CONCURRENCY),
+    "input_max_tokens": (1, 2**53),
+}
+
+
+def _llm_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The llm summarizer's settings of ``options``, checked: ``model`` and
+    ``base_url`` strings, ``timeout`` a number of seconds over 0 and at most
+    :data:`MAX_TIMEOUT` (not NaN), the others whole numbers within
+    :data:`_WHOLE_BOUNDS` (not ``True``, not 2.9). Raises
+    :class:`ctxcli.errors.ConfigError` naming the option."""
+    from ctxcli.errors import ConfigError
+
+    settings: dict[str, Any] = {}
+    for option in ("model", "base_url"):
+        if options.get(option) is not None:
+            settings[option] = str(options[option])
+    timeout = options.get("timeout")
+    if timeout is not None:
+        number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        if not (number and 0 < timeout <= MAX_TIMEOUT):  # NaN fails it too
+            raise ConfigError(
+                f"summarizer option timeout must be a number of seconds over 0 and at most "
+                f"{MAX_TIMEOUT}, not {timeout!r}"
+            )
+        settings["timeout"] = float(timeout)
+    for option, (least, most) in _WHOLE_BOUNDS.items():
+        value = options.get(option)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            raise ConfigError(
+                f"summarizer option {option} must be a whole number from {least} to {most},"
+                f" not {value!r}"
+            )
+        settings[option] = value
+    return settings
+
+
 def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summarizer:
     """The summarizer ``options`` ask for (the extractive one by default:
     :data:`ctxcli.summarizers.extractive.EXTRACTIVE`).
@@ -118,27 +162,7 @@ def build(options: Mapping[str, Any], *, api_key: str | None = None) -> Summariz
     from ctxcli.cache import SummaryCache
     from ctxcli.summarizers import llm
 
-    settings: dict[str, Any] = {}
-    for option, kind in (
-        ("model", str),
-        ("base_url", str),
-        ("timeout", float),
-        ("retries", int),
-        ("concurrency", int),
-        ("input_max_tokens", int),
-    ):
-        value = options.get(option)
-        if value is None:
-            continue
-        try:
-            settings[option] = kind(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"summarizer option {option} must be a {kind.__name__}") from None
-    for option, most in (("timeout", MAX_TIMEOUT), ("retries", MAX_RETRIES)):
-        if settings.get(option, 0) > most:
-            raise ConfigError(f"summarizer option {option} must be at most {most}")
-    if settings.get("concurrency", 0) > MAX_CONCURRENCY:
-        raise ConfigError(f"summarizer option concurrency must be at most {MAX_CONCURRENCY}")
+    settings = _llm_settings(options)
     cache = options.get("cache")
     return llm.LLMSummarizer(
         **settings,
