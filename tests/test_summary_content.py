@@ -1163,6 +1163,16 @@ def test_two_things_of_one_amount_stay_two_facts() -> None:
             "Budget range $250-$300. Refund: $250. Balance: $250.",
             ["Budget $250-$300", "Refund $250", "Balance $250"],
         ),
+        # a second breaker's: a field in an aside or after a Chinese full stop is a field
+        # (tau-bench 11-2), and the word after an amount is on its line, not the next
+        # line's label ("- Flight HAT002: $150⏎Refund: $50" read "$150 Refund")
+        (
+            "The remaining balance on your certificate will be $201.\n\n- **Payment:** "
+            "Certificate (Remaining balance after booking: $201)",
+            ["certificate $201", "Remaining balance $201"],
+        ),
+        ("费用：¥200。退款：¥200。", ["费用 ¥200", "退款 ¥200"]),
+        ("- Flight HAT002: $150\nRefund: $50", ["HAT002", "$150", "Refund $50"]),
     ],
 )
 def test_a_later_mention_of_an_amount_takes_no_label_from_words_near_it(

@@ -767,7 +767,7 @@ _CLAUSE_BEFORE = re.compile(r".*[.!?;(\n。！？；（，,]", re.DOTALL)
 _LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\w-]*")
 _CJK_LABEL = re.compile(r"[\u4e00-\u9fff]{1,6}$")
 _CJK_GLUE = re.compile(r"(?:为|是|的|共计|共|约|合计|一共)+$")
-_WORD_AFTER = re.compile(r"\s+([A-Za-z]+)")
+_WORD_AFTER = re.compile(r"[ \t]+([A-Za-z]+)")  # on its line: not the next line's label
 #: An id that names which amount it is (``certificate 7504069``): a word with a digit
 #: and a letter, or a number of five or more digits, not an operand (``198 + 129``).
 _ID_WORD = re.compile(r"(?=.*[A-Za-z]).*\d.*|\d{5,}")
@@ -837,12 +837,14 @@ def _stated(text: str, amount: str, nth: int) -> re.Match[str] | None:
     return places[0]
 
 
-#: A label of its own right before an amount, on its line or in its sentence: a list
-#: item's, a line's or a sentence's field name and colon (``- Certificate 3: ``,
-#: ``**Total Cost:** ``, ``. Balance: ``).
+#: A label of its own right before an amount, on its line, in its sentence, clause or
+#: aside: a list item's, a line's or a sentence's field name and colon (``- Certificate
+#: 3: ``, ``**Total Cost:** ``, ``. Balance: ``, ``(Remaining balance after booking:
+#: ``, ``。退款：``).
 _FIELD_LABEL = re.compile(
-    r"(?:^|\n|[.!?][ \t]+)[ \t]*(?:[-*•][ \t]+|\d+[.)][ \t]+)?"
-    r"(?:\*\*)?[A-Za-z][A-Za-z0-9 '()-]{0,40}?(?:\*\*)?[ \t]*[:：][ \t]*(?:\*\*)?[ \t]*$"
+    r"(?:^|\n|[.!?;][ \t]+|[。！？；(（])[ \t]*(?:[-*•][ \t]+|\d+[.)][ \t]+)?(?:\*\*)?"
+    r"(?:[A-Za-z][A-Za-z0-9 '-]{0,40}?|[\u4e00-\u9fff]{1,12})"
+    r"(?:\*\*)?[ \t]*[:：][ \t]*(?:\*\*)?[ \t]*$"
 )
 
 
