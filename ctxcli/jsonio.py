@@ -765,15 +765,15 @@ _FD_PATH = re.compile(r"/dev/(?:stdin|stdout|stderr|fd/\d+)|/proc/(?:self|thread
 def _mode_for(target: str, like: str | Sequence[str] | None) -> int:
     """The permission bits of a file written to ``target`` (see :class:`AtomicWriter`):
     its own when it exists, else what a plain ``open()`` gives; no more than those of
-    each of ``like`` that is a regular file."""
+    each of ``like`` that is a regular file (``-``: stdin, when it is one)."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
         mode = 0o666 & ~_umask()
     for source in [like] if isinstance(like, str) else like or ():
-        with contextlib.suppress(OSError):
-            found = os.stat(source) if source != "-" else None
-            if found is not None and stat.S_ISREG(found.st_mode):
+        with contextlib.suppress(OSError):  # ``-``: stdin, a file when '< file' gave it
+            found = os.fstat(sys.stdin.fileno()) if source == "-" else os.stat(source)
+            if stat.S_ISREG(found.st_mode):
                 mode &= stat.S_IMODE(found.st_mode)
     return mode
 

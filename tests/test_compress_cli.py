@@ -408,6 +408,19 @@ def test_dev_stdout_is_stdout_whatever_it_leads_to(tmp_path: Path, name: str) ->
     assert [r["id"] for r in read_jsonl(log)] == ["earlier", "agent-billing-fix-001"]
 
 
+def test_stdin_from_a_private_file_gives_private_outputs(tmp_path: Path) -> None:
+    """``compress - -o out.jsonl < private.jsonl``: stdin is the 0600 file, and what is
+    made of it came out 0644 (given as /dev/stdin, 0600)."""
+    source = tmp_path / "private.jsonl"
+    source.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    source.chmod(0o600)
+    args = [sys.executable, "-m", "ctxcli", "compress", "-", "-o", "out.jsonl", "-q"]
+    with source.open("rb") as given:
+        subprocess.run([*args, "--max-tokens", "2000"], cwd=tmp_path, stdin=given, check=True)
+    made = ["out.jsonl", "out.stats.json", "out.store.jsonl"]
+    assert {stat.S_IMODE((tmp_path / name).stat().st_mode) for name in made} == {0o600}
+
+
 def test_in_place_refuses_a_stream_as_it_refuses_stdin(tmp_path: Path) -> None:
     """``compress /dev/fd/3 --in-place 3< a.jsonl`` rewrote a.jsonl behind the name,
     where ``- --in-place`` is refused."""
