@@ -590,7 +590,11 @@ def test_config_file_sets_the_summarizer(endpoint: Any, tmp_path: Path) -> None:
     [
         pytest.param({"name": "gpt"}, "unknown summarizer 'gpt'; known summarizers", id="name"),
         pytest.param({"name": "llm", "temp": 1}, "summarizer has no option 'temp'", id="option"),
-        pytest.param({"name": "llm", "timeout": "soon"}, "timeout must be a float", id="value"),
+        pytest.param(
+            {"name": "llm", "timeout": "soon"},
+            "timeout must be a number of seconds over 0",
+            id="value",
+        ),
         pytest.param(
             {"name": "llm", "base_url": "http://127.0.0.1:9/v1", "template": "/nonexistent"},
             "/nonexistent: cannot read the summary template",
