@@ -131,6 +131,12 @@ def test_a_chinese_price_keeps_the_model_or_spec_its_clause_names() -> None:
     assert _what_yuan("旗舰 X-Pro 2026 售价 4999 元", "4999 元") == "旗舰 X-Pro 2026 售价 4999 元"
     assert _what_yuan("官方款售价 199 元", "199 元") == "官方款售价 199 元"  # as before
     assert _what_yuan("减去 200 元优惠，实付 4799 元", "4799 元") == "实付 4799 元"
+    # two things of 199 元 in the sample: the charger's price, and the screen insurance
+    # said after it with 的 (a summary reader found the second bare at 400 tokens)
+    assert (
+        _what_yuan("如果购买了 199 元的碎屏险，一年内可以免费换屏一次。", "199 元")
+        == "碎屏险 199 元"
+    )
 
 
 def test_a_chinese_unit_is_the_longest_that_follows_the_number() -> None:

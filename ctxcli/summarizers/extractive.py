@@ -734,15 +734,18 @@ def _what_yuan(text: str, amount: str) -> str:
     (:data:`_YUAN_WORD`), after the thing it is of when that is a short run of CJK
     characters (``官方款售价 199 元``, ``售价 4999 元``) or a model or spec with its
     name (``标准版 12GB+256GB 售价 4999 元``, ``X-Pro 2026 售价 4999 元``: apart,
-    ``12GB+256GB; 售价 4999 元; 16GB+512GB; 售价 5999 元`` paired them wrong); else the
-    amount alone (``199 元``: a label cut mid-word misleads more)."""
+    ``12GB+256GB; 售价 4999 元; 16GB+512GB; 售价 5999 元`` paired them wrong); with no
+    such word, the thing 的 makes it the price of, right after it (``199 元的碎屏险``:
+    ``碎屏险 199 元``, where the sample's two things of 199 元 were one bare fact);
+    else the amount alone (``199 元``: a label cut mid-word misleads more)."""
     found = re.search(r"(?<![\d.,])" + re.escape(amount), text)
     if found is None:
         return amount
     clause = _CLAUSE_BEFORE.sub("", text[max(0, found.start() - 60) : found.start()]).rstrip()
     word = _YUAN_WORD.search(clause)
     if word is None:
-        return amount
+        of = _YUAN_OF.match(text, found.end())
+        return f"{of.group(1)} {amount}" if of else amount
     lead = _YUAN_LEAD.search(clause[: word.start()])
     if lead and lead.group(2):  # what it is the price of: a spec, with its name
         return " ".join(filter(None, [lead.group(1), lead.group(2), word.group(), amount]))
@@ -750,6 +753,9 @@ def _what_yuan(text: str, amount: str) -> str:
     return f"{thing}{word.group()} {amount}"
 
 
+#: The thing an amount in 元 is the price of, after it and 的, to the clause's end
+#: (``199 元的碎屏险，``).
+_YUAN_OF = re.compile(r"的([\u4e00-\u9fff]{2,6})(?=[，。；、！？,.;:：\s]|$)")
 #: Words that say what an amount is (``total cost $305``, ``Refund: $6,594``).
 _MONEY_WORDS = frozenset(
     "total subtotal price cost fare fee balance refund charge amount payment difference "
