@@ -277,9 +277,29 @@ _PACKED = (
 )
 
 
+#: The byte order marks of the Unicode encodings that are not UTF-8, longest first
+#: (UTF-32's little-endian mark opens with UTF-16's).
+_WIDE_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32LE"),
+    (b"\x00\x00\xfe\xff", "UTF-32BE"),
+    (b"\xff\xfe", "UTF-16LE"),
+    (b"\xfe\xff", "UTF-16BE"),
+)
+
+
 def _refuse_packed(path: str, first: bytes) -> None:
     """Raise :class:`InputError` when ``first`` (the first line of ``path``) opens a
-    compressed file (:data:`_PACKED`), saying how to read its text."""
+    compressed file (:data:`_PACKED`) or a text in UTF-16 or UTF-32
+    (:data:`_WIDE_MARKS`), saying how to read its text."""
+    wide = next((name for mark, name in _WIDE_MARKS if first.startswith(mark)), None)
+    if wide:  # read as UTF-8 it was 'not valid UTF-8 (at byte 1)', which says not why
+        source = path if path != "-" else "FILE"
+        raise InputError(
+            path,
+            None,
+            f"is {wide} (its byte order mark says so), not UTF-8; convert it first "
+            f"(`iconv -f {wide[:6]} -t UTF-8 {source}` writes it as UTF-8)",
+        )
     packed = next((p for p in _PACKED if first.startswith(p[0])), None)
     if packed:
         _, name, unpack = packed

@@ -227,6 +227,22 @@ def test_a_compressed_input_is_named_so(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl.gz"]
 
 
+@pytest.mark.parametrize(("encoding", "named"), [("utf-16", "UTF-16LE"), ("utf-32", "UTF-32LE")])
+def test_a_utf16_input_is_named_so(tmp_path: Path, encoding: str, named: str) -> None:
+    """A new user's UTF-16 file (as Windows tools write them) said only "not valid
+    UTF-8 (at byte 1)"."""
+    source = tmp_path / "a.jsonl"
+    source.write_bytes((json.dumps(chat(2)) + "\n").encode(encoding))  # with its mark
+    for command in ("compress", "count", "validate"):
+        result = invoke(command, str(source))
+        assert result.exit_code == 1
+        assert (
+            f"{source}: is {named} (its byte order mark says so), not UTF-8; convert it first"
+            f" (`iconv -f {named[:6]} -t UTF-8 {source}` writes it as UTF-8)"
+        ) in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
 def test_a_folder_takes_a_transcript_whatever_the_case_of_its_suffix(tmp_path: Path) -> None:
     """``RUN.JSONL`` in a folder: "no *.jsonl … files in this folder"; named, its stats
     were ``RUN.compressed.JSONL.stats.json``."""
