@@ -104,6 +104,12 @@ def test_writes_output_and_stats_beside_the_input(tmp_path: Path) -> None:
         pytest.param(
             '{"id": 1}', "no format fits this record (tried sharegpt, anthropic", id="no-messages"
         ),
+        pytest.param(
+            "{}",
+            "no format fits this record (tried sharegpt, anthropic, gemini, gemini-cli, "
+            "responses, openai); keys: none (an empty object); --format",
+            id="empty-object",
+        ),
         pytest.param('{"messages": [{"content": "hi"}]}', "message 0 has no 'role'", id="no-role"),
         pytest.param(
             '{"messages": ["hi"]}', "message 0 is a string, not an object", id="not-message"

@@ -273,7 +273,7 @@ def no_fit(record: Any, messages_key: str | None = None) -> str:
     """Why no format fits ``record``, with what would help: the reason an error gives."""
     if not isinstance(record, dict):
         return f"expected a JSON object, got {kind(record)}"
-    keys = ", ".join(map(repr, list(record)[:8]))
+    keys = ", ".join(map(repr, list(record)[:8])) or "none (an empty object)"
     tried = ", ".join(f.NAME for f in _RECORDS)
     if messages_key:
         return (
