@@ -143,13 +143,15 @@ def budget_options(func: F) -> F:
 
 
 def format_options(flag: str = "--format") -> Callable[[F], F]:
-    """The options that say how records are read: their format (under ``flag``) and
-    messages key."""
+    """The options that say how records are read: their format (under ``flag``, and
+    ``--input-format`` as well, the name count and score give it, whose ``--format``
+    is their report's) and messages key."""
+    names = (flag, "--input-format") if flag != "--input-format" else (flag,)
     return lambda func: _apply(
         func,
         [
             option(
-                flag,
+                *names,
                 "format_name",
                 metavar="NAME",
                 shown="detected per record",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -144,3 +145,17 @@ def test_the_command_list_says_the_skills_line_as_the_group_does() -> None:
     from ctxcli.skills_cli import skills
 
     assert skills.get_short_help_str(200) == cli_module.SKILLS_HELP
+
+
+def test_input_format_names_the_transcripts_format_in_every_command() -> None:
+    """A new user found --format meaning the input's format in compress and validate
+    and the report's in count and score (which read --input-format): --input-format
+    now works in all four."""
+    from ctxcli.cli import cli
+
+    sample = str(Path(__file__).resolve().parents[1] / "samples" / "agent_run.jsonl")
+    for command in (["compress", "-o", os.devnull, "-q"], ["validate"], ["count"]):
+        result = CliRunner().invoke(cli, [*command, sample, "--input-format", "openai"])
+        assert result.exit_code == 0, (command, result.output)
+    refused = CliRunner().invoke(cli, ["validate", sample, "--input-format", "anthropic"])
+    assert refused.exit_code == 1  # read as Anthropic records, they are not
