@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ctxcli import github, inplace
+from ctxcli import github, inplace, jsonio
 from ctxcli.compress import Compressor, FileStats
 from ctxcli.config import Settings
 from ctxcli.errors import InputError, UsageError
@@ -342,7 +342,7 @@ def _thrown_away(stats: FileStats, *, unasked: bool) -> str:
     line = f"threw away {plural(stats.store_entries, 'original')} (the store is {stats.store})"
     if not (unasked and _unkept(stats)):
         return line
-    if stats.input == "-" or not os.path.isfile(stats.input):
+    if jsonio.is_stream(stats.input):  # as inputs._default_store decided it
         source = "stdin" if stats.input == "-" else "a pipe"
         why = f"from {source} to stdout there is no file to keep them beside"
     else:

@@ -443,6 +443,23 @@ def test_stdin_from_a_private_file_gives_private_outputs(tmp_path: Path) -> None
     assert {stat.S_IMODE((tmp_path / name).stat().st_mode) for name in made} == {0o600}
 
 
+def test_dev_stdin_from_a_file_to_stdout_says_why_the_originals_went(tmp_path: Path) -> None:
+    """``compress /dev/stdin -o - < a.jsonl``: the store was /dev/null, as for a pipe
+    (inputs decided it by jsonio.is_stream), but the line that says why asked
+    os.path.isfile, which /dev/stdin leading to a file is: '/dev takes no new file'."""
+    source = tmp_path / "a.jsonl"
+    source.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    args = [sys.executable, "-m", "ctxcli", "compress", "/dev/stdin", "-o", "-", "-q"]
+    with source.open("rb") as given:
+        done = subprocess.run(
+            [*args, "--stages", "placeholder"], stdin=given, capture_output=True, check=True
+        )
+    assert done.stderr.decode() == (
+        "warning: threw away 4 originals (the store is /dev/null): from a pipe to stdout there"
+        " is no file to keep them beside; --store PATH keeps them for `ctxcli restore`\n"
+    )
+
+
 def test_in_place_refuses_a_stream_as_it_refuses_stdin(tmp_path: Path) -> None:
     """``compress /dev/fd/3 --in-place 3< a.jsonl`` rewrote a.jsonl behind the name,
     where ``- --in-place`` is refused."""
