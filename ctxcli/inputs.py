@@ -112,13 +112,17 @@ def _search(
 
 _TWICE = "stdin (-) is named more than once; it can be read only once"
 #: The names of stdin: ``-``, and the paths a shell or a user gives it.
-_STDIN_NAMES = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+_STDIN_NAMES = frozenset(
+    {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0"}
+)
 
 
 def refuse_stdin_twice(inputs: Sequence[str], message: str = _TWICE) -> None:
     """Raise :class:`UsageError` (``message``) when ``inputs`` name stdin
-    (:data:`_STDIN_NAMES`) more than once: read once, it gives the second nothing."""
-    if sum(item in _STDIN_NAMES for item in inputs) > 1:
+    (:data:`_STDIN_NAMES`, however spelt: ``/dev//stdin``, as
+    :func:`ctxcli.jsonio.is_stream` reads such names) more than once: read once, it
+    gives the second nothing, or, led to a file, the same records again."""
+    if sum(os.path.normpath(item) in _STDIN_NAMES for item in inputs) > 1:
         raise UsageError(message)
 
 

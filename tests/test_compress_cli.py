@@ -206,6 +206,8 @@ def test_stdin_into_an_out_dir_is_named_stdin(tmp_path: Path) -> None:
         (["count", "/dev/stdin", "/dev/stdin"], "stdin (-) is named more than once"),
         (["validate", "-", "/dev/stdin"], "stdin (-) is named more than once"),
         (["validate", "-", "-"], "stdin (-) is named more than once"),
+        (["count", "-", "/dev//stdin"], "stdin (-) is named more than once"),  # read twice
+        (["score", "/dev/./stdin", "-"], "ORIGINAL and COMPRESSED cannot both be -"),
         (["compress", "-", "-", "--out-dir", "o"], "stdin (-) is named more than once"),
         (["score", "-", "-"], "ORIGINAL and COMPRESSED cannot both be - (stdin is read once)"),
     ],
