@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
-from ctxcli.summarizers import MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT
+from ctxcli.summarizers import MAX_TIMEOUT, WHOLE_BOUNDS
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
 from ctxcli.tokens import MAX_BUDGET, unknown_encoding
 
@@ -310,8 +310,9 @@ _STRING = _Kind("a string", lambda v: isinstance(v, str))
 _WHOLE = _Kind("a whole number", _whole)
 
 
-def _between(low: int, high: int, said: str) -> _Kind:
-    """A whole number from ``low`` to ``high`` (``said`` in a message)."""
+def _between(low: int, high: int) -> _Kind:
+    """A whole number from ``low`` to ``high`` (:data:`MAX_BUDGET` said as 2^53)."""
+    said = "2^53" if high == MAX_BUDGET else str(high)
     return _Kind(f"a whole number from {low} to {said}", lambda v: _whole(v) and low <= v <= high)
 
 
@@ -345,11 +346,9 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
         "a number of seconds over 0, at most a day, or null",
         lambda v: v is None or (_NUMBER.test(v) and 0 < v <= MAX_TIMEOUT),
     ),
-    # the ranges the llm summarizer holds them to (checked here whatever the name, as
-    # a bad value is bad before anyone asks for a model)
-    "retries": _between(0, MAX_RETRIES, str(MAX_RETRIES)).or_null(),
-    "concurrency": _between(1, MAX_CONCURRENCY, str(MAX_CONCURRENCY)).or_null(),
-    "input_max_tokens": _between(1, MAX_BUDGET, "2^53").or_null(),
+    # retries, concurrency, input_max_tokens: the ranges the llm summarizer holds them
+    # to, checked here whatever the name (a bad value is bad before a model is asked)
+    **{name: _between(*bounds).or_null() for name, bounds in WHOLE_BOUNDS.items()},
     "template": _STRING.or_null(),
     "cache": _Kind(
         "a file path, true, false or null", lambda v: v is None or isinstance(v, (str, bool))

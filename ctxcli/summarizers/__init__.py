@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ctxcli.tokens import TokenCounter
+from ctxcli.tokens import MAX_BUDGET, TokenCounter
 
 
 class Stats(Protocol):
@@ -87,13 +87,13 @@ MAX_RETRIES = 100
 MAX_CONCURRENCY = 1024
 
 
-#: The whole-number options of the llm summarizer and their bounds (the config file's
-#: and the flags' own, :mod:`ctxcli.config`): a number past 64 bits ended a run in a
-#: traceback writing its stats.
-_WHOLE_BOUNDS = {
+#: The whole-number options of the llm summarizer and their bounds, inclusive (the
+#: config file's check reads them from here, :mod:`ctxcli.config`): a number past 64
+#: bits ended a run in a traceback writing its stats.
+WHOLE_BOUNDS = {
     "retries": (0, MAX_RETRIES),
     "concurrency": (1, MAX_CONCURRENCY),
-    "input_max_tokens": (1, 2**53),
+    "input_max_tokens": (1, MAX_BUDGET),
 }
 
 
@@ -101,7 +101,7 @@ def _llm_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     """The llm summarizer's settings of ``options``, checked: ``model`` and
     ``base_url`` strings, ``timeout`` a number of seconds over 0 and at most
     :data:`MAX_TIMEOUT` (not NaN), the others whole numbers within
-    :data:`_WHOLE_BOUNDS` (not ``True``, not 2.9). Raises
+    :data:`WHOLE_BOUNDS` (not ``True``, not 2.9). Raises
     :class:`ctxcli.errors.ConfigError` naming the option."""
     from ctxcli.errors import ConfigError
 
@@ -118,7 +118,7 @@ def _llm_settings(options: Mapping[str, Any]) -> dict[str, Any]:
                 f"{MAX_TIMEOUT}, not {timeout!r}"
             )
         settings["timeout"] = float(timeout)
-    for option, (least, most) in _WHOLE_BOUNDS.items():
+    for option, (least, most) in WHOLE_BOUNDS.items():
         value = options.get(option)
         if value is None:
             continue
