@@ -91,6 +91,7 @@ from ctxcli.summarizers.facts import (
 )
 from ctxcli.summarizers.text import (
     REQUEST_CHARS,
+    SENTENCE_ENDERS,
     by_content,
     content,
     content_words,
@@ -781,9 +782,9 @@ _ID_WORD = re.compile(r"(?=.*[A-Za-z]).*\d.*|\d{5,}")
 
 def _ordinal_after(word: str, after: str, before: str) -> bool:
     """Whether ``after`` is the number of one of several things of a kind, right after
-    the ``word`` that names it in the text ``before`` an amount (``Certificate 2:
-    $250``), not an amount's digits (``Total: $198 + $129``)."""
-    return after.isdigit() and len(after) <= 3 and f"{word} {after}" in before[-80:]
+    the ``word`` that names it in ``before`` (the text just before an amount:
+    ``Certificate 2: $250``), not an amount's digits (``Total: $198 + $129``)."""
+    return after.isdigit() and len(after) <= 3 and f"{word} {after}" in before
 
 
 def _what_amount(text: str, amount: str, nth: int = 1) -> str:
@@ -858,11 +859,12 @@ def _by_money_word(words: list[str], told: str, text: str, at: int) -> str | Non
     """``told`` (the amount at ``at`` of ``text``, with its bound) after the nearest of
     :data:`_MONEY_WORDS` among the last seven ``words`` of its clause, as
     :func:`_what_amount` says; ``None`` when none is there."""
+    near = text[max(0, at - 80) : at]  # where a numbered word stands (``Certificate 2``)
     for j in range(len(words) - 1, max(-1, len(words) - 8), -1):
         if words[j].lower() in _MONEY_WORDS:
             lead = words[j - 1 : j] if j and words[j - 1].lower() in _MONEY_MODIFIERS else []
             ids = [w for w in words[j + 1 :] if _ID_WORD.fullmatch(w)]
-            if j + 1 < len(words) and _ordinal_after(words[j], words[j + 1], text[:at]):
+            if j + 1 < len(words) and _ordinal_after(words[j], words[j + 1], near):
                 ids = [words[j + 1], *ids]  # ``Certificate 2: $250``
             subject = "" if lead or ids else _item_subject(text, at)
             if subject:  # ``HAT004 price $122``, not ``Price $122``
@@ -2305,11 +2307,7 @@ def _cut_says(cut: str, item: Item) -> bool:
         return True
     if _DIGIT.search(item.text):
         return False
-    return head.endswith(_SENTENCE_ENDS) or len(content_words(head)) >= CUT_MIN_WORDS
-
-
-#: The marks a head cut to fit ends a whole sentence with (:func:`_cut_says`).
-_SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
+    return head.endswith(tuple(SENTENCE_ENDERS)) or len(content_words(head)) >= CUT_MIN_WORDS
 
 
 def _lead(item: Item, picked: Sequence[Item], sections: set[str], labels: Mapping[str, str]) -> str:

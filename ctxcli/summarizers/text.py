@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 REQUEST_CHARS = 160
+#: The marks that end a sentence, Latin and CJK (see :func:`sentences`).
+SENTENCE_ENDERS = ".!?。！？"
 _SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -132,7 +134,7 @@ def sentences(text: str) -> list[str]:
 def _split(text: str) -> list[str]:
     """``text`` split at :data:`_SENTENCE_END`; with no sentence ender in it (most list
     items, short lines) as it is, without running the pattern at every position."""
-    return _SENTENCE_END.split(text) if any(map(text.__contains__, ".!?。！？")) else [text]
+    return _SENTENCE_END.split(text) if any(map(text.__contains__, SENTENCE_ENDERS)) else [text]
 
 
 def shorten(text: str, limit: int) -> str:
