@@ -625,10 +625,9 @@ class AtomicWriter:
     A device or named pipe is written to as it goes.
 
     A new file gets the mode a plain ``open()`` would give it, a replaced one keeps
-    its own; with ``like`` (the input it is made from, or the inputs), never more than
-    that file's permission bits, as gzip gives its output the input's: a store of the
-    tool results of a log only its owner may read is no wider (it was 0644 beside a
-    0600 log).
+    its own; with ``like`` (the input it is made from, or the inputs), it is readable
+    by no one that file is not readable by: a store of the tool results of a log only
+    its owner may read is no wider (it was 0644 beside a 0600 log).
 
     Use :meth:`commit` after the last write and :meth:`abort` on failure (the context
     manager calls ``abort`` if an exception escapes).
@@ -782,10 +781,16 @@ def is_stream(target: str) -> bool:
 _FD_PATH = re.compile(r"/dev/(?:stdin|stdout|stderr|fd/\d+)|/proc/(?:self|thread-self|\d+)/fd/\d+")
 
 
+#: The read bits of a file's mode, the bits :func:`_mode_for` takes from an input.
+_READ_BITS = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+
+
 def _mode_for(target: str, like: str | Sequence[str] | None) -> int:
     """The permission bits of a file written to ``target`` (see :class:`AtomicWriter`):
-    its own when it exists, else what a plain ``open()`` gives; no more than those of
-    each of ``like`` that is a regular file (``-``: stdin, when it is one)."""
+    its own when it exists, else what a plain ``open()`` gives; readable by no one
+    each of ``like`` that is a regular file (``-``: stdin, when it is one) is not
+    readable by. Only the read bits: a copy of a read-only log (0444) gave read-only
+    outputs, which a user then could not edit."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
@@ -794,7 +799,7 @@ def _mode_for(target: str, like: str | Sequence[str] | None) -> int:
         with contextlib.suppress(OSError):  # ``-``: stdin, a file when '< file' gave it
             found = os.fstat(sys.stdin.fileno()) if source == "-" else os.stat(source)
             if stat.S_ISREG(found.st_mode):
-                mode &= stat.S_IMODE(found.st_mode)
+                mode &= stat.S_IMODE(found.st_mode) | ~_READ_BITS
     return mode
 
 

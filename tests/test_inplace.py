@@ -117,6 +117,18 @@ def test_in_place_through_a_symlink_keeps_the_store_beside_the_file_it_rewrote(
     assert read_jsonl(back[0]) == read_jsonl(back[1]) == originals
 
 
+def test_what_is_made_of_a_read_only_log_is_writable(tmp_path: Path) -> None:
+    """Only the read bits follow the input: a copy of a read-only log (0444, as the
+    shared data are) gave read-only outputs, which the user could not then edit."""
+    big, _ = fixtures(tmp_path)
+    big.chmod(0o444)
+    assert invoke("compress", str(big), "--max-tokens", "3000", "-q").exit_code == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    output = big.with_name("agent_run.compressed.jsonl")
+    assert stat.S_IMODE(output.stat().st_mode) == 0o666 & ~umask
+
+
 def test_dry_run_from_stdin_says_stdin_to_stdout_not_a_rewrite_of_dash() -> None:
     text = (SAMPLES / "agent_run.jsonl").read_text(encoding="utf-8")
     result = CliRunner().invoke(
