@@ -698,7 +698,8 @@ def count(
     folder at any depth, - for stdin; OpenAI, Anthropic, ShareGPT, Claude Code
     sessions) and counts tokens by the same rule, so a file's total is compress's
     "tokens before" with the same settings. The report goes to stdout; a file with
-    a bad line is left out of it, named with its line on stderr, and the run exits 1.
+    a bad line is left out of it, named with its line on stderr, and the run exits 1
+    (with no file counted, json and csv still give their report, of zeros).
     """
     from ctxcli import batch, github
     from ctxcli.count import Counting, render
@@ -723,7 +724,7 @@ def count(
             counts.append(counting.file(path, per_conversation=per_conversation))
         except InputError as error:  # one file's bad line never costs the others
             failed.append(error)
-    if counts:
+    if counts or out_format != "table":  # a script reads a report, empty or not
         by_role = by == "role"
         click.echo(render(counts, out_format, per_conversation=per_conversation, by_role=by_role))
     if failed:

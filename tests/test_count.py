@@ -127,6 +127,23 @@ def test_a_bad_line_is_an_error_naming_it(tmp_path: Path) -> None:
     assert f"Error: {path}:2: invalid JSON" in result.output
 
 
+@pytest.mark.parametrize("out_format", ["json", "csv"])
+def test_no_file_counted_still_gives_a_machine_report(tmp_path: Path, out_format: str) -> None:
+    # `count bad.jsonl --format json | jq` read nothing at all: the report was left out.
+    path = tmp_path / "a.jsonl"
+    path.write_text("{broken\n")
+    result = CliRunner().invoke(cli, ["count", str(path), "--format", out_format])
+    assert result.exit_code == 1
+    assert f"{path}:1: invalid JSON" in result.stderr
+    if out_format == "json":
+        assert json.loads(result.stdout) == {
+            "files": [],
+            "total": {"conversations": 0, "messages": 0, "tokens": 0},
+        }
+    else:
+        assert list(csv.reader(io.StringIO(result.stdout)))[-1] == ["total", "0", "0", "0"]
+
+
 def test_a_bad_line_costs_its_file_alone_or_with_keep_only_itself(tmp_path: Path) -> None:
     # A bad line in one file had stopped `ctxcli count` of a whole folder.
     bad = tmp_path / "a.jsonl"
