@@ -125,6 +125,27 @@ def test_a_rollout_is_detected_from_its_first_line_and_read_as_what_the_model_se
     assert codex.problems(lines, conversation) == []
 
 
+def test_the_base_instructions_are_counted_as_a_system_prompt(tmp_path: Path) -> None:
+    """Codex sends ``session_meta``'s ``base_instructions`` as every turn's
+    ``instructions``: 4,376 tokens of the sample rollout went uncounted."""
+    prompt = "You are Codex, a coding agent. " * 100
+    lines = rollout(steps=6)
+    lines[0]["payload"]["base_instructions"] = {"text": prompt}
+    conversation = codex.read(lines, COUNTER, path="r.jsonl", line=1)
+    first = conversation.messages[0]
+    assert (first.role, first.data["content"]) == ("system", prompt)
+    plain = codex.read(rollout(steps=6), COUNTER, path="r.jsonl", line=1)
+    assert conversation.tokens == plain.tokens + first.tokens
+    source = write(tmp_path / "rollout.jsonl", lines)
+    budget = str(first.tokens + 900)
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", budget])
+    assert result.exit_code == 0, result.output
+    out = [json.loads(x) for x in (tmp_path / "rollout.compressed.jsonl").read_text().splitlines()]
+    assert out[0] == lines[0]  # the session_meta line as it was
+    assert api_errors(items(lines), items(out)) == []
+    assert codex.read(out, COUNTER, path="o", line=1).tokens <= first.tokens + 900
+
+
 def test_after_a_compaction_the_replacement_history_and_what_follows_are_the_context() -> None:
     lines = rollout(steps=2, compacted=True)
     conversation = codex.read(lines, COUNTER, path="r.jsonl", line=1)

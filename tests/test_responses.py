@@ -164,6 +164,43 @@ def test_messages_without_a_type_are_message_items(tmp_path: Path) -> None:
     assert detect(reference) is responses
 
 
+@pytest.mark.parametrize("shape", ["string", "items"])
+def test_instructions_are_counted_and_kept_as_a_system_prompt(tmp_path: Path, shape: str) -> None:
+    """A request's ``instructions`` go into the model's context before its items: a
+    6,000-token prompt counted 0, and ``--check`` passed it at a budget of 100."""
+    prompt = "Follow rule 42 carefully. " * 200
+    instructions: Any = prompt
+    if shape == "items":  # as a Response echoes them
+        instructions = [{"type": "message", "role": "developer", "content": prompt}]
+    record = {**agent_run(steps=8), "instructions": instructions}
+    conversation = responses.read(record, COUNTER, path="a", line=1)
+    first = conversation.messages[0]
+    assert (first.role, first.data["content"]) == ("system", prompt)
+    assert first.tokens > 1000
+    plain = responses.read(agent_run(steps=8), COUNTER, path="a", line=1)
+    assert conversation.tokens == plain.tokens + first.tokens
+    (after,) = compress(tmp_path, [record], "--max-tokens", str(first.tokens + 600))
+    assert after["instructions"] == instructions  # written back where it was
+    assert api_errors(record["input"], after["input"]) == []
+    assert after["input"][0] == record["input"][0]  # no item of its own, nothing before it
+    assert any("[ctxcli summary]" in json.dumps(item) for item in after["input"])
+    source = tmp_path / "in.jsonl"
+    result = CliRunner().invoke(
+        cli, ["compress", str(source), "-o", "-", "-q", "--max-tokens", "100", "--check"]
+    )
+    assert result.exit_code == 3  # over budget with what must be kept: no longer "fits"
+
+
+def test_messages_alone_beside_instructions_are_a_request() -> None:
+    """``{"instructions", "input": [{"role": "user", …}]}`` was read as a chat's messages
+    under the well-known key ``input``, its instructions not counted."""
+    messages = [{"role": "user", "content": "hi"}]
+    assert detect({"instructions": "Be brief.", "input": messages}) is responses
+    assert detect({"instructions": "Be brief.", "input": "hi"}) is responses
+    assert detect({"model": "gpt-4.1", "input": messages}) is not responses  # a chat's log
+    assert detect({"input": "hi"}) is None  # a dataset's field
+
+
 def _computer_run(steps: int) -> list[dict[str, Any]]:
     """A computer-use run: a task, then reasoning, a click and its screenshot, each
     step; the screenshots large."""

@@ -82,9 +82,11 @@ def read(
         responses.check_item(item, k, path, at)
     neutral, sources = responses.neutral_messages(items)
     meta: Any = next((e["payload"] for e in record if e.get("type") == "session_meta"), {})
-    session_id = meta.get("id") if isinstance(meta, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    apart = responses.with_instructions(neutral, sources, _base_instructions(meta))
+    session_id = meta.get("id")
     return Conversation(
-        messages=read_messages(neutral, counter),
+        messages=read_messages(neutral, counter, apart=apart),
         id=None if session_id is None else str(session_id),
         line=line,
         meta={
@@ -94,6 +96,15 @@ def read(
             "out_of_context": _before_compaction(record, places),
         },
     )
+
+
+def _base_instructions(meta: Mapping[str, Any]) -> Any:
+    """The instructions a session's requests carry (``session_meta``'s
+    ``base_instructions``, ``{"text": …}`` or a string): Codex sends them as the
+    Responses ``instructions`` of every turn, and a resumed session takes them from
+    here, so they are in the model's context."""
+    found = meta.get("base_instructions")
+    return found.get("text") if isinstance(found, Mapping) else found
 
 
 def _before_compaction(events: Sequence[Any], places: Sequence[Place]) -> int:

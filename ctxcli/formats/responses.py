@@ -177,15 +177,26 @@ def key_of(record: Any, messages_key: str | None = None) -> str:
 def detect(record: Any, messages_key: str | None = None) -> bool:
     """True for an object holding Responses items under its key (see :func:`key_of`);
     also for a request whose ``input`` is a string (the API's shorthand for one user
-    message; a ``model`` beside it tells it from a dataset's ``input`` field) and a
-    Response with no output (one that failed): the file's other records are read."""
+    message; a ``model`` or ``instructions`` beside it tells it from a dataset's
+    ``input`` field) or messages alone with ``instructions`` beside them (a chat's
+    messages are under ``messages``, its system prompt among them), and a Response
+    with no output (one that failed): the file's other records are read."""
     if not isinstance(record, Mapping):
         return False
     key = key_of(record, messages_key)
     value = record.get(key)
+    request = key == DEFAULT_KEY and ("model" in record or "instructions" in record)
     if isinstance(value, str):
-        return key == DEFAULT_KEY and "model" in record
-    return is_items(value) or (value == [] and record.get("object") == "response")
+        return request
+    if is_items(value) or (value == [] and record.get("object") == "response"):
+        return True
+    return (
+        request
+        and isinstance(record.get("instructions"), (str, list))
+        and isinstance(value, list)
+        and bool(value)
+        and all(isinstance(i, Mapping) and is_item(i) for i in value)
+    )
 
 
 def read(
@@ -209,14 +220,36 @@ def read(
     for i, item in enumerate(items):
         check_item(item, i, path, line)
     neutral, sources = neutral_messages(items)
+    apart = with_instructions(neutral, sources, record.get("instructions"))
     record_id = record.get("id")
     return Conversation(
-        messages=read_messages(neutral, counter),
+        messages=read_messages(neutral, counter, apart=apart),
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
         meta={"entries": items, "sources": sources},
     )
+
+
+def with_instructions(
+    neutral: list[dict[str, Any]], sources: list[Source], instructions: Any
+) -> int:
+    """Put the request's ``instructions`` first in ``neutral`` as a ``system`` message
+    read from no item (``()`` in ``sources``: it is written back where it was, in the
+    record, untouched), so that they are counted and kept as a system prompt is: the
+    API puts them in the model's context before the items ("A system (or developer)
+    message inserted into the model's context", openai-python's
+    ``ResponseCreateParams.instructions``). A string, or a Response's list of input
+    items (their texts); anything else, or an empty one, is left out. Returns how
+    many messages it put first (1 or 0), ``read_messages``' ``apart``."""
+    if isinstance(instructions, list):
+        texts = (text_of(i.get("content")) for i in instructions if isinstance(i, Mapping))
+        instructions = "\n".join(text for text in texts if text)
+    if not isinstance(instructions, str) or not instructions:
+        return 0
+    neutral.insert(0, {"role": "system", "content": instructions})
+    sources.insert(0, ())
+    return 1
 
 
 def check_item(item: Any, i: int, path: str, line: int) -> None:
