@@ -959,6 +959,20 @@ def test_a_claude_code_session_is_found_whatever_its_first_lines(tmp_path: Path)
     stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
     assert stats["conversations"] == 1 and stats["messages"]["before"] == 3
     assert (tmp_path / "s.compressed.jsonl").read_text().splitlines()[3] == "{broken"
+    # So does a chat record pasted among the events: it had made line 1 "no format
+    # fits this record", naming the keys of the file-history-snapshot there.
+    pasted = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    source.write_text("\n".join([*lines[:3], pasted, *lines[3:]]) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "60"])
+    assert result.exit_code == 1
+    assert f"Error: {source}:4: not a Claude Code event (no type; keys: 'messages')" in (
+        result.output
+    )
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    out = (tmp_path / "s.compressed.jsonl").read_text().splitlines()
+    assert out[3] == pasted  # copied in its place
+    stats = json.loads((tmp_path / "s.compressed.stats.json").read_text())
+    assert stats["conversations"] == 1 and stats["messages"]["before"] == 3
 
 
 def test_after_a_compact_boundary_only_what_the_model_sees_is_compressed(tmp_path: Path) -> None:
