@@ -90,6 +90,19 @@ def test_anthropic_maps_blocks_to_neutral_messages() -> None:
     assert anthropic.problems(ANTHROPIC, conversation) == []
 
 
+def test_anthropic_tool_use_ids_used_twice_are_a_problem() -> None:
+    # validate said "ok" of two calls with one id; the API wants them unique.
+    call = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+    twice = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [call, call]}]
+    again = [*twice[:1], {"role": "assistant", "content": [call]}, result]
+    for turns in ([*twice, result], [*again, *again[1:]]):
+        record = {"messages": turns}
+        found = anthropic.problems(record, read(anthropic, record))
+        assert [(p.rule, p.message) for p in found] == [("call-id-twice", len(turns) - 2)]
+        assert "tool_use id 't1' is used twice" in found[0].detail
+
+
 def test_anthropic_untouched_record_is_written_back_as_read() -> None:
     conversation = read(anthropic, ANTHROPIC)
     out = anthropic.write(ANTHROPIC, conversation)

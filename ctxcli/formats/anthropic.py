@@ -249,6 +249,7 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
         detail = f"the first message is {entries[0].get('role')}, not user"
         found.append(Problem("first-not-user", detail, 0))
     expected: list[str] = []
+    used: set[str] = set()  # the tool_use ids of the messages so far
     for i, entry in enumerate(entries):
         blocks = [b for b in _blocks(entry) if isinstance(b, Mapping)]
         found += _result_problems(i, entry, blocks, expected)
@@ -256,6 +257,20 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
         expected = []
         if entry.get("role") == "assistant":
             expected = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            found += _ids_used_twice(i, expected, used)
+    return found
+
+
+def _ids_used_twice(i: int, ids: list[str], used: set[str]) -> list[Problem]:
+    """A problem for the first of the tool_use ``ids`` of message ``i`` that a call
+    before it has (``used``, to which they are added): the API wants them unique
+    ("tool_use ids must be unique"), and a result could not say which it answers."""
+    found: list[Problem] = []
+    for call_id in ids:
+        if call_id in used and not found:
+            detail = f"tool_use id {call_id!r} is used twice (tool_use ids must be unique)"
+            found.append(Problem("call-id-twice", detail, i))
+        used.add(call_id)
     return found
 
 
