@@ -171,7 +171,7 @@ def over_budget(settings: Settings, place: str, what: str, tally: Tally) -> str 
         return None
     spared = [c for stage in settings.stages for c in getattr(stage, "spared", ())]
     why = (
-        f"--priority-order never drops {', '.join(spared)} units"
+        f"(--priority-order never drops {', '.join(spared)} units)"
         if spared
         else "with only what must be kept"
     )

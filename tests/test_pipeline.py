@@ -227,7 +227,7 @@ def test_priority_never_drops_a_class_left_out_of_the_order(tmp_path: Path) -> N
     path.write_text(json.dumps({"messages": messages}) + "\n")
     args = ["compress", str(path), "--stages", "priority", "--priority-order", "assistant"]
     result = CliRunner().invoke(cli, [*args, "--max-tokens", "10", "-q"])
-    assert "--priority-order never drops user, tool, summary units" in result.output
+    assert "> 10 (--priority-order never drops user, tool, summary units)" in result.output
     result = CliRunner().invoke(cli, [*args[:4], "--max-tokens", "10", "-q"])
     assert "> 10 with only what must be kept" in result.output
 
