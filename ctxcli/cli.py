@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ctxcli.clihelp import Group, Whole, option
+from ctxcli.clihelp import Group, Named, Whole, option
 from ctxcli.summarizers import MAX_CONCURRENCY, MAX_TIMEOUT
 from ctxcli.tokens import MAX_BUDGET
 
@@ -159,6 +159,7 @@ def format_options(flag: str = "--format") -> Callable[[F], F]:
             ),
             option(
                 "--messages-key",
+                type=Named(),
                 metavar="KEY",
                 shown="messages; conversations for ShareGPT",
                 help="Record key holding the messages, e.g. traj (tau-bench) or history "

@@ -49,6 +49,17 @@ class Whole(click.IntRange):
         return super()._describe_range()
 
 
+class Named(click.types.StringParamType):
+    """A name that is not empty (``--messages-key ''`` had been taken as no key at
+    all, silently: the records were read from their format's own key)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = super().convert(value, param, ctx)
+        if not text.strip():
+            self.fail("is empty", param, ctx)
+        return text
+
+
 def option(*names: str, shown: str | None = None, **kwargs: Any) -> Callable[[F], F]:
     """``click.option`` with :class:`Option`: ``shown`` is the default its help shows."""
     return click.option(*names, cls=Option, shown=shown, **kwargs)

@@ -159,3 +159,14 @@ def test_input_format_names_the_transcripts_format_in_every_command() -> None:
         assert result.exit_code == 0, (command, result.output)
     refused = CliRunner().invoke(cli, ["validate", sample, "--input-format", "anthropic"])
     assert refused.exit_code == 1  # read as Anthropic records, they are not
+
+
+def test_an_empty_messages_key_is_a_usage_error() -> None:
+    # It was taken as no key at all, and the run went on with the format's own.
+    from ctxcli.cli import cli
+
+    sample = str(Path(__file__).resolve().parents[1] / "samples" / "agent_run.jsonl")
+    for command in (["compress", "-o", os.devnull], ["validate"], ["count"]):
+        result = CliRunner().invoke(cli, [*command, sample, "--messages-key", " "])
+        assert result.exit_code == 2, (command, result.output)
+        assert "Invalid value for '--messages-key': is empty" in result.output
