@@ -176,6 +176,9 @@ GREETINGS = [
     "你好",
     "谢谢！",
     "好的，谢谢您",
+    # the Chinese sample's one request at 375 tokens, a summary reader found
+    "那我先下单，后续有问题再联系你。",
+    "好的，我考虑一下，有需要再找您",
 ]
 
 
@@ -190,6 +193,8 @@ def test_greetings_and_thanks_are_filler(line: str) -> None:
         "Hi, I want to cancel my trip.",
         "Thanks, use card 7447.",
         "好的，我决定买黑色的",
+        "那我先下单，帮我用优惠码 XC2026VIP",
+        "有问题再联系你，先帮我查物流",
         "I'll look for a cheaper flight.",
         "I'll check my email, and please cancel HAT123.",
         "Thanks for checking, but I need a refund.",

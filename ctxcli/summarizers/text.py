@@ -290,6 +290,20 @@ _CJK_FILLER = re.compile(
 )
 
 
+#: What parts a Chinese sentence's clauses.
+_CJK_CLAUSE = re.compile(r"[，,；;。！!？?~～、\s]+")
+#: A Chinese clause that closes a chat and asks nothing: what the user will do next on
+#: their own ("那我先下单", "我考虑一下"), a promise to come back ("后续有问题再联系你").
+#: The sample's "那我先下单，后续有问题再联系你。" was its one request at 375 tokens,
+#: where "物流显示已签收但我没收到货" went.
+_CJK_SIGN_OFF = re.compile(
+    r"^(?:那|那么|好|嗯)?(?:我|我们)?(?:先|再|就)?(?:去)?(?:下单|看看|想想|考虑一下|考虑考虑|试试)"
+    r"(?:吧|了|一下)?$"
+    r"|^(?:后续|之后|回头|以后|稍后)?(?:如果)?(?:还)?(?:有问题|有疑问|有需要|有事)?(?:的话)?"
+    r"(?:我|我们)?(?:再|会|就)?(?:来)?(?:联系|找|咨询|问)(?:你|您)(?:们)?(?:吧|了)?$"
+)
+
+
 #: A greeting that opens a sentence of content ("Hi, I want to ...", "Hi there, I
 #: noticed ...", "Good morning! I ...", "你好，我想...").
 _GREETING_LEAD = re.compile(
@@ -340,9 +354,10 @@ def is_filler(sentence: str) -> bool:
     """True when ``sentence`` is a greeting, thanks or filler alone (see
     :data:`FILLER_WORDS`), a promise to come back with what was asked for and no more
     (:data:`_DEFERRAL`) or thanks for the way (:data:`_THANKS_FOR`), in English or
-    Chinese."""
+    Chinese (each clause filler or a sign-off: :data:`_CJK_SIGN_OFF`)."""
     if _CJK.search(sentence):
-        return bool(_CJK_FILLER.match(sentence.strip()))
+        clauses = filter(None, _CJK_CLAUSE.split(sentence.strip()))
+        return all(_CJK_FILLER.match(c) or _CJK_SIGN_OFF.match(c) for c in clauses)
     words = _words(sentence)
     if all(w in FILLER_WORDS or w in _STOP_WORDS for w in words):
         return True
