@@ -1088,6 +1088,20 @@ def test_an_action_cut_to_fit_keeps_its_outcome() -> None:
     assert body.endswith(f" …) ×3 → {error}") and COUNTER.text(body) <= 62
 
 
+def test_a_balance_stated_again_is_kept_as_last_stated() -> None:
+    # tau-bench 0-0 at 2000 kept "Remaining balance $5" beside the newer "$55", and
+    # which was current could not be told; two options' totals are both kept.
+    messages: Messages = [
+        {"role": "user", "content": "Book it with my certificates, card 7447 for the rest."},
+        {"role": "assistant", "content": "Total Price: $207 for option 1.\nRemaining balance: $5"},
+        {"role": "user", "content": "Add a checked bag, please."},
+        {"role": "assistant", "content": "Total Price: $216 for option 2.\nRemaining balance: $55"},
+    ]
+    facts = parse_summary(_summary(messages, 300))["facts"]
+    assert "Remaining balance $55" in facts and "Remaining balance $5" not in facts, facts
+    assert {"Total Price $207", "Total Price $216"} <= set(facts), facts
+
+
 @pytest.mark.parametrize(
     ("sentence", "fact"),
     [

@@ -1678,7 +1678,7 @@ def _stream(
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
             changed = _later_items(texts, kinds, names, tier, told)
-            yield from _by_density(_newest_state(changed))
+            yield from _by_density(_newest_amounts(_newest_state(changed)))
         elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, told)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
@@ -1742,6 +1742,35 @@ def _newest_state(items: Iterable[Item]) -> list[Item]:
             out.append(item)
         elif (trimmed := _trimmed(item, label, newest[subject][1])) is not None:
             out.append(trimmed)
+    return out
+
+
+#: An answer's amount labelled as a balance, what is left or owed (``Remaining balance
+#: $55``, ``balance due $20``): a state, which a later answer may state again, updated.
+#: Not a price or a total (``Total Price $207``): an answer lists one per option, and a
+#: later one is another option's, not the same one's updated.
+_NAMED_AMOUNT = re.compile(
+    r"((?i:[\w' -]*\b(?:balance|remaining|left|outstanding|owed|owing|due)\b[\w' -]*))"
+    r" [$€£¥]\d[\d,]*(?:\.\d+)?"
+)
+
+
+def _newest_amounts(items: list[Item]) -> list[Item]:
+    """``items`` of :data:`CHANGED` (newest message first) without an answer's
+    labelled amount (:data:`_NAMED_AMOUNT`) that a newer message says again under the
+    same label: the final state of what changed (issue 15). tau-bench 0-0 kept
+    ``Remaining balance $5`` beside the newer ``Remaining balance $55``, and which was
+    current could not be told."""
+    newest: dict[str, int] = {}  # label: the newest message that states it
+    out = []
+    for item in items:
+        named = _NAMED_AMOUNT.fullmatch(item.text) if item.section == "facts" else None
+        if named is None:
+            out.append(item)
+            continue
+        label = named.group(1).lower()
+        if newest.setdefault(label, item.position) == item.position:
+            out.append(item)
     return out
 
 
