@@ -170,7 +170,7 @@ class Counting:
     ) -> tuple[jsonio.Record, Conversation]:
         events: list[Any] = []
         lines: list[int] = []  # each event's line, a bad one's left out with it
-        for item, event in formats.events(items, path, format):
+        for item, event in formats.events(items, path):
             if isinstance(event, InputError):
                 self._skip(event)
             else:

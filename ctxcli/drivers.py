@@ -142,7 +142,7 @@ def session(
     warning when it holds no message of that format (one forced on another's file).
     With ``on_error: keep`` a bad line is copied unchanged in its place and left out
     of the conversation."""
-    events, lines, raw_of, bad_before = _events(run, items, format)
+    events, lines, raw_of, bad_before = _events(run, items)
     done = compress_session(run.recipe, events, lines, run.path, format)
     conversation, result = done.conversation, done.result
     nothing = formats.none_read(format, events, conversation, run.path, "--format")
@@ -165,7 +165,7 @@ def session(
 
 
 def _events(
-    run: FileRun, items: Iterable[jsonio.Record], format: WholeFile
+    run: FileRun, items: Iterable[jsonio.Record]
 ) -> tuple[list[Any], list[int], dict[int, bytes], dict[int, list[bytes]]]:
     """A session log's events, their lines, the bytes each was read from (by the
     event's ``id``) and, with ``on_error: keep``, the bad lines that stood before each
@@ -174,7 +174,7 @@ def _events(
     lines: list[int] = []
     raw_of: dict[int, bytes] = {}
     bad_before: dict[int, list[bytes]] = {}
-    for item, event in formats.events(items, run.path, format):
+    for item, event in formats.events(items, run.path):
         line = item.line or 0
         if isinstance(event, InputError):
             if run.recipe.settings.on_error != "keep":

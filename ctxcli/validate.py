@@ -89,7 +89,7 @@ def _session(
     path: str, items: Iterator[jsonio.Record], counter: TokenCounter, module: WholeFile
 ) -> Iterator[Problem]:
     events, lines = [], []
-    for item, event in formats.events(items, path, module):
+    for item, event in formats.events(items, path):
         if isinstance(event, InputError):
             yield Problem("unreadable", event.reason, path=path, line=item.line)
             continue

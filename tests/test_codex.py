@@ -205,12 +205,9 @@ def test_codex_forced_on_another_formats_file_says_it_read_no_message(tmp_path: 
     source = tmp_path / "chat.jsonl"
     chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     source.write_text(json.dumps({"messages": chat}) + "\n")
-    out = str(tmp_path / "o.jsonl")
-    result = CliRunner().invoke(cli, ["compress", str(source), "--format", "codex", "-o", out])
-    assert result.exit_code == 0
-    assert "no message read as codex (is --format right?)" in result.output
-    # A Claude Code session's events each have a type: the line without one is named.
-    args = ["compress", str(source), "--format", "claude-code", "-o", out]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 1
-    assert f"{source}:1: not a Claude Code event (no type; keys: 'messages')" in result.output
+    for name in ("codex", "claude-code"):
+        result = CliRunner().invoke(
+            cli, ["compress", str(source), "--format", name, "-o", str(tmp_path / "o.jsonl")]
+        )
+        assert result.exit_code == 0
+        assert f"no message read as {name} (is --format right?)" in result.output

@@ -182,15 +182,12 @@ def test_a_bad_line_of_a_session_is_left_out_with_keep(tmp_path: Path) -> None:
 def test_a_session_format_forced_on_a_chat_log_warns(tmp_path: Path) -> None:
     # It counted "0 msgs, 3 tokens" with exit 0 and no word; compress warns (02b1c1d).
     path = write_jsonl(tmp_path / "a.jsonl", [record("sys", "hi", "yo", "bye")])
-    result = invoke("count", str(path), "--input-format", "codex")
-    assert result.exit_code == 0
-    assert f"warning: {path}: no message read as codex (is --input-format right?)" in (
-        result.output
-    )
-    # A Claude Code session's events each have a type: a line without one is named.
-    result = invoke("count", str(path), "--input-format", "claude-code")
-    assert result.exit_code == 1
-    assert f"{path}:1: not a Claude Code event (no type; keys: 'id', 'messages')" in (result.output)
+    for name in ("codex", "claude-code"):
+        result = invoke("count", str(path), "--input-format", name)
+        assert result.exit_code == 0
+        assert f"warning: {path}: no message read as {name} (is --input-format right?)" in (
+            result.output
+        )
 
 
 def test_count_equals_compress_tokens_before_on_the_samples(tmp_path: Path) -> None:

@@ -105,12 +105,10 @@ def whole_file_of(
 
 
 def events(
-    items: Iterable[jsonio.Record], path: str, format: WholeFile | None = None
+    items: Iterable[jsonio.Record], path: str
 ) -> Iterator[tuple[jsonio.Record, dict[str, Any] | InputError]]:
-    """Each record of a whole-file ``format``'s file with its event (a JSON object),
-    or the :class:`InputError` that says why it is none (not JSON, not an object, for
-    a Claude Code session no event: :func:`ctxcli.formats.claude_code.odd_event`), so
-    that ``on_error: keep`` copies it as it copies a broken line."""
+    """Each record of a whole-file format's file with its event (a JSON object), or
+    the :class:`InputError` that says why it is none (not JSON, not an object)."""
     for item in items:
         try:
             event = item.parse(path)
@@ -120,8 +118,7 @@ def events(
         if not isinstance(event, dict):
             yield item, InputError(path, item.line, f"event is {kind(event)}, not an object")
             continue
-        odd = claude_code.odd_event(event) if format is claude_code else None
-        yield item, (event if odd is None else InputError(path, item.line, odd))
+        yield item, event
 
 
 def none_read(

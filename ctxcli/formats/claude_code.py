@@ -74,20 +74,12 @@ def detect(record: Any, messages_key: str | None = None) -> bool:
 def detect_head(head: Sequence[Any]) -> bool:
     """True for a file's first records (parsed) when most are objects with a string
     ``type`` and one is a session event (:func:`detect`): a real session may open with
-    ``summary``, ``file-history-snapshot`` or other lines that carry no message. A
-    line of another kind among them (a chat record pasted in) is named as bad by
-    :func:`read`; it had made the file's first line "no format fits this record"."""
+    ``summary``, ``file-history-snapshot`` or other lines that carry no message. A line
+    of another kind among them (a chat record pasted in) passes through unchanged, as
+    any unknown line does; it had made the file's first line "no format fits this
+    record", naming the keys of a valid ``file-history-snapshot``."""
     typed = sum(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head)
     return 2 * typed > len(head) and any(detect(r) for r in head)
-
-
-def odd_event(event: Mapping[str, Any]) -> str | None:
-    """Why ``event`` (an object) is no event of a session, when it has no string
-    ``type`` (a chat record pasted into the file); else ``None``."""
-    if isinstance(event.get("type"), str):
-        return None
-    keys = ", ".join(map(repr, list(event)[:8])) or "none"
-    return f"not a Claude Code event (no type; keys: {keys}), in a file of a session's events"
 
 
 def context_start(events: Sequence[Any]) -> int:
@@ -129,8 +121,8 @@ def read(
     the neutral model (see the module docstring).
 
     Raises :class:`InputError` naming the event's line for an event that is not an
-    object or has no string ``type``, a ``user`` / ``assistant`` event whose message
-    role is neither, or a block that is not an object.
+    object, a ``user`` / ``assistant`` event whose message role is neither, or a
+    block that is not an object.
     """
     where = list(lines) if lines is not None else [line + i for i in range(len(record))]
     start = context_start(record)
@@ -165,9 +157,6 @@ def _chat_messages(
     for e, event in enumerate(record):
         if not isinstance(event, Mapping):
             raise InputError(path, where[e], f"event is {kind(event)}, not an object")
-        odd = odd_event(event)
-        if odd:
-            raise InputError(path, where[e], odd)
         if e < start or not _is_chat(event):
             previous_id = None
             continue
