@@ -103,6 +103,33 @@ def test_anthropic_tool_use_ids_used_twice_are_a_problem() -> None:
         assert "tool_use id 't1' is used twice" in found[0].detail
 
 
+def test_a_record_that_reuses_ids_is_still_compressed(tmp_path: Path) -> None:
+    # With only the first reused id of a message named, folding the message of 'a'
+    # made 'b' look newly broken: the record was written as read, "a ctxcli bug".
+    def use(i: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": i, "name": "read", "input": {"path": f"/x/{i}"}}
+
+    def result(i: str, text: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": i, "content": text}
+
+    turns = [
+        {"role": "user", "content": "Please inspect the repository and fix the parser."},
+        {"role": "assistant", "content": [use("a")]},
+        {"role": "user", "content": [result("a", "A " + " ".join(f"w{k}" for k in range(1500)))]},
+        {"role": "assistant", "content": [use("b")]},
+        {"role": "user", "content": [result("b", "B short")]},
+        {"role": "assistant", "content": [use("a"), use("b")]},
+        {"role": "user", "content": [result("a", "again a"), result("b", "again b")]},
+        {"role": "assistant", "content": "Done; the parser is fixed."},
+        {"role": "user", "content": "Thanks, now run the tests."},
+    ]
+    record = {"messages": turns}
+    found = anthropic.problems(record, read(anthropic, record))
+    assert [(p.rule, p.message) for p in found] == [("call-id-twice", 5)] * 2
+    out = run_compress(tmp_path, [record], "--max-tokens 400 --check")[0]
+    assert len(json.dumps(out)) < len(json.dumps(record)) // 4
+
+
 def test_anthropic_untouched_record_is_written_back_as_read() -> None:
     conversation = read(anthropic, ANTHROPIC)
     out = anthropic.write(ANTHROPIC, conversation)

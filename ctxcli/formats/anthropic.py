@@ -262,12 +262,14 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
 
 
 def _ids_used_twice(i: int, ids: list[str], used: set[str]) -> list[Problem]:
-    """A problem for the first of the tool_use ``ids`` of message ``i`` that a call
-    before it has (``used``, to which they are added): the API wants them unique
-    ("tool_use ids must be unique"), and a result could not say which it answers."""
+    """A problem for each of the tool_use ``ids`` of message ``i`` that a call before
+    it has (``used``, to which they are added): the API wants them unique ("tool_use
+    ids must be unique"), and a result could not say which it answers. Each, not the
+    first alone: a compressed copy that folds the message of one is checked against
+    the input's problems, where the next must already stand."""
     found: list[Problem] = []
     for call_id in ids:
-        if call_id in used and not found:
+        if call_id in used:
             detail = f"tool_use id {call_id!r} is used twice (tool_use ids must be unique)"
             found.append(Problem("call-id-twice", detail, i))
         used.add(call_id)
