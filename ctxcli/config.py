@@ -219,6 +219,8 @@ def resolve(
     max_tokens = _budget(values.get("max_tokens", DEFAULT_MAX_TOKENS))
     if values.get("on_error", "fail") not in ("fail", "keep"):
         raise ConfigError(f"on_error must be 'fail' or 'keep', not {values['on_error']!r}")
+    if not _NAME.or_null().test(values.get("messages_key")):
+        raise ConfigError(f"messages_key must be {_NAME.expects}, not {values['messages_key']!r}")
     return Settings(
         stages=built,
         max_tokens=max_tokens or None,
@@ -307,6 +309,9 @@ def _one_of(*values: str) -> _Kind:
 
 
 _STRING = _Kind("a string", lambda v: isinstance(v, str))
+#: A key or name: a string with more than spaces in it (``messages_key: ""`` had been
+#: taken as no key at all, silently).
+_NAME = _Kind("a string that is not empty", lambda v: isinstance(v, str) and bool(v.strip()))
 _WHOLE = _Kind("a whole number", _whole)
 
 
@@ -330,7 +335,7 @@ _SETTING_KINDS: dict[str, _Kind] = {
     "max_tokens": _WHOLE.or_null(),  # its range: resolve()
     "on_error": _one_of("fail", "keep"),
     "format": _STRING.or_null(),
-    "messages_key": _STRING.or_null(),
+    "messages_key": _NAME.or_null(),
     "stages": _Kind(
         "a list of stages or a comma-separated string", lambda v: isinstance(v, (str, list))
     ),
@@ -465,6 +470,7 @@ def _expect(value: Any, kind: _Kind, keys: tuple[str | int, ...], where: Where) 
         # A number where a number is asked for is out of range: say which one it is.
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         said = (kind.choices and isinstance(value, str)) or (number and "number" in kind.expects)
+        said = said or value == ""  # "got ''", not "got a string"
         got = repr(value) if said else _kind_of(value)
         raise ConfigError(f"{where(keys)}: {_dotted(keys)}: expected {kind.expects}, got {got}")
     if kind.items is None:

@@ -38,6 +38,10 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
                      "2: model: expected a string or null, got a whole number", id="model-int"),
         pytest.param("format: [a]\n", "1: format: expected a string or null, got a list",
                      id="format-list"),
+        # taken as no key at all, silently
+        pytest.param('messages_key: ""\n',
+                     "1: messages_key: expected a string that is not empty or null, got ''",
+                     id="messages-key-empty"),
         pytest.param("summarizer:\n  name: llm\n  cache: 5\n",
                      "3: summarizer.cache: expected a file path, true, false or null,"
                      " got a whole number", id="summarizer-cache-int"),
@@ -51,7 +55,7 @@ def compress_with(tmp_path: Path, text: str | bytes) -> Any:
         pytest.param("encoding: 5\n", "1: encoding: expected a string or null, got a whole number",
                      id="encoding"),
         pytest.param("messages_key: {a: 1}\n",
-                     "1: messages_key: expected a string or null, got a mapping",
+                     "1: messages_key: expected a string that is not empty or null, got a mapping",
                      id="messages-key"),
         pytest.param("on_error: maybe\n", "1: on_error: expected one of 'fail', 'keep', got 'maybe'",
                      id="on-error"),

@@ -170,3 +170,9 @@ def test_an_empty_messages_key_is_a_usage_error() -> None:
         result = CliRunner().invoke(cli, [*command, sample, "--messages-key", " "])
         assert result.exit_code == 2, (command, result.output)
         assert "Invalid value for '--messages-key': is empty" in result.output
+    # nor from Python: the API takes what the flag does
+    from ctxcli.api import count_tokens
+    from ctxcli.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="messages_key must be a string that is not empty"):
+        count_tokens(sample, messages_key="")
