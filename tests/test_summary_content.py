@@ -195,6 +195,11 @@ def test_greetings_and_thanks_are_filler(line: str) -> None:
         "好的，我决定买黑色的",
         "那我先下单，帮我用优惠码 XC2026VIP",
         "有问题再联系你，先帮我查物流",
+        # a go-ahead, and words a reviewer found taken for a sign-off
+        "好的，下单吧",
+        "那就下单吧",
+        "好的，再试试",
+        "问你",
         "I'll look for a cheaper flight.",
         "I'll check my email, and please cancel HAT123.",
         "Thanks for checking, but I need a refund.",

@@ -292,15 +292,16 @@ _CJK_FILLER = re.compile(
 
 #: What parts a Chinese sentence's clauses.
 _CJK_CLAUSE = re.compile(r"[，,；;。！!？?~～、\s]+")
-#: A Chinese clause that closes a chat and asks nothing: what the user will do next on
-#: their own ("那我先下单", "我考虑一下"), a promise to come back ("后续有问题再联系你").
+#: A Chinese clause that closes a chat and asks nothing: what the user says they will
+#: do on their own, "I" its subject ("那我先下单", "我考虑一下"; not "好的，下单吧", a
+#: go-ahead the assistant waits for), a promise to come back ("后续有问题再联系你").
 #: The sample's "那我先下单，后续有问题再联系你。" was its one request at 375 tokens,
 #: where "物流显示已签收但我没收到货" went.
 _CJK_SIGN_OFF = re.compile(
-    r"^(?:那|那么|好|嗯)?(?:我|我们)?(?:先|再|就)?(?:去)?(?:下单|看看|想想|考虑一下|考虑考虑|试试)"
+    r"^(?:那|那么|好|嗯)?(?:我|我们)(?:先|再|就)?(?:去)?(?:下单|看看|想想|考虑一下|考虑考虑|试试)"
     r"(?:吧|了|一下)?$"
     r"|^(?:后续|之后|回头|以后|稍后)?(?:如果)?(?:还)?(?:有问题|有疑问|有需要|有事)?(?:的话)?"
-    r"(?:我|我们)?(?:再|会|就)?(?:来)?(?:联系|找|咨询|问)(?:你|您)(?:们)?(?:吧|了)?$"
+    r"(?:我|我们)?(?:再|会)(?:来)?(?:联系|找|咨询|问)(?:你|您)(?:们)?(?:吧|了)?$"
 )
 
 
