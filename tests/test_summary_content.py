@@ -1105,6 +1105,21 @@ def test_a_balance_stated_again_is_kept_as_last_stated() -> None:
     facts = parse_summary(_summary(messages, 300))["facts"]
     assert "Remaining balance $55" in facts and "Remaining balance $5" not in facts, facts
     assert {"Total Price $207", "Total Price $216"} <= set(facts), facts
+    # Two cards' balances, each in a message that names its card, are two states.
+    cards: Messages = [
+        {"role": "user", "content": "Check gift_card_111 and gift_card_222, please."},
+        {
+            "role": "assistant",
+            "content": "Gift card gift_card_111 checked.\nRemaining balance: $40",
+        },
+        {"role": "user", "content": "And the other one?"},
+        {
+            "role": "assistant",
+            "content": "Gift card gift_card_222 checked.\nRemaining balance: $75",
+        },
+    ]
+    facts = parse_summary(_summary(cards, 300))["facts"]
+    assert {"Remaining balance $40", "Remaining balance $75"} <= set(facts), facts
 
 
 @pytest.mark.parametrize(

@@ -1678,7 +1678,7 @@ def _stream(
         yield from (item for item in first if item.tier == tier)
         if tier == CHANGED:
             changed = _later_items(texts, kinds, names, tier, told)
-            yield from _by_density(_newest_amounts(_newest_state(changed)))
+            yield from _by_density(_newest_amounts(_newest_state(changed), texts))
         elif tier > CHANGED:
             yield from _later_items(texts, kinds, names, tier, told)
         yield from sorted((item for item in earlier if item.tier == tier), key=Item.rank)
@@ -1755,13 +1755,15 @@ _NAMED_AMOUNT = re.compile(
 )
 
 
-def _newest_amounts(items: list[Item]) -> list[Item]:
+def _newest_amounts(items: list[Item], texts: Sequence[str]) -> list[Item]:
     """``items`` of :data:`CHANGED` (newest message first) without an answer's
     labelled amount (:data:`_NAMED_AMOUNT`) that a newer message says again under the
-    same label: the final state of what changed (issue 15). tau-bench 0-0 kept
+    same label, and names every id its own message names, if any (``texts``: the
+    messages' texts): the final state of what changed (issue 15). tau-bench 0-0 kept
     ``Remaining balance $5`` beside the newer ``Remaining balance $55``, and which was
-    current could not be told."""
-    newest: dict[str, int] = {}  # label: the newest message that states it
+    current could not be told; two gift cards' balances, each told in a message that
+    names its card, are two states."""
+    newest: dict[str, frozenset[str]] = {}  # label: the ids beside its newest statement
     out = []
     for item in items:
         named = _NAMED_AMOUNT.fullmatch(item.text) if item.section == "facts" else None
@@ -1769,9 +1771,20 @@ def _newest_amounts(items: list[Item]) -> list[Item]:
             out.append(item)
             continue
         label = named.group(1).lower()
-        if newest.setdefault(label, item.position) == item.position:
-            out.append(item)
+        ids = frozenset(_ID_WORD.findall(texts[item.position]))
+        if label not in newest:
+            newest[label] = ids
+        elif not ids <= newest[label]:
+            pass  # another object's: kept, below
+        else:
+            continue
+        out.append(item)
     return out
+
+
+#: A word that names a thing: letters and digits (``gift_card_111``, ``HAT039``), or a
+#: number of four digits or more (a card's ``7447``).
+_ID_WORD = re.compile(r"\b(?=[A-Za-z_]*\d)(?=\w*[A-Za-z_])\w+\b|(?<![$€£¥\d.,])\b\d{4,}\b")
 
 
 def _label(item: Item) -> str:
