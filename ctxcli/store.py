@@ -98,25 +98,48 @@ _ENTRY_ID = re.compile(rb'^\{"id":"([0-9a-f]+)"', re.MULTILINE)
 
 def add_to_store(new: str, store: str, *, like: str | None = None) -> tuple[int, int]:
     """Write ``store`` as its entries so far (if it exists) followed by those of the
-    file ``new`` it does not hold yet (by id: a run again adds nothing twice),
+    file ``new`` it does not hold yet (by id: a run again adds nothing twice; an entry
+    held damaged, cut short or edited, is not held, and is replaced by this run's),
     atomically, its mode no wider than ``like``'s (the input: see
-    :class:`ctxcli.jsonio.AtomicWriter`); return the entries and bytes it then holds."""
+    :class:`ctxcli.jsonio.AtomicWriter`); return the entries and bytes it then holds.
+    A damaged entry had blocked its original for good: ``--in-place`` rewrote the
+    input, and ``restore`` refused the store."""
     try:
         held = Path(store).read_bytes()
     except FileNotFoundError:
         held = b""
     if held and not held.endswith(b"\n"):
         held += b"\n"
-    known = set(_ENTRY_ID.findall(held))
+    old = held.splitlines(keepends=True)
+    known = {m[1] for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
     lines = Path(new).read_bytes().splitlines(keepends=True)
-    added = b"".join(
-        line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known
+    adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
+    fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
+    # A damaged entry (cut short, edited) of an original this run has is replaced by it.
+    held = b"".join(
+        line for line in old if (m := _ENTRY_ID.match(line)) is None or m[1] not in fresh
     )
+    added = b"".join(adding)
     with jsonio.AtomicWriter(store, like=like) as writer:
         writer.write(held + added)
         writer.commit()
     data = held + added
     return data.count(b"\n"), len(data)
+
+
+def _sound(line: bytes, entry_id: bytes) -> bool:
+    """Whether a store's ``line`` is a whole entry whose content hashes to its id
+    (``entry_id``), as :func:`load_store` asks: one cut short or edited is not, and
+    an add must not take it for the original it was."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(entry, dict)
+        and "content" in entry
+        and content_id(entry["content"]) == entry_id.decode("ascii")
+    )
 
 
 def refuse_foreign(path: str) -> None:

@@ -178,6 +178,31 @@ def test_in_place_adds_to_the_store_beside_it_never_replacing_it(tmp_path: Path)
     assert read_jsonl(restored) == read_jsonl(SAMPLES / "agent_run.jsonl") * 2
 
 
+@pytest.mark.parametrize("damage", ["cut", "edited"])
+def test_a_damaged_store_entry_is_replaced_by_the_original(tmp_path: Path, damage: str) -> None:
+    # An entry cut short or edited counted as held by its id: the good original was
+    # never added, --in-place rewrote the input, and restore refused the store.
+    source = tmp_path / "a.jsonl"
+    original = (SAMPLES / "agent_run.jsonl").read_bytes()
+    source.write_bytes(original)
+    args = ["compress", str(source), "--in-place", "--stages", "placeholder", "-q"]
+    assert invoke(*args).exit_code == 0
+    store = tmp_path / "a.store.jsonl"
+    lines = store.read_bytes().splitlines(keepends=True)
+    if damage == "cut":
+        lines[-1] = lines[-1][:-200]
+    else:
+        lines[-1] = lines[-1].replace(b"caller", b"callee", 1)
+    store.write_bytes(b"".join(lines))
+    source.write_bytes(original)  # start again from the original
+    assert invoke(*args).exit_code == 0
+    restored = tmp_path / "r.jsonl"
+    result = invoke("restore", str(source), "-o", str(restored))
+    assert result.exit_code == 0, result.output
+    assert read_jsonl(restored) == [json.loads(original)]
+    assert len(store.read_bytes().splitlines()) == len(lines)  # replaced, not added beside
+
+
 def test_in_place_never_adds_to_a_file_that_is_no_store(tmp_path: Path) -> None:
     """A file that happened to have the store's name (a copy of a transcript named
     agent_run.store.jsonl, or any text) was appended to, and restore then failed; a
