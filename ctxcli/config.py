@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import difflib
 import re
 import types
 import typing
@@ -207,13 +208,14 @@ def resolve(
     Options for a stage that is not in the pipeline are ignored, so ``--keep-last`` can
     serve window and summary alike.
 
-    Raises :class:`ConfigError` for an unknown stage or option, or a bad value (the
-    file's values checked by :func:`check` first).
+    Raises :class:`ConfigError` for an unknown setting, stage or option, or a bad value
+    (the file's values checked by :func:`check` first).
     """
+    names = ("max_tokens", "model", "encoding", "on_error", "format", "messages_key")
+    _refuse_unknown(overrides, names)
     file = dict(file or {})
     check(file)
     built = _stages(file, stages, stage_options or {})
-    names = ("max_tokens", "model", "encoding", "on_error", "format", "messages_key")
     values: dict[str, Any] = {k: file[k] for k in names if k in file}
     values.update({k: v for k, v in overrides.items() if v is not None})
     max_tokens = _budget(values.get("max_tokens", DEFAULT_MAX_TOKENS))
@@ -231,6 +233,18 @@ def resolve(
         format=values.get("format"),
         messages_key=values.get("messages_key"),
     )
+
+
+def _refuse_unknown(overrides: Mapping[str, Any], names: Sequence[str]) -> None:
+    """Raise :class:`ConfigError` for a setting :func:`resolve` does not know (the API's
+    ``compress_file(path, maxtokens=2000)`` had run at the default budget, the typo
+    dropped), naming the nearest known one."""
+    known = [*names, "stages", "stage_options", "summarizer"]
+    for name in overrides:
+        if name not in names:
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ConfigError(f"unknown setting {name!r}{hint}; known: {', '.join(known)}")
 
 
 def _stages(

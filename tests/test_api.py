@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pydoc
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,24 @@ def test_import_ctxcli_loads_neither_the_pipeline_nor_openai_yaml_tqdm() -> None
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({"maxtokens": 2000}, "unknown setting 'maxtokens' (did you mean 'max_tokens'?)"),
+        ({"stage": "window"}, "unknown setting 'stage' (did you mean 'stages'?)"),
+        ({"placeholder_threshold": 100}, "unknown setting 'placeholder_threshold'; known: "),
+    ],
+)
+def test_an_unknown_setting_is_an_error_naming_the_nearest(
+    tmp_path: Path, settings: dict[str, Any], said: str
+) -> None:
+    # The typo was dropped: compress_file(path, maxtokens=2000) ran at 8000 tokens.
+    sample = Path(__file__).resolve().parents[1] / "samples" / "agent_run.jsonl"
+    out = str(tmp_path / "o.jsonl")
+    with pytest.raises(ctxcli.ConfigError, match=re.escape(said)):
+        ctxcli.compress_file(str(sample), out, **settings)
+    with pytest.raises(ctxcli.ConfigError, match=re.escape(said)):
+        ctxcli.count_tokens(str(sample), **settings)
+    assert not (tmp_path / "o.jsonl").exists()
