@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -1288,3 +1289,36 @@ def test_the_placeholder_line_counts_the_summary_stages_too() -> None:
     # "27 placeholders saved 28,285 tokens, 0 in the output" read as savings kept
     stats.stage_events["placeholder"]["placeholders_kept"] = 0
     assert _notes(stats)[0].endswith(", none in the output (folded into summaries or dropped)")
+
+
+def test_placeholders_in_the_output_are_counted_one_by_one(tmp_path: Path) -> None:
+    # Four cleared arguments of one message read "4 placeholders saved …, 1 in the
+    # output": the messages holding a placeholder were counted.
+    calls = [
+        {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {
+                "name": "write_file",
+                "arguments": json.dumps({"path": f"src/f{k}.py", "content": "x = 1\n" * 150}),
+            },
+        }
+        for k in range(4)
+    ]
+    messages = [
+        {"role": "user", "content": "Write the four files."},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"c{k}", "content": "ok"} for k in range(4)),
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "Thanks, now run the tests."},
+    ]
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps({"messages": messages}) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "stages:\n  - placeholder: {threshold: 50, keep_recent: 0, clear_inputs: true}\n"
+    )
+    args = ["compress", str(source), "--config", str(config), "--max-tokens", "0"]
+    result = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"4 placeholders saved [\d,]+ tokens\n", result.output), result.output

@@ -102,9 +102,9 @@ def settle_store(result: R) -> R:
     placeholder-like texts the input held where placeholders go, each stored as its own
     original whatever the stages (``restore`` then tells such text from a placeholder
     whose store was lost: see :func:`ctxcli.store.restore_record`). When anything was
-    replaced, ``events["placeholder"]["placeholders_kept"]`` counts the messages that
-    still hold a placeholder. The caller of :func:`ctxcli.pipeline.run` calls this
-    before it writes the store."""
+    replaced, ``events["placeholder"]["placeholders_kept"]`` counts the placeholders
+    the output still holds (four cleared arguments of one message are four). The
+    caller of :func:`ctxcli.pipeline.run` calls this before it writes the store."""
     messages = result.before.messages
     as_read = {content_id(t): t for m in messages for t in placeholder_texts(m)}
     stored = {**as_read, **result.stored}
@@ -117,7 +117,13 @@ def settle_store(result: R) -> R:
         stored = {key: value for key, value in stored.items() if key in kept}
         if written:
             events = result.events.setdefault("placeholder", Counter())
-            events["placeholders_kept"] = sum(map(bool, held))
+            events["placeholders_kept"] = sum(  # placeholders, not the messages holding them
+                1
+                for m in current
+                if m.changed and m.index is not None
+                for text in placeholder_texts(m)
+                if parse(text)
+            )
     result.stored = stored
     return result
 
