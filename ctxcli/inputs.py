@@ -378,4 +378,6 @@ def _refuse_clashes(plans: Sequence[Plan]) -> None:
                 else next((i for i in inputs_seen if jsonio.same_file(i, written_to)), None)
             )
             if clash is not None:
-                raise ConfigError(f"{written_to}: the {role} would overwrite the input {clash}")
+                raise ConfigError(
+                    f"{written_to}: the {role} of {item.input} would overwrite the input {clash}"
+                )

@@ -286,6 +286,11 @@ def test_the_output_never_overwrites_the_input(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "would overwrite the input" in result.output
     assert source.read_bytes() == before
+    # Two inputs, one the other's default output: the message names whose it is.
+    other = write_jsonl(tmp_path / "a.compressed.jsonl", [chat(2)])
+    result = invoke("compress", str(source), str(other))
+    assert result.exit_code == 1
+    assert f"{other}: the output of {source} would overwrite the input {other}" in result.output
 
 
 def test_one_output_path_takes_one_input(tmp_path: Path) -> None:
@@ -492,7 +497,7 @@ def test_the_samples_compress_within_budget(tmp_path: Path, name: str) -> None:
     [
         pytest.param(
             ["-o", "out.jsonl", "--stats", "a.jsonl"],
-            "the stats would overwrite the input",
+            "the stats of a.jsonl would overwrite the input",
             id="stats-input",
         ),
         pytest.param(
