@@ -186,8 +186,8 @@ class FileStats:
         return len(getattr(self, name)) + self.not_listed[name]
 
     def merge(self, other: FileStats) -> None:
-        """Add the conversation, message, token, role and stage counts and the
-        over-budget, error and input-problem lists of ``other``, the stats of a later
+        """Add the conversation, message, token (and out-of-context), role and stage
+        counts and the over-budget, error and input-problem lists of ``other``, the stats of a later
         part of the same file (a worker process's piece). Warnings, store, model use and
         time are the whole file's, filled in at its end."""
         for name in (
@@ -197,6 +197,7 @@ class FileStats:
             "messages_after",
             "tokens_before",
             "tokens_after",
+            "out_of_context",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in (

@@ -413,3 +413,19 @@ def test_workers_that_cannot_start_are_a_clear_error_and_leave_none_running() ->
     error, alive = run.stdout.splitlines()
     assert error.startswith("WorkerError cannot start worker process ")
     assert "Too many open files" in error and alive == "0"
+
+
+def test_merged_stats_keep_a_pieces_out_of_context_count() -> None:
+    # --engine ray wrote a Claude Code session's stats without "out_of_context": 143,
+    # which the local run writes: merge() left the count behind.
+    from ctxcli.stats import FileStats
+
+    def stats() -> FileStats:
+        return FileStats(
+            input="s.jsonl", output="o.jsonl", encoding="o200k_base", max_tokens=9, stages=[]
+        )
+
+    whole, piece = stats(), stats()
+    piece.out_of_context = 143
+    whole.merge(piece)
+    assert whole.to_json()["out_of_context"] == 143
