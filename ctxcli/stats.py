@@ -187,9 +187,9 @@ class FileStats:
 
     def merge(self, other: FileStats) -> None:
         """Add the conversation, message, token (and out-of-context), role and stage
-        counts and the over-budget, error and input-problem lists of ``other``, the stats of a later
-        part of the same file (a worker process's piece). Warnings, store, model use and
-        time are the whole file's, filled in at its end."""
+        counts and the over-budget, error and input-problem lists of ``other``, the
+        stats of a later part of the same file (a worker process's piece). Warnings,
+        store, model use and time are the whole file's, filled in at its end."""
         for name in (
             "conversations",
             "changed",

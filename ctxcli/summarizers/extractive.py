@@ -1763,21 +1763,16 @@ def _newest_amounts(items: list[Item], texts: Sequence[str]) -> list[Item]:
     ``Remaining balance $5`` beside the newer ``Remaining balance $55``, and which was
     current could not be told; two gift cards' balances, each told in a message that
     names its card, are two states."""
-    newest: dict[str, frozenset[str]] = {}  # label: the ids beside its newest statement
+    newest: dict[str, frozenset[str]] = {}  # label: the ids of its newest message
     out = []
     for item in items:
         named = _NAMED_AMOUNT.fullmatch(item.text) if item.section == "facts" else None
-        if named is None:
-            out.append(item)
-            continue
-        label = named.group(1).lower()
-        ids = frozenset(_ID_WORD.findall(texts[item.position]))
-        if label not in newest:
-            newest[label] = ids
-        elif not ids <= newest[label]:
-            pass  # another object's: kept, below
-        else:
-            continue
+        if named is not None:
+            label = named.group(1).lower()
+            ids = frozenset(_ID_WORD.findall(texts[item.position]))
+            if label in newest and ids <= newest[label]:
+                continue  # a newer message stated it again, of the same things
+            newest.setdefault(label, ids)
         out.append(item)
     return out
 

@@ -290,7 +290,7 @@ _CJK_FILLER = re.compile(
 )
 
 
-#: What parts a Chinese sentence's clauses.
+#: What parts the clauses of a Chinese sentence.
 _CJK_CLAUSE = re.compile(r"[，,；;。！!？?~～、\s]+")
 #: A Chinese clause that closes a chat and asks nothing: what the user says they will
 #: do on their own, "I" its subject ("那我先下单", "我考虑一下"; not "好的，下单吧", a
