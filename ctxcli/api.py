@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+#: A file's path: a string or a :class:`pathlib.Path` (any ``os.PathLike``).
+FilePath: TypeAlias = "str | os.PathLike[str]"
 
 if TYPE_CHECKING:
     from ctxcli.compress import FileStats
@@ -28,7 +31,7 @@ def compress_records(
     max_tokens: int | None = None,
     stages: str | None = None,
     format: str | None = None,
-    store: str | None = None,
+    store: FilePath | None = None,
     **settings: Any,
 ) -> list[dict[str, Any]]:
     """Compress ``records`` as ``ctxcli compress`` compresses a JSON lines file of
@@ -50,22 +53,28 @@ def compress_records(
     from ctxcli import jsonio
     from ctxcli.compress import Compressor
     from ctxcli.config import resolve
+    from ctxcli.errors import ConfigError
 
+    if isinstance(records, (Mapping, str, bytes)):  # one record, or text: no list of them
+        raise ConfigError(
+            f"records must be a list of records (objects), not {type(records).__name__}: "
+            "give one record as [record]"
+        )
     options = resolve(stages=stages, max_tokens=max_tokens, format=format, **settings)
     with tempfile.TemporaryDirectory(prefix="ctxcli-") as folder:
         source, target = os.path.join(folder, "in.jsonl"), os.path.join(folder, "out.jsonl")
         with open(source, "wb") as file:
             file.writelines(jsonio.dumps(record) + b"\n" for record in records)
-        Compressor(options).file(source, target, store_path=store or os.devnull)
+        Compressor(options).file(source, target, store_path=_name(store) or os.devnull)
         return [jsonio.loads(line, target, number) for number, line in jsonio.iter_lines(target)]
 
 
 def compress_file(
-    path: str,
-    output: str | None = None,
+    path: FilePath,
+    output: FilePath | None = None,
     *,
-    store: str | None = None,
-    stats: str | None = None,
+    store: FilePath | None = None,
+    stats: FilePath | None = None,
     **settings: Any,
 ) -> FileStats:
     """Compress the file ``path`` into ``output`` as ``ctxcli compress PATH -o OUTPUT``
@@ -78,33 +87,42 @@ def compress_file(
 
     options = resolve(**settings)
     restorable = "placeholder" in options.stage_names
-    [item] = plan([path], output=output, stats=stats, store=store, restorable=restorable)
+    [item] = plan(
+        [os.fspath(path)],
+        output=_name(output),
+        stats=_name(stats),
+        store=_name(store),
+        restorable=restorable,
+    )
     return Compressor(options).file(
         item.input, item.output, stats_path=item.stats, store_path=item.store
     )
 
 
-def count_tokens(path: str, **settings: Any) -> int:
+def count_tokens(path: FilePath, **settings: Any) -> int:
     """The tokens of the conversations in ``path``, counted as ``ctxcli count`` (and
     so ``compress``, for its "tokens before") counts them with the same settings."""
     from ctxcli.config import resolve
     from ctxcli.count import Counting
 
-    return Counting(resolve(**settings)).file(path).tokens
+    return Counting(resolve(**settings)).file(os.fspath(path)).tokens
 
 
 def validate_file(
-    path: str, *, format: str | None = None, messages_key: str | None = None
+    path: FilePath, *, format: str | None = None, messages_key: str | None = None
 ) -> list[Problem]:
     """Every problem ``ctxcli validate`` finds in ``path``, in file order (empty when
     the file keeps every rule of its format); ``str()`` of each is the line it
     prints."""
     from ctxcli import validate
 
-    return list(validate.validate_file(path, format=format, messages_key=messages_key))
+    found = validate.validate_file(os.fspath(path), format=format, messages_key=messages_key)
+    return list(found)
 
 
-def restore_file(compressed: str, output: str, store: str | None = None) -> RestoreStats:
+def restore_file(
+    compressed: FilePath, output: FilePath, store: FilePath | None = None
+) -> RestoreStats:
     """Write ``compressed`` with the originals back in place of its placeholders to
     ``output``, as ``ctxcli restore`` does, from ``store`` (default the store
     ``compress`` wrote beside it). Raises :class:`ctxcli.errors.StoreError` naming
@@ -113,13 +131,19 @@ def restore_file(compressed: str, output: str, store: str | None = None) -> Rest
     from ctxcli.errors import ConfigError
     from ctxcli.inputs import store_of
 
-    store = store or store_of(compressed)
-    if store is None:
+    found = _name(store) or store_of(os.fspath(compressed))
+    if found is None:
         raise ConfigError("give the store when the compressed file is read from stdin")
-    return stores.restore_file(compressed, output, store)
+    return stores.restore_file(os.fspath(compressed), os.fspath(output), found)
 
 
-def list_skills(dirs: Sequence[str | os.PathLike[str]] | None = None) -> list[Skill]:
+def _name(path: FilePath | None) -> str | None:
+    """``path`` as the ``str`` the commands take (a :class:`pathlib.Path` had raised
+    AttributeError deep inside), ``None`` as it is."""
+    return None if path is None else os.fspath(path)
+
+
+def list_skills(dirs: Sequence[FilePath] | None = None) -> list[Skill]:
     """The skills in ``dirs`` (default ``./skills``, else the skills shipped with
     ctxcli), as ``ctxcli skills list`` lists them: from their front matter alone."""
     from ctxcli import skills
@@ -127,7 +151,7 @@ def list_skills(dirs: Sequence[str | os.PathLike[str]] | None = None) -> list[Sk
     return skills.list_skills(dirs if dirs is not None else skills.default_dirs()[0])
 
 
-def show_skill(name: str, dirs: Sequence[str | os.PathLike[str]] | None = None) -> SkillDetail:
+def show_skill(name: str, dirs: Sequence[FilePath] | None = None) -> SkillDetail:
     """One skill in full, as ``ctxcli skills show NAME`` shows it: its metadata, its
     usage guide (the body) and the names of its other files."""
     from ctxcli import skills

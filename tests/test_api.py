@@ -178,3 +178,19 @@ def test_an_unknown_setting_is_an_error_naming_the_nearest(
     with pytest.raises(ctxcli.ConfigError, match=re.escape(said)):
         ctxcli.count_tokens(str(sample), **settings)
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_paths_may_be_path_objects_and_one_record_is_refused(tmp_path: Path) -> None:
+    # compress_file(Path(...)) raised AttributeError ('PosixPath' has no 'lower'), and
+    # compress_records(record) named a temporary file the caller never gave.
+    sample = Path(__file__).resolve().parents[1] / "samples" / "agent_run.jsonl"
+    out, store = tmp_path / "o.jsonl", tmp_path / "o.store.jsonl"
+    stats = ctxcli.compress_file(sample, out, store=store, max_tokens=2000, stages="placeholder")
+    assert stats.tokens_after < stats.tokens_before and store.exists()
+    assert ctxcli.count_tokens(sample) == stats.tokens_before
+    assert ctxcli.validate_file(out) == []
+    restored = tmp_path / "r.jsonl"
+    ctxcli.restore_file(out, restored, store)
+    assert json.loads(restored.read_text()) == json.loads(sample.read_text())
+    with pytest.raises(ctxcli.ConfigError, match="records must be a list of records"):
+        ctxcli.compress_records({"messages": [{"role": "user", "content": "hi"}]})
