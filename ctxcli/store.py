@@ -110,21 +110,26 @@ def add_to_store(new: str, store: str, *, like: str | None = None) -> tuple[int,
         held = b""
     if held and not held.endswith(b"\n"):
         held += b"\n"
-    old = held.splitlines(keepends=True)
-    known = {m[1] for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
-    lines = Path(new).read_bytes().splitlines(keepends=True)
-    adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
-    fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
-    # A damaged entry (cut short, edited) of an original this run has is replaced by it.
-    held = b"".join(
-        line for line in old if (m := _ENTRY_ID.match(line)) is None or m[1] not in fresh
-    )
-    added = b"".join(adding)
+    held, added = _kept_and_added(held, Path(new).read_bytes())
     with jsonio.AtomicWriter(store, like=like) as writer:
         writer.write(held + added)
         writer.commit()
     data = held + added
     return data.count(b"\n"), len(data)
+
+
+def _kept_and_added(held: bytes, new: bytes) -> tuple[bytes, bytes]:
+    """The lines of a store's ``held`` entries to keep, and those of ``new`` to add:
+    every new entry the store does not hold sound (:func:`_sound`), and every held
+    line but a damaged entry (cut short, edited) of an original ``new`` has, which
+    that one replaces."""
+    old = held.splitlines(keepends=True)
+    known = {m[1] for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
+    lines = new.splitlines(keepends=True)
+    adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
+    fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
+    kept = (line for line in old if (m := _ENTRY_ID.match(line)) is None or m[1] not in fresh)
+    return b"".join(kept), b"".join(adding)
 
 
 def _sound(line: bytes, entry_id: bytes) -> bool:

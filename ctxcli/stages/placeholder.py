@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -117,15 +117,16 @@ def settle_store(result: R) -> R:
         stored = {key: value for key, value in stored.items() if key in kept}
         if written:
             events = result.events.setdefault("placeholder", Counter())
-            events["placeholders_kept"] = sum(  # placeholders, not the messages holding them
-                1
-                for m in current
-                if m.changed and m.index is not None
-                for text in placeholder_texts(m)
-                if parse(text)
-            )
+            events["placeholders_kept"] = _placeholders_in(current)
     result.stored = stored
     return result
+
+
+def _placeholders_in(messages: Sequence[Message]) -> int:
+    """How many readable placeholders the changed ``messages`` read from the input
+    hold: placeholders, not the messages that hold them."""
+    changed = (m for m in messages if m.changed and m.index is not None)
+    return sum(1 for m in changed for text in placeholder_texts(m) if parse(text))
 
 
 def reports_error(message: Mapping[str, Any]) -> bool:
