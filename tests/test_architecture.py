@@ -186,3 +186,31 @@ def test_the_allow_list_names_units_that_exist(allowed: str) -> None:
     module, _, qualified = allowed.partition(":")
     assert module in TREES, allowed
     assert qualified in dict(units(TREES[module])), allowed
+
+
+def rebound(tree: ast.Module) -> list[str]:
+    """The names a module's top level assigns (or defines) more than once, outside an
+    ``if`` or ``try`` (where one of two branches is taken)."""
+    seen: set[str] = set()
+    twice = []
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id] if node.value is not None else []
+        for name in names:
+            if name in seen:
+                twice.append(name)
+            seen.add(name)
+    return twice
+
+
+def test_no_module_binds_a_name_twice() -> None:
+    # extractive.py defined _ID_WORD twice, 1,000 lines apart: the second, made for
+    # another use, replaced the first in _by_money_word, which read 'voucher 2024'.
+    found = {module: names for module, tree in TREES.items() if (names := rebound(tree))}
+    assert not found, found
+    assert rebound(ast.parse("A = 1\ndef f(): pass\nA = 2\n")) == ["A"]

@@ -1758,8 +1758,8 @@ _NAMED_AMOUNT = re.compile(
 def _newest_amounts(items: list[Item], texts: Sequence[str]) -> list[Item]:
     """``items`` of :data:`CHANGED` (newest message first) without an answer's
     labelled amount (:data:`_NAMED_AMOUNT`) that a newer message says again under the
-    same label, and names every id its own message names, if any (``texts``: the
-    messages' texts): the final state of what changed (issue 15). tau-bench 0-0 kept
+    same label, and names every id (:data:`_ID_WORD`) its own message names, if any
+    (``texts``: the messages' texts): the final state of what changed (issue 15). tau-bench 0-0 kept
     ``Remaining balance $5`` beside the newer ``Remaining balance $55``, and which was
     current could not be told; two gift cards' balances, each told in a message that
     names its card, are two states."""
@@ -1769,17 +1769,13 @@ def _newest_amounts(items: list[Item], texts: Sequence[str]) -> list[Item]:
         named = _NAMED_AMOUNT.fullmatch(item.text) if item.section == "facts" else None
         if named is not None:
             label = named.group(1).lower()
-            ids = frozenset(_ID_WORD.findall(texts[item.position]))
+            words = _ITEM_WORD.findall(texts[item.position])
+            ids = frozenset(w for w in words if _ID_WORD.fullmatch(w))
             if label in newest and ids <= newest[label]:
                 continue  # a newer message stated it again, of the same things
             newest.setdefault(label, ids)
         out.append(item)
     return out
-
-
-#: A word that names a thing: letters and digits (``gift_card_111``, ``HAT039``), or a
-#: number of four digits or more (a card's ``7447``).
-_ID_WORD = re.compile(r"\b(?=[A-Za-z_]*\d)(?=\w*[A-Za-z_])\w+\b|(?<![$€£¥\d.,])\b\d{4,}\b")
 
 
 def _label(item: Item) -> str:
