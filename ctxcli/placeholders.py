@@ -196,8 +196,14 @@ def placeholder_texts(message: Message) -> list[str]:
 def placeholder_ids(message: Message) -> set[str]:
     """Ids of the readable placeholders ``message`` holds where this stage writes
     them (see :func:`placeholder_texts`)."""
+    return set(placeholders_of(message))
+
+
+def placeholders_of(message: Message) -> list[str]:
+    """The id of each readable placeholder ``message`` holds where this stage writes
+    them, in order: an id twice for two placeholders of one original."""
     matches = (parse(text) for text in placeholder_texts(message))
-    return {match.group("id") for match in matches if match}
+    return [match.group("id") for match in matches if match]
 
 
 def verbatim_ids(message: Message) -> set[str]:

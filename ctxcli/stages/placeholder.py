@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -47,7 +47,7 @@ from ctxcli.placeholders import ARGUMENTS_KEY as ARGUMENTS_KEY
 from ctxcli.placeholders import FACT_CHARS as FACT_CHARS
 from ctxcli.placeholders import FACT_LINE_CHARS as FACT_LINE_CHARS
 from ctxcli.placeholders import ID_HEX as ID_HEX
-from ctxcli.placeholders import LOCAL_SHELL, preview_source
+from ctxcli.placeholders import LOCAL_SHELL, placeholders_of, preview_source
 from ctxcli.placeholders import PLACEHOLDER_RE as PLACEHOLDER_RE
 from ctxcli.placeholders import PLACEHOLDER_START as PLACEHOLDER_START
 from ctxcli.placeholders import TOOL_ROLES as TOOL_ROLES
@@ -110,23 +110,16 @@ def settle_store(result: R) -> R:
     stored = {**as_read, **result.stored}
     if stored:  # only what the output still refers to: a later stage may drop some
         current = result.after.messages
-        held = [placeholder_ids(m) for m in current if m.changed and m.index is not None]
+        held = [placeholders_of(m) for m in current if m.changed and m.index is not None]
         as_is = [verbatim_ids(m) for m in current if m.index is not None]
         kept = set().union(*held, *as_is)
         written = any(not looks_like(value) for value in stored.values())
         stored = {key: value for key, value in stored.items() if key in kept}
         if written:
             events = result.events.setdefault("placeholder", Counter())
-            events["placeholders_kept"] = _placeholders_in(current)
+            events["placeholders_kept"] = sum(map(len, held))  # not the messages
     result.stored = stored
     return result
-
-
-def _placeholders_in(messages: Sequence[Message]) -> int:
-    """How many readable placeholders the changed ``messages`` read from the input
-    hold: placeholders, not the messages that hold them."""
-    changed = (m for m in messages if m.changed and m.index is not None)
-    return sum(1 for m in changed for text in placeholder_texts(m) if parse(text))
 
 
 def reports_error(message: Mapping[str, Any]) -> bool:
