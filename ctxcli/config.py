@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 from ctxcli.errors import ConfigError, YamlError
 from ctxcli.pipeline import DEFAULT_STAGES, STAGES, Stage, build_stage
-from ctxcli.summarizers import MAX_TIMEOUT, WHOLE_BOUNDS
 from ctxcli.summarizers import NAMES as SUMMARIZER_NAMES
+from ctxcli.summarizers import WHOLE_BOUNDS, is_timeout
 from ctxcli.tokens import MAX_BUDGET, unknown_encoding
 
 DEFAULT_MAX_TOKENS = 8000
@@ -363,7 +363,7 @@ _SUMMARIZER_KINDS: dict[str, _Kind] = {
     "api_key_env": _STRING.or_null(),
     "timeout": _Kind(
         "a number of seconds over 0, at most a day, or null",
-        lambda v: v is None or (_NUMBER.test(v) and 0 < v <= MAX_TIMEOUT),
+        lambda v: v is None or is_timeout(v),
     ),
     # retries, concurrency, input_max_tokens: the ranges the llm summarizer holds them
     # to, checked here whatever the name (a bad value is bad before a model is asked)

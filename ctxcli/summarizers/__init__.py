@@ -97,6 +97,14 @@ WHOLE_BOUNDS = {
 }
 
 
+def is_timeout(value: Any) -> bool:
+    """Whether ``value`` is a summarizer timeout: a number of seconds over 0 and at
+    most :data:`MAX_TIMEOUT` (not NaN, not ``True``). The config file's check and
+    :func:`build` both ask this."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and 0 < value <= MAX_TIMEOUT  # NaN fails it too
+
+
 def _llm_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     """The llm summarizer's settings of ``options``, checked: ``model`` and
     ``base_url`` strings, ``timeout`` a number of seconds over 0 and at most
@@ -111,8 +119,7 @@ def _llm_settings(options: Mapping[str, Any]) -> dict[str, Any]:
             settings[option] = str(options[option])
     timeout = options.get("timeout")
     if timeout is not None:
-        number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-        if not (number and 0 < timeout <= MAX_TIMEOUT):  # NaN fails it too
+        if not is_timeout(timeout):
             raise ConfigError(
                 f"summarizer option timeout must be a number of seconds over 0 and at most "
                 f"{MAX_TIMEOUT}, not {timeout!r}"
