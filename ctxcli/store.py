@@ -15,7 +15,9 @@ it is (see :func:`restore_record` for the whole rule).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -103,19 +105,48 @@ def add_to_store(new: str, store: str, *, like: str | None = None) -> tuple[int,
     atomically, its mode no wider than ``like``'s (the input: see
     :class:`ctxcli.jsonio.AtomicWriter`); return the entries and bytes it then holds.
     A damaged entry had blocked its original for good: ``--in-place`` rewrote the
-    input, and ``restore`` refused the store."""
-    try:
-        held = Path(store).read_bytes()
-    except FileNotFoundError:
-        held = b""
-    if held and not held.endswith(b"\n"):
-        held += b"\n"
-    held, added = _kept_and_added(held, Path(new).read_bytes())
-    with jsonio.AtomicWriter(store, like=like) as writer:
-        writer.write(held + added)
-        writer.commit()
+    input, and ``restore`` refused the store.
+
+    The store is read and replaced under :func:`_folder_lock`, so runs adding to one
+    store at once (a CI matrix compressing its fixtures in place) each add theirs: two
+    that both read the store before either replaced it had kept only the last one's
+    originals, and the other's placeholders could never be restored."""
+    with _folder_lock(store):
+        try:
+            held = Path(store).read_bytes()
+        except FileNotFoundError:
+            held = b""
+        if held and not held.endswith(b"\n"):
+            held += b"\n"
+        held, added = _kept_and_added(held, Path(new).read_bytes())
+        with jsonio.AtomicWriter(store, like=like) as writer:
+            writer.write(held + added)
+            writer.commit()
     data = held + added
     return data.count(b"\n"), len(data)
+
+
+@contextlib.contextmanager
+def _folder_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the folder of ``path`` (its real path) while
+    inside, waiting for any other holder (a process or thread): the folder, not the
+    file, as the file is replaced (a lock on the old one would not exclude a run that
+    opened the new one) and a lock file would be left beside the user's files. Where
+    there is no ``flock`` (Windows) or the file system refuses it on a folder (NFS may:
+    ``EBADF``), nothing is locked, as before."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    folder = os.path.dirname(os.path.realpath(path))
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _kept_and_added(held: bytes, new: bytes) -> tuple[bytes, bytes]:

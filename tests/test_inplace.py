@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,9 @@ from click.testing import CliRunner, Result
 from helpers import read_jsonl
 
 from ctxcli import github
+from ctxcli import store as store_module
 from ctxcli.cli import cli
+from ctxcli.placeholders import content_id
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 #: Over budget whatever is dropped: a system prompt of about 1,200 tokens.
@@ -334,3 +338,27 @@ def test_a_folder_that_takes_no_new_file_is_a_clean_error(
     assert result.exit_code == 1
     assert f"{big.parent}: cannot write: Permission denied" in result.output
     assert "Traceback" not in result.output and not isinstance(result.exception, OSError)
+
+
+def test_runs_adding_to_one_store_at_once_each_add_theirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two runs that both read the store before either replaced it kept only the last
+    # one's originals: the other's placeholders could never be restored.
+    news = []
+    for k in (1, 2):
+        news.append(str(tmp_path / f"new{k}.jsonl"))
+        with store_module.StoreWriter(news[-1]) as writer:
+            writer.add({content_id(f"original {k}"): f"original {k}"})
+            writer.commit()
+    reading = store_module._kept_and_added
+
+    def slowly(held: bytes, new: bytes) -> tuple[bytes, bytes]:
+        time.sleep(0.3)  # the other run reads the store meanwhile, unless it waits
+        return reading(held, new)
+
+    monkeypatch.setattr(store_module, "_kept_and_added", slowly)
+    store = str(tmp_path / "shared.store.jsonl")
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda new: store_module.add_to_store(new, store), news))
+    assert sorted(store_module.load_store(store).values()) == ["original 1", "original 2"]
