@@ -113,10 +113,16 @@ def validate_file(
 ) -> list[Problem]:
     """Every problem ``ctxcli validate`` finds in ``path``, in file order (empty when
     the file keeps every rule of its format); ``str()`` of each is the line it
-    prints."""
+    prints. Raises :class:`ctxcli.errors.ConfigError` for an unknown ``format`` or
+    an empty ``messages_key`` (as :func:`ctxcli.config.resolve` does; an empty key
+    had meant no key)."""
     from ctxcli import validate
+    from ctxcli.config import resolve
 
-    found = validate.validate_file(os.fspath(path), format=format, messages_key=messages_key)
+    settings = resolve(format=format, messages_key=messages_key)
+    found = validate.validate_file(
+        os.fspath(path), format=settings.format, messages_key=settings.messages_key
+    )
     return list(found)
 
 

@@ -171,8 +171,9 @@ def test_an_empty_messages_key_is_a_usage_error() -> None:
         assert result.exit_code == 2, (command, result.output)
         assert "Invalid value for '--messages-key': is empty" in result.output
     # nor from Python: the API takes what the flag does
-    from ctxcli.api import count_tokens
+    from ctxcli.api import count_tokens, validate_file
     from ctxcli.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="messages_key must be a string that is not empty"):
-        count_tokens(sample, messages_key="")
+    for function in (count_tokens, validate_file):
+        with pytest.raises(ConfigError, match="messages_key must be a string that is not empty"):
+            function(sample, messages_key="")
