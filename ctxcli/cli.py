@@ -737,7 +737,7 @@ SCORE_EXAMPLES = """\
 Examples:
 
 \b
-  # the share of the facts compress kept, at its default budget (8000)
+  # the share of the facts compress kept; budget use against the budget it had
   ctxcli score samples/agent_run.jsonl samples/agent_run.compressed.jsonl
   # tau-bench runs (messages under "traj") compressed to 2000 tokens
   ctxcli score runs.json out.json --messages-key traj --max-tokens 2000
@@ -757,7 +757,7 @@ Examples:
     "--max-tokens",
     type=Whole(min=0, max=MAX_BUDGET),
     metavar="N",
-    shown="8000, compress's",
+    shown="the budget in the stats file compress wrote beside COMPRESSED, else 8000",
     hide_range=True,
     help="The budget COMPRESSED was compressed to, for budget use; 0 for none.",
 )
@@ -824,6 +824,8 @@ def score(
     twice = "ORIGINAL and COMPRESSED cannot both be - (stdin is read once)"
     refuse_stdin_twice([original, compressed], twice)  # ``/dev/stdin`` too
 
+    if max_tokens is None and not _config_has(config_path, "max_tokens"):
+        max_tokens = _budget_compressed_to(compressed)
     scoring = Scoring(
         **_reading(
             config_path,
@@ -887,6 +889,37 @@ def validate(inputs: tuple[str, ...], format_name: str | None, messages_key: str
         click.echo(f"error: {count} problem(s) in {len(paths)} file(s)", err=True)
         sys.exit(1)
     click.echo(f"ok: {len(paths)} file(s), no problems", err=True)
+
+
+def _config_has(config_path: str | None, name: str) -> bool:
+    """Whether the config file at ``config_path`` (if any) sets ``name``."""
+    from ctxcli import config
+
+    return config_path is not None and name in config.load_file(config_path)
+
+
+def _budget_compressed_to(compressed: str) -> int | None:
+    """The ``max_tokens`` of the stats file compress wrote beside ``compressed``
+    (:func:`ctxcli.inputs.default_stats`; 0 where it had none), when there is one
+    whose output has the name of ``compressed``; else ``None``. ``score out.jsonl`` after
+    ``compress --max-tokens 2000`` had measured the budget use against 8000."""
+    import json
+
+    from ctxcli.inputs import default_stats
+
+    if compressed == "-":
+        return None
+    try:
+        with open(default_stats(compressed), "rb") as file:
+            stats = json.loads(file.read(1_000_000))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stats, dict) or not isinstance(stats.get("output"), str):
+        return None
+    budget = stats.get("max_tokens", 0) or 0
+    # as compress named it, from its own folder: the name is what tells
+    same = os.path.basename(stats["output"]) == os.path.basename(compressed)
+    return budget if same and isinstance(budget, int) and budget >= 0 else None
 
 
 def _reading(config_path: str | None, no_cache: bool, **options: Any) -> dict[str, Any]:

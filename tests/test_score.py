@@ -296,6 +296,31 @@ def test_compress_score_puts_the_same_figure_in_the_stats_and_the_table(tmp_path
     assert "facts kept" not in plain.output
 
 
+def test_score_takes_the_budget_from_the_stats_compress_wrote(tmp_path: Path) -> None:
+    # `score a.jsonl a.compressed.jsonl` after `compress --max-tokens 3000` measured
+    # the budget use against 8000: 0.37 where the budget was all but filled.
+    source = tmp_path / "a.jsonl"
+    source.write_bytes(
+        (Path(__file__).resolve().parents[1] / "samples/agent_run.jsonl").read_bytes()
+    )
+    assert invoke("compress", str(source), "--max-tokens", "3000", "-q").exit_code == 0
+    out = str(tmp_path / "a.compressed.jsonl")
+    report = json.loads(invoke("score", str(source), out, "--format", "json").output)
+    assert report["budget"] == 3000 and report["budget_use"]["median"] > 0.9
+    given = invoke("score", str(source), out, "--format", "json", "--max-tokens", "8000")
+    assert json.loads(given.output)["budget"] == 8000  # the option still decides
+    config = tmp_path / "c.yaml"
+    config.write_text("max_tokens: 5000\n")
+    configured = invoke("score", str(source), out, "--format", "json", "--config", str(config))
+    assert json.loads(configured.output)["budget"] == 5000  # and the config file
+    other = tmp_path / "b.compressed.jsonl"
+    other.write_bytes(Path(out).read_bytes())  # no stats of its own
+    assert (
+        json.loads(invoke("score", str(source), str(other), "--format", "json").output)["budget"]
+        == 8000
+    )
+
+
 def test_a_file_compress_kept_bad_lines_in_is_scored_with_on_error_keep(tmp_path: Path) -> None:
     """``compress --on-error keep`` copies a bad line unchanged; ``score`` of its
     output stopped at that line, with no way on."""
