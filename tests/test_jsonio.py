@@ -193,16 +193,42 @@ def test_numbers_json_does_not_allow_are_errors_naming_the_line(text: bytes, rea
 
 
 def test_numbers_a_double_holds_are_read() -> None:
-    big = b"1" + b"0" * 300  # within a double, beyond 64 bits
+    big = b"1" + b"0" * 300  # within a double, beyond 64 bits: kept exact
     assert jsonio.loads(b'{"a": 1e308, "b": -1.5e-300, "c": ' + big + b"}", "a", 1) == {
         "a": 1e308,
         "b": -1.5e-300,
-        "c": 1e300,
+        "c": int(big),
     }
     assert jsonio.loads(b'{"s": "\\ud83d", "c": ' + big + b"}", "a", 1) == {
         "s": "\ud83d",  # what orjson refuses, read by the standard library
         "c": int(big),
     }
+
+
+@pytest.mark.parametrize(
+    "number", [12345678901234567890123, 18446744073709551616, -9999999999999999999, 2**64 - 1]
+)
+def test_integers_past_64_bits_are_kept_exact(tmp_path: Path, number: int) -> None:
+    # orjson read them as floats: a system message's 12345678901234567890123 was
+    # written back as 1.2345678901234568e+22, --in-place into the input too.
+    assert jsonio.loads(f'{{"n": {number}, "s": "x"}}'.encode(), "a", 1) == {"n": number, "s": "x"}
+    assert jsonio.loads(f'{{"n": {number}}}', "a", 1) == {"n": number}  # text too
+    long = "word " * 3000
+    record = {
+        "messages": [
+            {"role": "system", "content": "s", "cache_id": number},
+            {"role": "user", "content": long},
+            {"role": "assistant", "content": long},
+            {"role": "user", "content": "q", "ts": number},
+        ]
+    }
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "300", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    [system, *_, last] = json.loads(result.stdout)["messages"]
+    assert system["cache_id"] == number and last["ts"] == number
+    assert type(system["cache_id"]) is int
 
 
 def test_a_number_json_does_not_allow_in_an_array_file_names_its_line(tmp_path: Path) -> None:
