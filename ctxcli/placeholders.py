@@ -13,9 +13,10 @@ The placeholder format (one line of header, then the preview)::
 
 - ``id``: the first :data:`ID_HEX` hex digits of a SHA-256 (:func:`content_id`). For
   string content the hash is of its UTF-8 bytes; for any other content (a list of
-  parts) of its canonical JSON (sorted keys, ``,`` and ``:`` separators, non-ASCII as
-  UTF-8). A lone surrogate (JSON allows ``"\\ud83d"`` alone) is hashed as its 3-byte
-  ``surrogatepass`` form, so such a string still has one well-defined id.
+  parts) of :data:`PARTS_PREFIX` then its canonical JSON (sorted keys, ``,`` and ``:``
+  separators, non-ASCII as UTF-8), so no string shares its id. A lone surrogate (JSON
+  allows ``"\\ud83d"`` alone) is hashed as its 3-byte ``surrogatepass`` form, so such a
+  string still has one well-defined id.
 - ``tool``: the tool's name as a JSON string (``""`` when neither the message's
   ``name`` nor the matching call names it).
 - ``tokens``: the original content's tokens (:meth:`ctxcli.tokens.TokenCounter.content`); ``chars``:
@@ -110,8 +111,30 @@ _JSON_ESCAPE = re.compile(r"\\+u[0-9a-fA-F]{4}|(?<!\\)(?:\\\\)*\\[nrtbf\"/]|\\+"
 
 def content_id(content: Any) -> str:
     """The id of a content value: hex SHA-256 (first :data:`ID_HEX` digits) of a
-    string's UTF-8 bytes, or of any other value's canonical JSON (see module doc)."""
-    return hashlib.sha256(_content_bytes(content)).hexdigest()[:ID_HEX]
+    string's UTF-8 bytes, or of :data:`PARTS_PREFIX` and any other value's canonical
+    JSON (see module doc)."""
+    if isinstance(content, str):
+        return hashlib.sha256(_content_bytes(content)).hexdigest()[:ID_HEX]
+    return hashlib.sha256(PARTS_PREFIX + _content_bytes(content)).hexdigest()[:ID_HEX]
+
+
+#: What the hash of content other than a string (a list of parts, call arguments as an
+#: object) starts with, so that no string has its id: a tool result whose text was
+#: exactly a list's canonical JSON shared the list's id, and its store then refused
+#: both ("names both a string and a list of parts"), costing the whole file.
+PARTS_PREFIX = b"\x00parts\x00"
+
+
+def held_as(content: Any, entry_id: str) -> bool:
+    """Whether a store entry with ``entry_id`` holds ``content`` by its hash: its
+    :func:`content_id`, or, for content other than a string, the id ctxcli gave it
+    before :data:`PARTS_PREFIX` (the hash of its canonical JSON alone), so that stores
+    written then still restore."""
+    if entry_id == content_id(content):
+        return True
+    if isinstance(content, str):
+        return False
+    return entry_id == hashlib.sha256(_content_bytes(content)).hexdigest()[:ID_HEX]
 
 
 def _content_bytes(content: Any) -> bytes:

@@ -33,6 +33,7 @@ from ctxcli.placeholders import (
     TOOL_ROLES,
     arguments_text,
     content_id,
+    held_as,
     looks_like,
     parse,
 )
@@ -174,7 +175,7 @@ def _sound(line: bytes, entry_id: bytes) -> bool:
     return (
         isinstance(entry, dict)
         and "content" in entry
-        and content_id(entry["content"]) == entry_id.decode("ascii")
+        and held_as(entry["content"], entry_id.decode("ascii"))
     )
 
 
@@ -216,7 +217,7 @@ def load_store(path: str) -> dict[str, Any]:
         entry = jsonio.loads(raw, path, line)
         if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
             raise StoreError(f'{path}:{line}: expected {{"id": ..., "content": ...}}')
-        if "content" not in entry or content_id(entry["content"]) != entry["id"]:
+        if "content" not in entry or not held_as(entry["content"], entry["id"]):
             raise StoreError(f"{path}:{line}: content does not match its id {entry['id']}")
         store[entry["id"]] = entry["content"]
     return store

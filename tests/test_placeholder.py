@@ -130,7 +130,8 @@ def test_the_id_hashes_utf8_bytes_or_canonical_json() -> None:
     assert content_id("é") == hashlib.sha256("é".encode()).hexdigest()[:16]
     parts = [{"type": "text", "text": "hi"}]
     canonical = b'[{"text":"hi","type":"text"}]'
-    assert content_id(parts) == hashlib.sha256(canonical).hexdigest()[:16]
+    assert content_id(parts) == hashlib.sha256(b"\x00parts\x00" + canonical).hexdigest()[:16]
+    assert content_id(canonical.decode()) != content_id(parts)  # no string shares it
     assert content_id("a\ud83d") == hashlib.sha256(b"a\xed\xa0\xbd").hexdigest()[:16]
 
 

@@ -788,3 +788,62 @@ def test_a_placeholder_part_of_an_earlier_run_is_read_as_a_placeholder(tmp_path:
     value = result["content"][0]["value"]
     assert value.count("[ctxcli placeholder id=") == 1, value
     assert _restored(second) == read_jsonl(first)
+
+
+def _parts_and_their_json(tmp_path: Path) -> tuple[Path, list[Any]]:
+    """A file of two conversations: one whose tool result is a list of parts, one
+    whose tool result is that list's canonical JSON as a string."""
+    parts = [{"text": BIG * 5, "type": "text"}]
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    records = []
+    for k, result in enumerate([parts, text]):
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        records.append(
+            {
+                "messages": [
+                    {"role": "user", "content": "go"},
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": f"c{k}", "content": result},
+                    {"role": "assistant", "content": "done"},
+                ]
+            }
+        )
+    source = tmp_path / "a.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return source, records
+
+
+def test_a_string_that_is_a_lists_json_has_an_id_of_its_own(tmp_path: Path) -> None:
+    # They shared an id: the store refused both, and the whole file was lost
+    # ("names both a string and a list of parts") for one conversation's result.
+    source, records = _parts_and_their_json(tmp_path)
+    args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "-q"]
+    result = CliRunner().invoke(cli, ["compress", str(source), *args])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "a.compressed.jsonl"
+    assert [m["content"][:23] for r in read_jsonl(out) for m in r["messages"][2:3]] == [
+        "[ctxcli placeholder id="
+    ] * 2
+    restored = tmp_path / "r.jsonl"
+    assert CliRunner().invoke(cli, ["restore", str(out), "-o", str(restored)]).exit_code == 0
+    assert read_jsonl(restored) == records
+
+
+def test_a_store_of_list_ids_as_written_before_still_restores(tmp_path: Path) -> None:
+    # A list's id was the hash of its canonical JSON alone; stores written so restore.
+    source, records = _parts_and_their_json(tmp_path)
+    source.write_text(json.dumps(records[0]) + "\n")
+    args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "-q"]
+    assert CliRunner().invoke(cli, ["compress", str(source), *args]).exit_code == 0
+    out, store = tmp_path / "a.compressed.jsonl", tmp_path / "a.compressed.store.jsonl"
+    parts = records[0]["messages"][2]["content"]
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    old = content_id(text)  # the hash of the canonical JSON alone
+    new = content_id(parts)
+    assert old != new
+    for path in (out, store):
+        path.write_text(path.read_text().replace(new, old))
+    restored = tmp_path / "r.jsonl"
+    result = CliRunner().invoke(cli, ["restore", str(out), "-o", str(restored)])
+    assert result.exit_code == 0, result.output
+    assert read_jsonl(restored) == records[:1]
