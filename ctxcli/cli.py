@@ -394,7 +394,8 @@ def placeholder_options(func: F) -> F:
                 metavar="PATH",
                 shown="<output stem>.store.jsonl beside a .jsonl output, <output name>"
                 ".store.jsonl beside another",
-                help="Store of the originals placeholders replaced.",
+                help="Store of the originals placeholders replaced; one named here is "
+                "added to, never replaced, so outputs may share it.",
             ),
         ],
     )

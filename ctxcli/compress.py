@@ -54,15 +54,24 @@ from ctxcli.tokens import TokenCounter, encoding_name_for, knows_model
 
 
 def open_writers(
-    stack: contextlib.ExitStack[Any], input_path: str, paths: tuple[str, str | None, str | None]
+    stack: contextlib.ExitStack[Any],
+    input_path: str,
+    paths: tuple[str, str | None, str | None],
+    *,
+    adding: bool = False,
 ) -> tuple[jsonio.AtomicWriter, StoreWriter | None, jsonio.AtomicWriter | None]:
-    """The writers of the output, the store and the stats of ``paths`` (the last two
-    when named), entered on ``stack``: what is made of ``input_path`` is no more
-    readable than it, when it is a local file (see :class:`ctxcli.jsonio.AtomicWriter`).
-    Raises :class:`ctxcli.errors.OutputError` for a file that cannot be written."""
+    """The writers of the output, the store (added to, with ``adding``: see
+    :class:`ctxcli.store.StoreWriter`) and the stats of ``paths`` (the last two when
+    named), entered on ``stack``: what is made of ``input_path`` is no more readable
+    than it, when it is a local file (see :class:`ctxcli.jsonio.AtomicWriter`). Raises
+    :class:`ctxcli.errors.OutputError` for a file that cannot be written."""
     output_path, store_path, stats_path = paths
     writer = stack.enter_context(jsonio.AtomicWriter(output_path, like=input_path))
-    store = stack.enter_context(StoreWriter(store_path, like=input_path)) if store_path else None
+    store = (
+        stack.enter_context(StoreWriter(store_path, like=input_path, adding=adding))
+        if store_path
+        else None
+    )
     stats = (
         stack.enter_context(jsonio.AtomicWriter(stats_path, like=input_path))
         if stats_path
@@ -153,12 +162,14 @@ class Compressor:
         *,
         stats_path: str | None = None,
         store_path: str | None = None,
+        add_to_store: bool = False,
         progress: bool = False,
     ) -> FileStats:
         """Compress ``input_path`` into ``output_path`` (``-``: stdout) and the originals
-        of placeholders into ``store_path`` (see :mod:`ctxcli.store`), both atomically:
-        the two are moved into place only when the whole run succeeded (the store
-        first). Writes the stats JSON to ``stats_path`` (if given).
+        of placeholders into ``store_path`` (see :mod:`ctxcli.store`; added to, not
+        replaced, with ``add_to_store``), both atomically: the two are moved into place
+        only when the whole run succeeded (the store first). Writes the stats JSON to
+        ``stats_path`` (if given).
 
         Raises :class:`ctxcli.errors.InputError` for a bad line (no output is left
         behind), :class:`ConfigError` when the output or store would overwrite the
@@ -186,7 +197,7 @@ class Compressor:
             if bar is not None:
                 stack.callback(bar.close)
             writer, store, stats_file = open_writers(
-                stack, input_path, (output_path, store_path, stats_path)
+                stack, input_path, (output_path, store_path, stats_path), adding=add_to_store
             )
             file_run.store = store
             sink = parquet.sink(writer, shape, original, newline=newline, bom=bom)
@@ -386,15 +397,15 @@ def commit_outputs(
     store: StoreWriter | None,
     writer: jsonio.AtomicWriter,
 ) -> None:
-    """Write the stats (the store's size in them) and move the files into place: the
-    stats, the store, the output last."""
+    """Move the files into place, the output last: the store (which then holds every
+    original of the output's placeholders, and, added to, of the outputs before), the
+    stats (with the store's size), the output."""
     if store is not None:
+        store.commit()
         stats.store_entries, stats.store_bytes = store.entries, store.bytes
         if not store.entries:
             stats.store = None
     if stats_file is not None:
         stats_file.write(jsonio.dumps_indented(stats.to_json()))
         stats_file.commit()
-    if store is not None:
-        store.commit()
     writer.commit()

@@ -64,26 +64,14 @@ def run(
         return Outcome(stats, stats.changed > 0, False)
     if item.in_place:
         return _in_place(compressor, item, progress=progress)
-    if item.adds_to_store and item.store is not None:
-        return _adding_to_store(compressor, item, item.store, progress=progress)
     stats = compressor.file(
-        item.input, item.output, stats_path=item.stats, store_path=item.store, progress=progress
+        item.input,
+        item.output,
+        stats_path=item.stats,
+        store_path=item.store,
+        add_to_store=item.adds_to_store,
+        progress=progress,
     )
-    return Outcome(stats, stats.changed > 0, False)
-
-
-def _adding_to_store(compressor: Compressor, item: Plan, store: str, *, progress: bool) -> Outcome:
-    """Compress ``item`` into its output with the originals added to ``store`` (the one
-    beside the input, which may hold an earlier run's: a rerun of ``-o -`` was refused
-    for it), not written over it."""
-    refuse_foreign(store)
-    target = os.path.realpath(store)
-    with _temporary(target) as fresh:
-        stats = compressor.file(item.input, item.output, store_path=fresh, progress=progress)
-        if stats.store is not None:
-            stats.store_entries, stats.store_bytes = add_to_store(fresh, store, like=item.input)
-            stats.store = store
-    _write_stats(stats, item.stats)
     return Outcome(stats, stats.changed > 0, False)
 
 

@@ -210,8 +210,11 @@ def _store_beside(compressed: str) -> str | None:
 class Plan:
     """Where one input's results go: ``output`` (``-``: stdout; the input itself when
     ``in_place``), ``stats`` and ``store`` paths (``None``: not written); the store is
-    added to, never replaced, when ``in_place`` or ``adds_to_store`` (it is the one
-    beside the input, which may hold the originals of the input's own placeholders)."""
+    added to, never replaced, when ``in_place`` or ``adds_to_store``: when it is named
+    (``--store``, which other outputs may share: a second run replaced the first's
+    originals, and its output could no longer be restored), or the one beside the
+    input for an output to stdout (which may hold the originals of the input's own
+    placeholders)."""
 
     input: str
     output: str
@@ -310,7 +313,7 @@ def _plan_one(
         output=target,
         stats=stats or (None if streamed else default_stats(target)),
         store=kept,
-        adds_to_store=bool(kept and not store and streamed and not jsonio.is_stream(kept)),
+        adds_to_store=bool(kept and (store or streamed) and not jsonio.is_stream(kept)),
     )
 
 

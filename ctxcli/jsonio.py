@@ -726,6 +726,16 @@ class AtomicWriter:
             os.replace(self._tmp, self._real)
             self._tmp = None
 
+    def written(self) -> str:
+        """Flush and close the temporary file, not moved into place, and give its path
+        (for what reads it whole before the target changes: a store added to); only
+        for a file target. :meth:`abort` removes it."""
+        assert self._tmp is not None, "only a file is written to a temporary file"
+        with _naming(self.target):
+            self.stream.flush()
+            self.stream.close()
+        return self._tmp
+
     def abort(self) -> None:
         """Remove the temporary file; the target is left as it was. Never raises: it
         runs while another error is on its way (closing flushes what is buffered, which

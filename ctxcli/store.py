@@ -46,13 +46,20 @@ class StoreWriter:
     :func:`is_verbatim` entries included: a store with only those is written too, so
     that ``restore`` knows the output's placeholder-like texts for the input's own
     (with no store it could not tell them from placeholders whose store was lost).
-    Raises :class:`StoreError` when two
-    different kinds of content (a string and a list) share an id, which happens only
-    if a string is exactly a list's canonical JSON.
+    With ``adding`` (a file named by ``--store``, which other outputs may share), the
+    store is added to (:func:`add_to_store`), never replaced, and ``entries`` and
+    ``bytes`` are then those it holds after :meth:`commit`. Raises
+    :class:`StoreError` when two different kinds of content (a string and a list)
+    share an id (no longer possible since :data:`ctxcli.placeholders.PARTS_PREFIX`),
+    and, ``adding``, for a file that is no store (:func:`refuse_foreign`).
     """
 
-    def __init__(self, target: str, *, like: str | None = None) -> None:
+    def __init__(self, target: str, *, like: str | None = None, adding: bool = False) -> None:
         self.target = target
+        self._like = like
+        self._adding = adding and not jsonio.is_stream(target)
+        if self._adding:
+            refuse_foreign(target)
         self._writer = jsonio.AtomicWriter(target, like=like)
         self._kinds: dict[str, bool] = {}
         self.entries = 0
@@ -77,11 +84,18 @@ class StoreWriter:
             self.bytes += len(line)
 
     def commit(self) -> None:
-        """Move the store into place; a store with no entries is not written at all."""
-        if self.entries:
-            self._writer.commit()
-        else:
+        """Move the store into place, or add its entries to the one there
+        (``adding``); a store with no entries is not written at all."""
+        if not self.entries:
             self._writer.abort()
+        elif self._adding:
+            try:
+                new = self._writer.written()
+                self.entries, self.bytes = add_to_store(new, self.target, like=self._like)
+            finally:
+                self._writer.abort()
+        else:
+            self._writer.commit()
 
     def abort(self) -> None:
         self._writer.abort()

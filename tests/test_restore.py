@@ -847,3 +847,60 @@ def test_a_store_of_list_ids_as_written_before_still_restores(tmp_path: Path) ->
     result = CliRunner().invoke(cli, ["restore", str(out), "-o", str(restored)])
     assert result.exit_code == 0, result.output
     assert read_jsonl(restored) == records[:1]
+
+
+def _restores(output: Path, store: Path, original: Path) -> bool:
+    restored = output.with_name("restored.jsonl")
+    args = ["restore", str(output), "--store", str(store), "-o", str(restored)]
+    result = CliRunner().invoke(cli, args)
+    return result.exit_code == 0 and read_jsonl(restored) == read_jsonl(original)
+
+
+def test_outputs_sharing_a_named_store_each_restore(tmp_path: Path) -> None:
+    # The second run replaced the store the first had written: the first output's
+    # placeholders could no longer be restored.
+    store = tmp_path / "shared.jsonl"
+    args = ["--stages", "placeholder", "--placeholder-keep-recent", "0", "--store", str(store)]
+    pairs = []
+    for name in "ab":
+        source = tmp_path / f"{name}.jsonl"
+        source.write_text(json.dumps(record(name, f"{name}: {BIG * 5}")) + "\n")
+        output = tmp_path / f"{name}.out.jsonl"
+        result = CliRunner().invoke(cli, ["compress", str(source), "-o", str(output), *args])
+        assert result.exit_code == 0, result.output
+        pairs.append((output, source))
+    assert "wrote " + str(store) + " (2 originals" in result.output  # all it holds
+    assert all(_restores(output, store, source) for output, source in pairs)
+    # a name that is no store (another transcript) is refused, not added to
+    other = ["--store", str(pairs[1][1])]
+    output = str(tmp_path / "c.jsonl")
+    result = CliRunner().invoke(cli, ["compress", str(pairs[0][1]), "-o", output, *other])
+    assert result.exit_code == 1 and "is no ctxcli store" in result.output
+
+
+def test_a_run_stopped_before_its_output_moved_leaves_the_old_output_restorable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store moved into place first, replacing the one the old output needed; a
+    # Ctrl-C before the output moved left the old output with a store that lacks its
+    # originals. A named store is now added to, so it serves both.
+    store = tmp_path / "s.jsonl"
+    source, output = tmp_path / "a.jsonl", tmp_path / "a.out.jsonl"
+    args = ["compress", str(source), "-o", str(output), "--store", str(store)]
+    args += ["--stages", "placeholder", "--placeholder-keep-recent", "0"]
+    source.write_text(json.dumps(record("a", f"old {BIG * 5}")) + "\n")
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    kept = tmp_path / "kept.jsonl"
+    kept.write_bytes(source.read_bytes())
+    source.write_text(json.dumps(record("a", f"new {BIG * 5}")) + "\n")
+    moving = os.replace
+
+    def stopped(src: str, dst: str) -> None:
+        if os.path.basename(dst) == output.name:
+            raise KeyboardInterrupt
+        moving(src, dst)
+
+    monkeypatch.setattr(os, "replace", stopped)
+    assert CliRunner().invoke(cli, args).exit_code != 0
+    monkeypatch.setattr(os, "replace", moving)
+    assert _restores(output, store, kept)
