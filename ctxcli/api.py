@@ -149,18 +149,30 @@ def _name(path: FilePath | None) -> str | None:
     return None if path is None else os.fspath(path)
 
 
-def list_skills(dirs: Sequence[FilePath] | None = None) -> list[Skill]:
-    """The skills in ``dirs`` (default ``./skills``, else the skills shipped with
-    ctxcli), as ``ctxcli skills list`` lists them: from their front matter alone."""
+def list_skills(dirs: FilePath | Sequence[FilePath] | None = None) -> list[Skill]:
+    """The skills in ``dirs`` (a folder or a list of them; default ``./skills``, else
+    the skills shipped with ctxcli), as ``ctxcli skills list`` lists them: from their
+    front matter alone."""
     from ctxcli import skills
 
-    return skills.list_skills(dirs if dirs is not None else skills.default_dirs()[0])
+    return skills.list_skills(_folders(dirs))
 
 
-def show_skill(name: str, dirs: Sequence[FilePath] | None = None) -> SkillDetail:
+def show_skill(name: str, dirs: FilePath | Sequence[FilePath] | None = None) -> SkillDetail:
     """One skill in full, as ``ctxcli skills show NAME`` shows it: its metadata, its
-    usage guide (the body) and the names of its other files."""
+    usage guide (the body) and the names of its other files (``dirs``: see
+    :func:`list_skills`)."""
     from ctxcli import skills
 
-    found = skills.get_skill(name, dirs if dirs is not None else skills.default_dirs()[0])
-    return skills.load_detail(found)
+    return skills.load_detail(skills.get_skill(name, _folders(dirs)))
+
+
+def _folders(dirs: FilePath | Sequence[FilePath] | None) -> Sequence[FilePath]:
+    """The skills folders ``dirs`` names: one folder as a list of it (a string was
+    read as a list of one-letter folders: "skills directory not found: t"), the
+    default ones for ``None``."""
+    from ctxcli import skills
+
+    if dirs is None:
+        return skills.default_dirs()[0]
+    return [dirs] if isinstance(dirs, (str, os.PathLike)) else dirs

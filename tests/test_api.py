@@ -140,6 +140,12 @@ def test_the_api_counts_validates_restores_and_lists_skills(tmp_path: Path) -> N
     assert json.loads(restored.read_text()) == record
     assert "read_file" in [skill.name for skill in ctxcli.list_skills()]
     assert ctxcli.show_skill("read_file").body
+    # one folder, as a string or a Path, is that folder (a string was read as a list
+    # of one-letter folders: "skills directory not found: t")
+    shipped = Path(ctxcli.__file__).parent / "shipped_skills"
+    for folder in (str(shipped), shipped):
+        assert "read_file" in [skill.name for skill in ctxcli.list_skills(folder)]
+        assert ctxcli.show_skill("read_file", folder).body
 
 
 def test_the_api_is_a_dozen_names_documented_by_help() -> None:
