@@ -44,7 +44,8 @@ def compress_records(
     ``max_tokens`` is the budget of each conversation (default 8000; 0 for none),
     ``stages`` the comma-separated stages (default ``placeholder,summary,priority``).
     The originals placeholders replace go to ``store`` (a JSON lines file that
-    :func:`restore_file` reads back), or nowhere when it is ``None``.
+    :func:`restore_file` reads back), or nowhere when it is ``None``. A bad record
+    raises :class:`ctxcli.errors.InputError` naming it ``records[record N]`` (from 0).
 
     Example::
 
@@ -53,7 +54,7 @@ def compress_records(
     from ctxcli import jsonio
     from ctxcli.compress import Compressor
     from ctxcli.config import resolve
-    from ctxcli.errors import ConfigError
+    from ctxcli.errors import ConfigError, InputError
 
     if isinstance(records, (Mapping, str, bytes)):  # one record, or text: no list of them
         raise ConfigError(
@@ -65,7 +66,14 @@ def compress_records(
         source, target = os.path.join(folder, "in.jsonl"), os.path.join(folder, "out.jsonl")
         with open(source, "wb") as file:
             file.writelines(jsonio.dumps(record) + b"\n" for record in records)
-        Compressor(options).file(source, target, store_path=_name(store) or os.devnull)
+        try:
+            Compressor(options).file(source, target, store_path=_name(store) or os.devnull)
+        except InputError as error:
+            if error.path != source:
+                raise
+            # named as the caller knows it, not by a temporary file that is gone
+            record = None if error.line is None else error.line - 1
+            raise InputError("records", None, error.reason, record=record) from None
         return [jsonio.loads(line, target, number) for number, line in jsonio.iter_lines(target)]
 
 

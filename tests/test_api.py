@@ -200,3 +200,13 @@ def test_paths_may_be_path_objects_and_one_record_is_refused(tmp_path: Path) -> 
     assert json.loads(restored.read_text()) == json.loads(sample.read_text())
     with pytest.raises(ctxcli.ConfigError, match="records must be a list of records"):
         ctxcli.compress_records({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_a_bad_record_given_to_compress_records_is_named_by_its_index() -> None:
+    # The error named the temporary file the records were written to, gone by then:
+    # "/tmp/ctxcli-x1y2/in.jsonl:2: no format fits this record".
+    good = {"messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(ctxcli.InputError) as caught:
+        ctxcli.compress_records([good, {"nope": 1}], max_tokens=10)
+    assert str(caught.value).startswith("records[record 1]: no format fits this record")
+    assert caught.value.record == 1
