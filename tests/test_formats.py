@@ -17,7 +17,7 @@ from ctxcli.config import resolve
 from ctxcli.errors import ConfigError, InputError
 from ctxcli.formats import anthropic, claude_code, openai, sharegpt
 from ctxcli.inputs import default_stats
-from ctxcli.model import SUMMARY_MARKER, Message, seal, summary_header
+from ctxcli.model import SUMMARY_MARKER, Message, latest_turn, seal, summary_header, units
 from ctxcli.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, TokenCounter
 from ctxcli.validate import validate_file
 
@@ -529,6 +529,32 @@ def test_claude_code_session_file_compresses_and_validates(tmp_path: Path) -> No
     assert list(validate_file(str(out))) == []
     stats = json.loads((tmp_path / "out.stats.json").read_text())
     assert stats["conversations"] == 1 and stats["tokens"]["after"] <= 300
+
+
+def test_a_slash_commands_expansion_keeps_the_request_that_ran_it(tmp_path: Path) -> None:
+    # The expansion (isMeta) was the latest user message, kept; the user's own words,
+    # in the command's <command-args>, were folded away at a small budget.
+    typed = (
+        "<command-name>/orchestrator</command-name>\n<command-args>update CLAUDE.md</command-args>"
+    )
+    expansion = [{"type": "text", "text": "Split complex tasks into subtasks."}]
+    session = [
+        event("u0", None, "user", typed),
+        event("u1", "u0", "user", expansion, isMeta=True),
+        *SESSION[1:5],
+        event("a3", "r2", "assistant", use("k3"), mid="m2"),
+        event("r3", "a3", "user", result("k3", "more " * 200)),
+        event("a4", "r3", "assistant", [{"type": "text", "text": "Done."}], mid="m3"),
+    ]
+    conversation = claude_code.read(session, COUNTER, path="s.jsonl", line=1)
+    assert latest_turn(conversation.messages, units(conversation.messages)) == [0, 1]
+    source = tmp_path / "session.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in session))
+    out = tmp_path / "out.jsonl"
+    args = ["compress", str(source), "-o", str(out), "-q", "--max-tokens", "150"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert "<command-args>update CLAUDE.md</command-args>" in out.read_text()
+    assert list(validate_file(str(out))) == []
 
 
 # --- counting -------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def read(
         data.pop("_blocks", None)
     first = next((e for e in record if isinstance(e, Mapping) and e.get("sessionId")), {})
     return Conversation(
-        messages=read_messages(neutral, counter, entries=[s[-1][0] for s in sources]),
+        messages=read_messages(neutral, counter, entries=_entries(record, neutral, sources)),
         id=None if not first else str(first.get("sessionId")),
         line=line,
         meta={
@@ -143,6 +143,30 @@ def read(
         user_first=True,
         summary_role="user",
     )
+
+
+def _entries(
+    record: Sequence[Any], neutral: Sequence[Mapping[str, Any]], sources: Sequence[Source]
+) -> list[int]:
+    """The source entry of each neutral message (its event's index), but for a slash
+    command's expansion (a user event with ``isMeta``, the prompt the command stands
+    for) right after the user's message that ran it (``<command-args>`` with the
+    user's own words): it has that message's entry, so the two are one latest turn
+    (:func:`ctxcli.model.latest_turn`). The expansion alone was kept as the latest
+    user message, and the request the user typed was folded or dropped."""
+    entries = [source[-1][0] for source in sources]
+    for i in range(1, len(neutral)):
+        event = record[entries[i]]
+        after = neutral[i - 1]
+        if (
+            event.get("isMeta") is True
+            and neutral[i].get("role") == "user"
+            and after.get("role") == "user"
+            and not record[entries[i - 1]].get("isMeta")
+            and not after.get("tool_call_id")
+        ):
+            entries[i] = entries[i - 1]
+    return entries
 
 
 def _chat_messages(
