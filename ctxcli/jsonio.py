@@ -127,14 +127,42 @@ def read_records(
     except NumberError:
         raise
     except InputError as exc:
-        if first.lstrip().startswith(b"["):
-            # No JSON lines file opens with an array: this is a broken JSON array
-            # (cut short, say), and the error of the whole text says where.
-            raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
+        _refuse_broken_text(path, body, (first, after[0]), exc)
         return "jsonl", _jsonl(path, data, True), None
     if isinstance(whole, list):
         return "array", _array_records(data, whole), data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
+
+
+def _refuse_broken_text(path: str, body: bytes, head: tuple[bytes, bytes], exc: InputError) -> None:
+    """Raise for a file that is one JSON text, broken (``exc``: what parsing it whole
+    raised), and not JSON lines with a broken line, by its first two non-blank lines
+    (``head``): an array (no JSON lines file opens with one; the error of the whole
+    text says where), or an object spread over lines (:func:`_spread_object`)."""
+    first, second = head
+    if first.lstrip().startswith(b"["):
+        raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
+    if _spread_object(first, second):
+        raise _broken_object(path, body, exc) from None
+
+
+def _spread_object(first: bytes, second: bytes) -> bool:
+    """Whether a file whose first non-blank lines are ``first`` and ``second`` (neither
+    a JSON object on its own) opens one JSON object spread over lines (a SWE-agent
+    ``.traj``, a Gemini CLI session): it opens with ``{`` and its second line opens no
+    record of its own, as the second line of JSON lines with a broken first does."""
+    return first.lstrip().startswith(b"{") and bool(second) and not second.lstrip().startswith(b"{")
+
+
+def _broken_object(path: str, body: bytes, exc: InputError) -> InputError:
+    """The error for a JSON object spread over lines that does not parse: at the line
+    and column where the parser stopped (read as JSON lines, it had been "line 1:
+    unexpected end of data", and ``validate`` had listed every line of the file)."""
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError as bad:
+        return InputError(path, bad.lineno, f"invalid JSON: {bad.msg}: column {bad.colno}")
+    return InputError(path, None, exc.reason)
 
 
 def looks_like_lines(head: bytes) -> bool:

@@ -345,3 +345,22 @@ def test_a_symlink_loop_as_the_output_is_an_error_not_a_traceback(tmp_path: Path
     assert result.exit_code == 1 and result.exception is not None
     assert "Too many levels of symbolic links" in result.output
     assert isinstance(result.exception, SystemExit)
+
+
+def test_a_broken_object_spread_over_lines_is_named_where_it_breaks(tmp_path: Path) -> None:
+    # Read as JSON lines after all, it was "line 1: unexpected end of data", and
+    # validate listed every line of the file (3,316 for a SWE-agent .traj).
+    source = tmp_path / "run.traj"
+    source.write_text('{\n  "history": [\n    {"role": "user", content": "hi"}\n  ]\n}\n')
+    with pytest.raises(InputError) as caught:
+        jsonio.read_records(str(source))
+    assert str(caught.value).startswith(f"{source}:3: invalid JSON: ")
+    assert str(caught.value).endswith("column 22")  # where content" starts
+    result = CliRunner().invoke(cli, ["validate", str(source)])
+    assert result.exit_code == 1 and result.output.count(str(source)) == 1
+    # JSON lines whose first line is broken stay JSON lines, named line by line
+    lines = tmp_path / "a.jsonl"
+    lines.write_text('{"messages": [\n{"messages": []}\n')
+    assert jsonio.read_records(str(lines))[0] == "jsonl"
+    result = CliRunner().invoke(cli, ["validate", str(lines)])
+    assert result.exit_code == 1 and f"{lines}:1: invalid JSON" in result.output
