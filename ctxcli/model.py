@@ -287,7 +287,10 @@ class Conversation:
     (``None``: the option's): ``user`` in formats whose system prompt stands apart
     from the dialogue (Anthropic's top-level ``system``, ShareGPT's leading system
     turns, which LLaMA-Factory reads only first, Claude Code), where a summary is one
-    of the dialogue's user turns.
+    of the dialogue's user turns. ``summaries`` is false where no message of a user
+    or system may be written: a Response's ``output``, which holds only what the
+    model produced (the summary stage folds nothing there; the other stages work as
+    anywhere).
     """
 
     messages: tuple[Message, ...]
@@ -299,6 +302,7 @@ class Conversation:
     alternating: bool = False
     joins_user: bool = False
     summary_role: str | None = None
+    summaries: bool = True
 
     @property
     def tokens(self) -> int:

@@ -653,3 +653,30 @@ def test_bare_item_lists_are_one_conversation_each(tmp_path: Path, shape: str) -
         cli, ["compress", str(source), "--max-tokens", "0", "--stages", "priority", "-q"]
     )
     assert same.exit_code == 0 and out_path.read_bytes() == source.read_bytes()
+
+
+def test_a_response_output_gets_no_user_message(tmp_path: Path) -> None:
+    # A Response's output holds only what the model produced; the summary stage
+    # wrote its summary there as a user message, which a Response's schema refuses.
+    def said(text: str) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text}],
+        }
+
+    items = [said(f"part {n}: " + "word " * 300) for n in range(4)] + [said("done")]
+    record = {"id": "resp_1", "object": "response", "model": "gpt-5", "output": items}
+    result = CliRunner().invoke(
+        cli, ["compress", "-", "-o", "-", "--max-tokens", "400"], input=json.dumps(record) + "\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "safer plan" not in result.stderr and "broke a rule" not in result.stderr
+    after = json.loads(result.stdout)["output"]
+    assert {item["role"] for item in after} == {"assistant"} and after[-1] == items[-1]
+    # and validate names one, where it is
+    broken = {**record, "output": [user("hi"), *items]}
+    problems = responses.problems(broken, responses.read(broken, COUNTER, path="a", line=1))
+    assert [p.detail for p in problems] == [
+        "a Response's output holds only output items, and item 0 is a user message"
+    ]

@@ -228,6 +228,7 @@ def read(
         id=None if record_id is None else str(record_id),
         line=line,
         meta={"entries": items, "sources": sources},
+        summaries=not _is_response(record),  # see _inputs_in_output
     )
 
 
@@ -554,7 +555,33 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every rule of the module docstring ``record`` breaks, naming the item (its
     position in the list)."""
     items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
-    return item_problems(items) + _pairing(conversation)
+    inputs = _inputs_in_output(items) if _is_response(record) else []
+    return inputs + item_problems(items) + _pairing(conversation)
+
+
+def _is_response(record: Any) -> bool:
+    """Whether ``record`` is a Response (``"object": "response"``), whose items are its
+    ``output``."""
+    return isinstance(record, Mapping) and record.get("object") == "response"
+
+
+def _inputs_in_output(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """A problem for each message of a Response's ``output`` that is not the
+    assistant's: an output holds only what the model produced (the API's Response
+    object; a schema that parses one, as the Vercel AI SDK's does, refuses a user
+    message there). So no summary is written there
+    (:attr:`ctxcli.model.Conversation.summaries`)."""
+    return [
+        Problem(
+            "input-in-output",
+            f"a Response's output holds only output items, and item {i} is a "
+            f"{item.get('role')} message",
+            i,
+            unit="item",
+        )
+        for i, item in enumerate(items)
+        if item_type(item) == "message" and item.get("role") != "assistant"
+    ]
 
 
 def item_problems(items: Sequence[Mapping[str, Any]]) -> list[Problem]:

@@ -109,7 +109,7 @@ class Summary:
     def apply(
         self, conversation: Conversation, context: Context
     ) -> tuple[Conversation, Mapping[str, int]]:
-        if not context.over(conversation):
+        if not context.over(conversation) or not conversation.summaries:
             return conversation, {}
         return _planned_again_on_fallback(self._apply, conversation, context)
 
