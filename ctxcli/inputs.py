@@ -257,6 +257,7 @@ def plan(
     _refuse_options(found, output=output, out_dir=out_dir, stats=stats, store=store)
     if in_place:
         _refuse_in_place(found, output=output, out_dir=out_dir)
+        found = _inside_folders(found, warn)
         plans = [Plan(f.path, f.path, stats, store or store_of(f.path)) for f in found]
         plans = [dataclasses.replace(p, in_place=True) for p in plans]
     else:
@@ -283,6 +284,27 @@ def _refuse_options(
     for name, value in (("--stats", stats), ("--store", store)):
         if value == "-":
             raise UsageError(f"{name} cannot be -: stdout carries the compressed records")
+
+
+def _inside_folders(found: Sequence[Found], warn: Callable[[str], None] | None) -> list[Found]:
+    """``found`` but the files found in a folder through a symlink that leads out of
+    it, each told to ``warn``: ``--in-place`` on a folder rewrote the file such a link
+    led to, elsewhere (a fixture linked to a shared data set), which the user never
+    named. A file named on its own is rewritten through its link, as asked."""
+    kept = []
+    for item in found:
+        if item.relative is not None and os.path.islink(item.path):
+            folder = item.path[: -len(item.relative)] or "."
+            target = os.path.realpath(item.path)
+            if os.path.commonpath([os.path.realpath(folder), target]) != os.path.realpath(folder):
+                if warn:
+                    warn(
+                        f"{item.path}: skipped, a symlink out of the folder (to {target}); "
+                        "name it to rewrite what it leads to"
+                    )
+                continue
+        kept.append(item)
+    return kept
 
 
 def _refuse_in_place(found: Sequence[Found], *, output: str | None, out_dir: str | None) -> None:

@@ -362,3 +362,22 @@ def test_runs_adding_to_one_store_at_once_each_add_theirs(
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda new: store_module.add_to_store(new, store), news))
     assert sorted(store_module.load_store(store).values()) == ["original 1", "original 2"]
+
+
+def test_in_place_on_a_folder_leaves_what_a_symlink_out_of_it_leads_to(tmp_path: Path) -> None:
+    # It rewrote the file the link led to, outside the folder (a fixture linked to a
+    # shared data set), which the user never named.
+    big, _ = fixtures(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    data = shared / "runs.jsonl"
+    data.write_bytes(big.read_bytes())
+    (big.parent / "linked.jsonl").symlink_to(data)
+    result = invoke("compress", "--in-place", str(big.parent))
+    assert result.exit_code == 0, result.output
+    assert data.read_bytes() == (SAMPLES / "agent_run.jsonl").read_bytes()
+    assert "linked.jsonl: skipped, a symlink out of the folder" in result.stderr
+    assert big.read_bytes() != data.read_bytes()  # the folder's own file was rewritten
+    named = invoke("compress", "--in-place", str(big.parent / "linked.jsonl"))
+    assert named.exit_code == 0, named.output  # named on its own: rewritten, as asked
+    assert data.read_bytes() != (SAMPLES / "agent_run.jsonl").read_bytes()
