@@ -229,9 +229,15 @@ def load_store(path: str) -> dict[str, Any]:
     store: dict[str, Any] = {}
     for line, raw in jsonio.iter_lines(path):
         entry = jsonio.loads(raw, path, line)
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
-            raise StoreError(f'{path}:{line}: expected {{"id": ..., "content": ...}}')
-        if "content" not in entry or not held_as(entry["content"], entry["id"]):
+        if (
+            not isinstance(entry, Mapping)
+            or not isinstance(entry.get("id"), str)
+            or "content" not in entry
+        ):  # a transcript given as the store has ids, and messages, not content
+            raise StoreError(
+                f'{path}:{line}: expected {{"id": ..., "content": ...}}: no ctxcli store'
+            )
+        if not held_as(entry["content"], entry["id"]):
             raise StoreError(f"{path}:{line}: content does not match its id {entry['id']}")
         store[entry["id"]] = entry["content"]
     return store

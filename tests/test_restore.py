@@ -137,6 +137,13 @@ def test_a_store_whose_content_does_not_match_its_id_is_refused(
     )
     assert result.exit_code == 1
     assert f"{store}:1: content does not match its id {content_id(BIG)}" in result.output
+    # a transcript given as the store has ids, not contents: it is named as no store
+    # (it was "content does not match its id", as if a store had been edited)
+    result = CliRunner().invoke(
+        cli, ["restore", str(tmp_path / "in.compressed.jsonl"), "--store", str(source)]
+    )
+    assert result.exit_code == 1
+    assert f'{source}:1: expected {{"id": ..., "content": ...}}: no ctxcli store' in result.output
 
 
 def test_stdin_to_stdout_throws_the_originals_away_and_says_so(source: Path) -> None:
