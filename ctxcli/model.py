@@ -289,8 +289,8 @@ class Conversation:
     turns, which LLaMA-Factory reads only first, Claude Code), where a summary is one
     of the dialogue's user turns. ``summaries`` is false where no message of a user
     or system may be written: a Response's ``output``, which holds only what the
-    model produced (the summary stage folds nothing there; the other stages work as
-    anywhere).
+    model produced (the summary stage folds nothing there, and only turns older
+    large tool results into placeholders; the other stages work as anywhere).
     """
 
     messages: tuple[Message, ...]

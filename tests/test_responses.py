@@ -674,6 +674,15 @@ def test_a_response_output_gets_no_user_message(tmp_path: Path) -> None:
     assert "safer plan" not in result.stderr and "broke a rule" not in result.stderr
     after = json.loads(result.stdout)["output"]
     assert {item["role"] for item in after} == {"assistant"} and after[-1] == items[-1]
+    # older large results still become placeholders, in place: only folding is out
+    steps = [item for n in range(4) for item in (call(n), output(n, size=400))]
+    calls = {"id": "resp_2", "object": "response", "output": [*steps, items[-1]]}
+    result = CliRunner().invoke(
+        cli, ["compress", "-", "-o", "-", "--max-tokens", "4000"], input=json.dumps(calls) + "\n"
+    )
+    after = json.loads(result.stdout)["output"]
+    assert [item["type"] for item in after] == [item["type"] for item in calls["output"]]
+    assert "[ctxcli placeholder" in after[1]["output"]
     # and validate names one, where it is
     broken = {**record, "output": [user("hi"), *items]}
     problems = responses.problems(broken, responses.read(broken, COUNTER, path="a", line=1))

@@ -109,7 +109,7 @@ class Summary:
     def apply(
         self, conversation: Conversation, context: Context
     ) -> tuple[Conversation, Mapping[str, int]]:
-        if not context.over(conversation) or not conversation.summaries:
+        if not context.over(conversation):
             return conversation, {}
         return _planned_again_on_fallback(self._apply, conversation, context)
 
@@ -199,6 +199,10 @@ class Summary:
         start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
         barred = _barred_after(conversation, role, len(steps) > 1, lead)
         befores = _before_ends(messages, groups, turn, (start, lead), barred, len(steps) > 1)
+        if not conversation.summaries:  # compaction only: no fold, so no summary
+            return _Layout(
+                conversation, lead, after, [lead], [after], _compacts(messages, groups, turn)
+            )
         chat = role == "user" and len(steps) <= 1 and self.keep_last is None
         if chat and not conversation.alternating and turn and befores[-1] < turn[0]:
             # The last resort, after every other cut: fold up to the latest user turn
