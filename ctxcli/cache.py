@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from ctxcli import jsonio
 from ctxcli.errors import ConfigError
 
 FILE_NAME = "summaries.sqlite"
@@ -34,7 +35,11 @@ def default_path(environ: Mapping[str, str]) -> Path:
 
 def key(*parts: Any) -> str:
     """A stable SHA-256 hex key of JSON-serialisable ``parts`` (exact, order-sensitive)."""
-    return hashlib.sha256(orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)).hexdigest()
+    try:
+        data = orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer past 64 bits, a lone surrogate: the standard library's
+        data = jsonio.std_dumps(list(parts), sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(data).hexdigest()
 
 
 class SummaryCache:

@@ -59,9 +59,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ctxcli import jsonio
+from ctxcli.errors import InputError
 from ctxcli.model import Conversation, called_functions, content_text
 
 #: The kinds of facts, in the order the report gives them.
@@ -189,9 +188,9 @@ def _decoded(text: str) -> str:
     """``text`` with JSON escapes of non-ASCII decoded, when it is JSON that has them."""
     if "\\u" not in text or text.lstrip()[:1] not in ("{", "[", '"'):
         return text
-    try:
-        return orjson.dumps(orjson.loads(text)).decode()
-    except orjson.JSONDecodeError:
+    try:  # integers past 64 bits kept exact (jsonio.loads)
+        return jsonio.dumps(jsonio.loads(text, "text", None)).decode()
+    except InputError:
         return text
 
 

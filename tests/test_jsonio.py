@@ -364,3 +364,24 @@ def test_a_broken_object_spread_over_lines_is_named_where_it_breaks(tmp_path: Pa
     assert jsonio.read_records(str(lines))[0] == "jsonl"
     result = CliRunner().invoke(cli, ["validate", str(lines)])
     assert result.exit_code == 1 and f"{lines}:1: invalid JSON" in result.output
+
+
+def test_a_summary_folds_call_arguments_with_integers_past_64_bits(tmp_path: Path) -> None:
+    # Read exact, they reached orjson.dumps in the summary ("Integer exceeds 64-bit
+    # range"): the summary stage fell back, a "ctxcli bug", and wrote no summary.
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for n in range(6):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": "f", "arguments": {"n": 12345678901234567890123}}
+        messages += [
+            {"role": "user", "content": f"task {n} " + "word " * 150},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "res " * 150},
+        ]
+    messages.append({"role": "user", "content": "final"})
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps({"messages": messages}) + "\n")
+    result = CliRunner().invoke(cli, ["compress", str(source), "--max-tokens", "800", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert "broke a rule" not in result.stderr
+    assert "[ctxcli summary]" in result.stdout and "12345678901234567890123" in result.stdout

@@ -1108,9 +1108,9 @@ def _string(value: Any) -> str:
         return value
     if value is None:
         return ""
-    import orjson
+    from ctxcli import jsonio  # an integer past 64 bits, read exact, is no orjson's
 
-    return orjson.dumps(value).decode()
+    return jsonio.dumps(value).decode()
 
 
 def _id(value: Any) -> str | None:

@@ -30,10 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from ctxcli import jsonio
 from ctxcli.cache import SummaryCache, key
-from ctxcli.errors import ConfigError, SummaryError
+from ctxcli.errors import ConfigError, InputError, SummaryError
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text, sentences
 from ctxcli.summarizers.text import most_that_fit
 from ctxcli.tokens import TokenCounter, call_function
@@ -176,7 +175,7 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[str]:
                 arguments = (
                     _compact(arguments)
                     if isinstance(arguments, str)
-                    else orjson.dumps(arguments).decode()
+                    else jsonio.dumps(arguments).decode()  # past 64 bits too
                 )
                 lines.append(f"{role} called {function.get('name', '?')}({arguments})")
     return lines
@@ -704,9 +703,9 @@ def _compact(text: str) -> str:
     """JSON ``text`` re-serialised without spaces; other text as it is."""
     if text[:1] not in ("{", "["):
         return text
-    try:
-        return orjson.dumps(orjson.loads(text)).decode()
-    except orjson.JSONDecodeError:
+    try:  # integers past 64 bits kept exact (jsonio.loads)
+        return jsonio.dumps(jsonio.loads(text, "arguments", None)).decode()
+    except InputError:
         return text
 
 
