@@ -127,28 +127,37 @@ def read_records(
     except NumberError:
         raise
     except InputError as exc:
-        _refuse_broken_text(path, body, (first, after[0]), exc)
+        _refuse_broken_text(path, body, (first, after), exc)
         return "jsonl", _jsonl(path, data, True), None
     if isinstance(whole, list):
         return "array", _array_records(data, whole), data
     return "object", iter([Record(1, None, body.strip(), whole)]), data
 
 
-def _refuse_broken_text(path: str, body: bytes, head: tuple[bytes, bytes], exc: InputError) -> None:
+def _refuse_broken_text(
+    path: str, body: bytes, head: tuple[bytes, list[bytes]], exc: InputError
+) -> None:
     """Raise for a file that is one JSON text, broken (``exc``: what parsing it whole
-    raised), and not JSON lines with a broken line, by its first two non-blank lines
-    (``head``): an array (no JSON lines file opens with one; the error of the whole
-    text says where), or an object spread over lines (:func:`_spread_object`)."""
-    first, second = head
+    raised), and not JSON lines with a broken line, by its first non-blank lines
+    (``head``: the first and those after it): an array (no JSON lines file opens with
+    one; the error of the whole text says where), or an object spread over lines
+    (:func:`_spread_object`) that breaks past its second line or before no whole
+    record: JSON lines whose first record a raw line end split (in a string) break on
+    line 1 or 2 and go on with whole records, and are read line by line."""
+    first, after = head
     if first.lstrip().startswith(b"["):
         raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
-    if _spread_object(first, second):
-        raise _broken_object(path, body, exc) from None
+    if not _spread_object(first, after[0]):
+        return
+    broken = _broken_object(path, body, exc)
+    if broken.line is not None and broken.line <= 2 and any(map(_is_object, after[:2])):
+        return
+    raise broken from None
 
 
 def _spread_object(first: bytes, second: bytes) -> bool:
     """Whether a file whose first non-blank lines are ``first`` and ``second`` (neither
-    a JSON object on its own) opens one JSON object spread over lines (a SWE-agent
+    a JSON object on its own) may open one JSON object spread over lines (a SWE-agent
     ``.traj``, a Gemini CLI session): it opens with ``{`` and its second line opens no
     record of its own, as the second line of JSON lines with a broken first does."""
     return first.lstrip().startswith(b"{") and bool(second) and not second.lstrip().startswith(b"{")
@@ -156,8 +165,15 @@ def _spread_object(first: bytes, second: bytes) -> bool:
 
 def _broken_object(path: str, body: bytes, exc: InputError) -> InputError:
     """The error for a JSON object spread over lines that does not parse: at the line
-    and column where the parser stopped (read as JSON lines, it had been "line 1:
-    unexpected end of data", and ``validate`` had listed every line of the file)."""
+    and column where the parser stopped, or of the first byte that is not UTF-8 (read
+    as JSON lines, it had been "line 1: unexpected end of data", and ``validate`` had
+    listed every line of the file)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = body.count(b"\n", 0, bad.start) + 1
+        column = bad.start - (body.rfind(b"\n", 0, bad.start) + 1) + 1
+        return InputError(path, line, f"not valid UTF-8 (at byte {column} of the line)")
     try:
         orjson.loads(body)
     except orjson.JSONDecodeError as bad:

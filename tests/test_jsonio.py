@@ -385,3 +385,25 @@ def test_a_summary_folds_call_arguments_with_integers_past_64_bits(tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert "broke a rule" not in result.stderr
     assert "[ctxcli summary]" in result.stdout and "12345678901234567890123" in result.stdout
+
+
+def test_json_lines_whose_first_record_a_line_end_split_stay_json_lines(tmp_path: Path) -> None:
+    # 0e960fd took them for one object spread over lines: the whole file failed,
+    # --on-error keep too, where each bad line had been named and the rest written.
+    good = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    source = tmp_path / "a.jsonl"
+    source.write_text(
+        '{"messages": [{"role": "user", "content": "hello\nworld"}]}\n' + f"{good}\n" * 5
+    )
+    result = CliRunner().invoke(cli, ["compress", str(source), "--on-error", "keep", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count(good) == 5
+    assert f"{source}:1: " in result.stderr and f"{source}:2: " in result.stderr
+
+
+def test_bad_utf8_in_an_object_spread_over_lines_is_named_at_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "run.traj"
+    source.write_bytes(b'{\n  "history": [\n    {"role": "user", "content": "h\xffi"}\n  ]\n}\n')
+    with pytest.raises(InputError) as caught:
+        jsonio.read_records(str(source))
+    assert str(caught.value) == f"{source}:3: not valid UTF-8 (at byte 35 of the line)"
