@@ -683,6 +683,13 @@ def test_a_response_output_gets_no_user_message(tmp_path: Path) -> None:
     after = json.loads(result.stdout)["output"]
     assert [item["type"] for item in after] == [item["type"] for item in calls["output"]]
     assert "[ctxcli placeholder" in after[1]["output"]
+    # a Response read from the request's input beside it (--messages-key input) is a
+    # request: its user messages are no fault, and it is summarized as one
+    logged = {**record, "input": [user(f"ask {n} " + "word " * 200) for n in range(4)]}
+    args = ["compress", "-", "-o", "-", "--max-tokens", "400", "--messages-key", "input"]
+    result = CliRunner().invoke(cli, args, input=json.dumps(logged) + "\n")
+    assert result.exit_code == 0 and "broke a rule" not in result.stderr, result.output
+    assert "[ctxcli summary]" in json.dumps(json.loads(result.stdout)["input"])
     # and validate names one, where it is
     broken = {**record, "output": [user("hi"), *items]}
     problems = responses.problems(broken, responses.read(broken, COUNTER, path="a", line=1))

@@ -227,8 +227,8 @@ def read(
         extra_tokens=counter.tools(record.get("tools")),
         id=None if record_id is None else str(record_id),
         line=line,
-        meta={"entries": items, "sources": sources},
-        summaries=not _is_response(record),  # see _inputs_in_output
+        meta={"entries": items, "sources": sources, "key": key},
+        summaries=not _is_response(record, key),  # see _inputs_in_output
     )
 
 
@@ -555,14 +555,16 @@ def problems(record: Any, conversation: Conversation) -> list[Problem]:
     """Every rule of the module docstring ``record`` breaks, naming the item (its
     position in the list)."""
     items: Sequence[Mapping[str, Any]] = conversation.meta.get("entries", ())
-    inputs = _inputs_in_output(items) if _is_response(record) else []
+    key = conversation.meta.get("key", key_of(record))
+    inputs = _inputs_in_output(items) if _is_response(record, key) else []
     return inputs + item_problems(items) + _pairing(conversation)
 
 
-def _is_response(record: Any) -> bool:
-    """Whether ``record`` is a Response (``"object": "response"``), whose items are its
-    ``output``."""
-    return isinstance(record, Mapping) and record.get("object") == "response"
+def _is_response(record: Any, key: str) -> bool:
+    """Whether ``record`` is a Response (``"object": "response"``) read from its
+    ``output`` (``key``: where its items were read; a Response logged with the request's
+    ``input`` beside its output, read with ``--messages-key input``, is a request's)."""
+    return isinstance(record, Mapping) and record.get("object") == "response" and key == "output"
 
 
 def _inputs_in_output(items: Sequence[Mapping[str, Any]]) -> list[Problem]:
