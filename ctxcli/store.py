@@ -147,7 +147,8 @@ def _folder_lock(path: str) -> Iterator[None]:
     inside, waiting for any other holder (a process or thread): the folder, not the
     file, as the file is replaced (a lock on the old one would not exclude a run that
     opened the new one) and a lock file would be left beside the user's files. Where
-    there is no ``flock`` (Windows) or the file system refuses it on a folder (NFS may:
+    there is no ``flock`` (Windows), the folder cannot be opened (write and search
+    permission only), or the file system refuses a lock on a folder (NFS may:
     ``EBADF``), nothing is locked, as before."""
     try:
         import fcntl
@@ -155,7 +156,11 @@ def _folder_lock(path: str) -> Iterator[None]:
         yield
         return
     folder = os.path.dirname(os.path.realpath(path))
-    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder one may write to but not read (mode 0300): unlocked
+        yield
+        return
     try:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX)

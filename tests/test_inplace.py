@@ -381,3 +381,26 @@ def test_in_place_on_a_folder_leaves_what_a_symlink_out_of_it_leads_to(tmp_path:
     named = invoke("compress", "--in-place", str(big.parent / "linked.jsonl"))
     assert named.exit_code == 0, named.output  # named on its own: rewritten, as asked
     assert data.read_bytes() != (SAMPLES / "agent_run.jsonl").read_bytes()
+
+
+def test_a_store_in_a_folder_that_cannot_be_read_is_added_to_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening the folder for its lock raised PermissionError (mode 0300, not root):
+    # the run wrote nothing, where it had written before the lock.
+    opening = os.open
+
+    def refused(path: str, flags: int, *args: Any) -> int:
+        if os.path.isdir(path):
+            raise PermissionError(13, "Permission denied", path)
+        return opening(path, flags, *args)
+
+    new = str(tmp_path / "new.jsonl")
+    with store_module.StoreWriter(new) as writer:
+        writer.add({content_id("original"): "original"})
+        writer.commit()
+    monkeypatch.setattr(os, "open", refused)
+    store = str(tmp_path / "s.store.jsonl")
+    assert store_module.add_to_store(new, store)[0] == 1
+    monkeypatch.setattr(os, "open", opening)
+    assert store_module.load_store(store) == {content_id("original"): "original"}
