@@ -103,7 +103,11 @@ def compress_file(
         restorable=restorable,
     )
     return Compressor(options).file(
-        item.input, item.output, stats_path=item.stats, store_path=item.store
+        item.input,
+        item.output,
+        stats_path=item.stats,
+        store_path=item.store,
+        add_to_store=item.adds_to_store,  # a named store is added to, as by the CLI
     )
 
 

@@ -391,7 +391,11 @@ def compress_files(
         for item in plans:
             if item.input not in results:
                 results[item.input] = compressor.file(
-                    item.input, item.output, stats_path=item.stats, store_path=item.store
+                    item.input,
+                    item.output,
+                    stats_path=item.stats,
+                    store_path=item.store,
+                    add_to_store=item.adds_to_store,
                 )
     return [results[p.input] for p in plans]
 
@@ -418,7 +422,8 @@ def _by_file(rows: Iterable[dict[str, Any]]) -> Iterator[Iterator[Piece]]:
 
 def _write(compressor: Compressor, item: Plan, pieces: Iterator[Piece], staging: Path) -> FileStats:
     """Book and write one input's pieces as :meth:`ctxcli.compress.Compressor.file`
-    does (stats, then store, then output moved into place), staging remote targets."""
+    does (store, then stats, then output moved into place; a named local store added
+    to, a remote one replaced), staging remote targets."""
     local = _Staged(item, staging)
     stats = FileStats(
         input=item.input,
@@ -431,8 +436,12 @@ def _write(compressor: Compressor, item: Plan, pieces: Iterator[Piece], staging:
     warned = compressor._file_start = compressor.warned
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
+        adding = item.adds_to_store and local.store == item.store  # not staged
         writer, store, stats_file = open_writers(
-            stack, item.input, (local.output or item.output, local.store, local.stats)
+            stack,
+            item.input,
+            (local.output or item.output, local.store, local.stats),
+            adding=adding,
         )
         sink = _Output(writer, parquet.is_parquet(item.input))
         for piece in pieces:
@@ -479,10 +488,10 @@ class _Staged:
     (``s3://...``) in ``staging``, uploaded by :meth:`upload` once all are written."""
 
     def __init__(self, item: Plan, staging: Path) -> None:
-        self.remote: list[tuple[str, str]] = []
-        self.output = self._local(item.output, staging)
-        self.stats = self._local(item.stats, staging)
+        self.remote: list[tuple[str, str]] = []  # uploaded in this order
         self.store = self._local(item.store, staging)
+        self.stats = self._local(item.stats, staging)
+        self.output = self._local(item.output, staging)
 
     def _local(self, target: str | None, staging: Path) -> str | None:
         if target is None or "://" not in target:
@@ -493,7 +502,7 @@ class _Staged:
         return here
 
     def upload(self) -> None:
-        """Copy the staged files to their remote targets (stats, store, output last)."""
+        """Copy the staged files to their remote targets (store, stats, output last)."""
         for here, target in self.remote:
             if not os.path.exists(here):
                 continue  # a store with no entries is not written

@@ -210,3 +210,27 @@ def test_a_bad_record_given_to_compress_records_is_named_by_its_index() -> None:
         ctxcli.compress_records([good, {"nope": 1}], max_tokens=10)
     assert str(caught.value).startswith("records[record 1]: no format fits this record")
     assert caught.value.record == 1
+
+
+def test_compress_file_adds_to_a_named_store(tmp_path: Path) -> None:
+    # It ignored the plan's "added to": a second call replaced the first's originals.
+    store = tmp_path / "shared.jsonl"
+    placeholders = {"placeholder": {"threshold": 50, "keep_recent": 0}}
+    sources = []
+    for name in "ab":
+        record = copy.deepcopy(ANTHROPIC)
+        record["messages"][2]["content"][0]["content"] = f"{name} " + "snow " * 400
+        source = tmp_path / f"{name}.jsonl"
+        source.write_text(json.dumps(record) + "\n")
+        ctxcli.compress_file(
+            source,
+            tmp_path / f"{name}.out.jsonl",
+            store=store,
+            stages="placeholder",
+            stage_options=placeholders,
+        )
+        sources.append((source, record))
+    for source, record in sources:
+        back = tmp_path / "back.jsonl"
+        ctxcli.restore_file(tmp_path / f"{source.stem}.out.jsonl", back, store)
+        assert json.loads(back.read_text()) == record

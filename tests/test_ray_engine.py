@@ -186,6 +186,38 @@ def test_a_bad_line_stops_the_run_with_its_file_and_line(local_ray: Any, tmp_pat
     assert (tmp_path / "a.compressed.jsonl").read_text() == (tmp_path / "a.jsonl").read_text()
 
 
+def test_a_named_store_is_added_to_on_ray_too(local_ray: Any, tmp_path: Path) -> None:
+    # --engine ray replaced a store named with --store, as the local run did before.
+    big = "a long line of tool output\n" * 300
+    store = tmp_path / "shared.jsonl"
+    for name in "ab":
+        call = {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+        record = {
+            "messages": [
+                {"role": "user", "content": "Go."},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c", "content": f"{name}: {big}"},
+                {"role": "assistant", "content": "Done."},
+            ]
+        }
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps(record) + "\n")
+        args = [
+            "compress",
+            str(tmp_path / f"{name}.jsonl"),
+            "-o",
+            str(tmp_path / f"{name}.out.jsonl"),
+        ]
+        args += ["--store", str(store), "--engine", "ray", "-q", "--stages", "placeholder"]
+        result = CliRunner().invoke(cli, [*args, "--placeholder-keep-recent", "0"])
+        assert result.exit_code == 0, result.output
+    for name in "ab":
+        back = tmp_path / f"{name}.back.jsonl"
+        restore = ["restore", str(tmp_path / f"{name}.out.jsonl"), "--store", str(store)]
+        result = CliRunner().invoke(cli, [*restore, "-o", str(back)])
+        assert result.exit_code == 0, result.output
+        assert json.loads(back.read_text()) == json.loads((tmp_path / f"{name}.jsonl").read_text())
+
+
 def test_compress_dataset_keeps_columns_and_order(local_ray: Any, folder: Path) -> None:
     from ctxcli import config
     from ctxcli.ray_engine import compress_dataset
