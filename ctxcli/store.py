@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
 from ctxcli.placeholders import (
     ARGUMENTS_KEY,
+    ID_HEX,
     PLACEHOLDER_START,
     TOOL_ROLES,
     arguments_text,
@@ -50,8 +51,9 @@ class StoreWriter:
     store is added to (:func:`add_to_store`), never replaced, and ``entries`` and
     ``bytes`` are then those it holds after :meth:`commit`. Raises
     :class:`StoreError` when two different kinds of content (a string and a list)
-    share an id (no longer possible since :data:`ctxcli.placeholders.PARTS_PREFIX`),
-    and, ``adding``, for a file that is no store (:func:`refuse_foreign`).
+    share an id (since :data:`ctxcli.placeholders.PARTS_PREFIX`, only a string equal
+    to the JSON of a list an earlier ctxcli stored, when added to that store), and,
+    ``adding``, for a file that is no store (:func:`refuse_foreign`).
     """
 
     def __init__(self, target: str, *, like: str | None = None, adding: bool = False) -> None:
@@ -133,7 +135,10 @@ def add_to_store(new: str, store: str, *, like: str | None = None) -> tuple[int,
             held = b""
         if held and not held.endswith(b"\n"):
             held += b"\n"
-        held, added = _kept_and_added(held, Path(new).read_bytes())
+        try:
+            held, added = _kept_and_added(held, Path(new).read_bytes())
+        except StoreError as clash:
+            raise StoreError(f"{store}: {clash}") from None
         with jsonio.AtomicWriter(store, like=like) as writer:
             writer.write(held + added)
             writer.commit()
@@ -175,12 +180,34 @@ def _kept_and_added(held: bytes, new: bytes) -> tuple[bytes, bytes]:
     line but a damaged entry (cut short, edited) of an original ``new`` has, which
     that one replaces."""
     old = held.splitlines(keepends=True)
-    known = {m[1] for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
+    known = {m[1]: line for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
     lines = new.splitlines(keepends=True)
+    _refuse_kind_clash(known, lines)
     adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
     fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
     kept = (line for line in old if (m := _ENTRY_ID.match(line)) is None or m[1] not in fresh)
     return b"".join(kept), b"".join(adding)
+
+
+def _refuse_kind_clash(known: Mapping[bytes, bytes], lines: Sequence[bytes]) -> None:
+    """Raise :class:`StoreError` for a line of ``lines`` (new entries) whose id a held
+    entry of ``known`` (by id) has with the other kind of content: a list an earlier
+    ctxcli stored under the id of the string that is its JSON (before
+    :data:`ctxcli.placeholders.PARTS_PREFIX`), which would restore in its place."""
+    for line in lines:
+        m = _ENTRY_ID.match(line)
+        if m is not None and m[1] in known and _is_text(line) != _is_text(known[m[1]]):
+            raise StoreError(
+                f"id {m[1].decode()} is held as a list of parts by an earlier ctxcli's entry "
+                "and is a string's in this run (the string is that list's JSON); "
+                "give this run another --store"
+            )
+
+
+def _is_text(line: bytes) -> bool:
+    """Whether a store's ``line`` (as :class:`StoreWriter` writes it: compact, ``id``
+    then ``content``) holds a string, not a list of parts."""
+    return line[len('{"id":"') + ID_HEX + len('","content":') :][:1] == b'"'
 
 
 def _sound(line: bytes, entry_id: bytes) -> bool:

@@ -911,3 +911,23 @@ def test_a_run_stopped_before_its_output_moved_leaves_the_old_output_restorable(
     assert CliRunner().invoke(cli, args).exit_code != 0
     monkeypatch.setattr(os, "replace", moving)
     assert _restores(output, store, kept)
+
+
+def test_a_string_whose_id_an_earlier_list_entry_holds_is_refused(tmp_path: Path) -> None:
+    # A store written before PARTS_PREFIX holds a list under the id of the string that
+    # is its JSON; adding that string kept the list, and restore gave back a list.
+    source, records = _parts_and_their_json(tmp_path)
+    parts = records[0]["messages"][2]["content"]
+    text = records[1]["messages"][2]["content"]
+    store = tmp_path / "old.store.jsonl"
+    entry = {"id": content_id(text), "content": parts}  # as StoreWriter wrote it
+    store.write_text(json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n")
+    source.write_text(json.dumps(records[1]) + "\n")  # the string's conversation
+    output = tmp_path / "out.jsonl"
+    args = ["compress", str(source), "-o", str(output), "--store", str(store)]
+    result = CliRunner().invoke(
+        cli, [*args, "--stages", "placeholder", "--placeholder-keep-recent", "0"]
+    )
+    assert result.exit_code == 1
+    assert f"{store}: id {content_id(text)} is held as a list of parts" in result.output
+    assert not output.exists()
