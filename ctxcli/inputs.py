@@ -290,7 +290,8 @@ def _inside_folders(found: Sequence[Found], warn: Callable[[str], None] | None) 
     """``found`` but the files found in a folder through a symlink that leads out of
     it, each told to ``warn``: ``--in-place`` on a folder rewrote the file such a link
     led to, elsewhere (a fixture linked to a shared data set), which the user never
-    named. A file named on its own is rewritten through its link, as asked."""
+    named. A file named on its own is rewritten through its link, as asked. Raises
+    :class:`ConfigError` when that leaves no file."""
     kept = []
     for item in found:
         if item.relative is not None and os.path.islink(item.path):
@@ -304,6 +305,10 @@ def _inside_folders(found: Sequence[Found], warn: Callable[[str], None] | None) 
                     )
                 continue
         kept.append(item)
+    if found and not kept:  # as a folder with no transcripts is
+        raise ConfigError(
+            "nothing to rewrite in place: every file found is a symlink out of its folder"
+        )
     return kept
 
 

@@ -404,3 +404,12 @@ def test_a_store_in_a_folder_that_cannot_be_read_is_added_to_unlocked(
     assert store_module.add_to_store(new, store)[0] == 1
     monkeypatch.setattr(os, "open", opening)
     assert store_module.load_store(store) == {content_id("original"): "original"}
+
+
+def test_in_place_on_a_folder_of_symlinks_out_of_it_is_an_error(tmp_path: Path) -> None:
+    folder, shared = tmp_path / "fx", tmp_path / "shared.jsonl"
+    folder.mkdir()
+    shared.write_bytes((SAMPLES / "agent_run.jsonl").read_bytes())
+    (folder / "a.jsonl").symlink_to(shared)
+    result = invoke("compress", "--in-place", str(folder))
+    assert result.exit_code == 1 and "nothing to rewrite in place" in result.output
