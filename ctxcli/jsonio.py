@@ -648,8 +648,11 @@ def dumps(value: Any) -> bytes:
     (1,024), are written by the standard library."""
     try:
         return orjson.dumps(value)
-    except TypeError:
-        return std_dumps(value, separators=(",", ":")).encode()
+    except TypeError:  # an integer past 64 bits, a lone surrogate, nesting past 254
+        try:
+            return std_dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 holds it
+            return std_dumps(value, separators=(",", ":")).encode()
 
 
 def std_dumps(value: Any, **options: Any) -> str:

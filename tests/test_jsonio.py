@@ -229,6 +229,10 @@ def test_integers_past_64_bits_are_kept_exact(tmp_path: Path, number: int) -> No
     [system, *_, last] = json.loads(result.stdout)["messages"]
     assert system["cache_id"] == number and last["ts"] == number
     assert type(system["cache_id"]) is int
+    # written by the standard library then, non-ASCII still as UTF-8, as orjson writes it
+    assert jsonio.dumps({"city": "München", "n": number}) == (
+        f'{{"city":"München","n":{number}}}'.encode()
+    )
 
 
 def test_a_number_json_does_not_allow_in_an_array_file_names_its_line(tmp_path: Path) -> None:
