@@ -138,29 +138,34 @@ def _refuse_broken_text(
     path: str, body: bytes, head: tuple[bytes, list[bytes]], exc: InputError
 ) -> None:
     """Raise for a file that is one JSON text, broken (``exc``: what parsing it whole
-    raised), and not JSON lines with a broken line, by its first non-blank lines
+    raised), and not JSON lines with broken lines, by its first non-blank lines
     (``head``: the first and those after it): an array (no JSON lines file opens with
     one; the error of the whole text says where), or an object spread over lines
-    (:func:`_spread_object`) that breaks past its second line or before no whole
-    record: JSON lines whose first record a raw line end split (in a string) break on
-    line 1 or 2 and go on with whole records, and are read line by line."""
+    (:func:`_spread_object`)."""
     first, after = head
     if first.lstrip().startswith(b"["):
         raise InputError(path, None, f"not a JSON array: {exc.reason}") from None
-    if not _spread_object(first, after[0]):
-        return
-    broken = _broken_object(path, body, exc)
-    if broken.line is not None and broken.line <= 2 and any(map(_is_object, after[:2])):
-        return
-    raise broken from None
+    if _spread_object(first, after[0], body):
+        raise _broken_object(path, body, exc) from None
 
 
-def _spread_object(first: bytes, second: bytes) -> bool:
-    """Whether a file whose first non-blank lines are ``first`` and ``second`` (neither
-    a JSON object on its own) may open one JSON object spread over lines (a SWE-agent
-    ``.traj``, a Gemini CLI session): it opens with ``{`` and its second line opens no
-    record of its own, as the second line of JSON lines with a broken first does."""
-    return first.lstrip().startswith(b"{") and bool(second) and not second.lstrip().startswith(b"{")
+#: How many lines of a file that opens with ``{`` and does not parse are looked at for
+#: a whole record, which tells JSON lines from one object spread over lines.
+_RECORD_LOOKS = 50
+
+
+def _spread_object(first: bytes, second: bytes, body: bytes) -> bool:
+    """Whether a file (``body``) whose first non-blank lines are ``first`` and
+    ``second`` (neither a JSON object on its own) is one JSON object spread over lines
+    (a SWE-agent ``.traj``, a Gemini CLI session): it opens with ``{``, its second
+    line opens no record of its own, and none of its first :data:`_RECORD_LOOKS`
+    lines after the first is a whole record, as JSON lines whose first records hold
+    raw line ends (pasted text split them) go on with whole ones. A pretty-printed
+    object with such a line is read as JSON lines, each line named, as it always was."""
+    if not (first.lstrip().startswith(b"{") and second and not second.lstrip().startswith(b"{")):
+        return False
+    lines = body.split(b"\n", _RECORD_LOOKS + 1)[1 : _RECORD_LOOKS + 1]
+    return not any(_is_object(line) or _is_array(line) for line in lines)
 
 
 def _broken_object(path: str, body: bytes, exc: InputError) -> InputError:

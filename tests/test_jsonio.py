@@ -391,14 +391,22 @@ def test_a_summary_folds_call_arguments_with_integers_past_64_bits(tmp_path: Pat
     assert "[ctxcli summary]" in result.stdout and "12345678901234567890123" in result.stdout
 
 
-def test_json_lines_whose_first_record_a_line_end_split_stay_json_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "head",
+    [
+        '{"messages": [{"role": "user", "content": "hello\nworld"}]}\n',
+        '{"messages": [{"role": "user", "content": "a\nb\nc"}]}\n',  # pasted lines
+        '{"messages": [{"role": "user", "content": "a\nb"}]}\n{"messages": "c\nd"}\n',
+    ],
+)
+def test_json_lines_whose_first_record_a_line_end_split_stay_json_lines(
+    tmp_path: Path, head: str
+) -> None:
     # 0e960fd took them for one object spread over lines: the whole file failed,
     # --on-error keep too, where each bad line had been named and the rest written.
     good = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
     source = tmp_path / "a.jsonl"
-    source.write_text(
-        '{"messages": [{"role": "user", "content": "hello\nworld"}]}\n' + f"{good}\n" * 5
-    )
+    source.write_text(head + f"{good}\n" * 5)
     result = CliRunner().invoke(cli, ["compress", str(source), "--on-error", "keep", "-o", "-"])
     assert result.exit_code == 0, result.output
     assert result.stdout.count(good) == 5
