@@ -43,8 +43,9 @@ def compress_records(
 
     ``max_tokens`` is the budget of each conversation (default 8000; 0 for none),
     ``stages`` the comma-separated stages (default ``placeholder,summary,priority``).
-    The originals placeholders replace go to ``store`` (a JSON lines file that
-    :func:`restore_file` reads back), or nowhere when it is ``None``. A bad record
+    The originals placeholders replace are added to ``store`` (a JSON lines file that
+    :func:`restore_file` reads back; never replaced, so calls may share one), or go
+    nowhere when it is ``None``. A bad record
     raises :class:`ctxcli.errors.InputError` naming it ``records[record N]`` (from 0).
 
     Example::
@@ -67,7 +68,12 @@ def compress_records(
         with open(source, "wb") as file:
             file.writelines(jsonio.dumps(record) + b"\n" for record in records)
         try:
-            Compressor(options).file(source, target, store_path=_name(store) or os.devnull)
+            Compressor(options).file(
+                source,
+                target,
+                store_path=_name(store) or os.devnull,
+                add_to_store=store is not None,  # as compress_file adds to it
+            )
         except InputError as error:
             if error.path != source:
                 raise

@@ -234,3 +234,22 @@ def test_compress_file_adds_to_a_named_store(tmp_path: Path) -> None:
         back = tmp_path / "back.jsonl"
         ctxcli.restore_file(tmp_path / f"{source.stem}.out.jsonl", back, store)
         assert json.loads(back.read_text()) == record
+
+
+def test_compress_records_adds_to_a_named_store(tmp_path: Path) -> None:
+    # It replaced the store: the first call's placeholders could not be restored.
+    store = tmp_path / "shared.jsonl"
+    placeholders = {"placeholder": {"threshold": 50, "keep_recent": 0}}
+    calls = []
+    for name in "ab":
+        record = copy.deepcopy(ANTHROPIC)
+        record["messages"][2]["content"][0]["content"] = f"{name} " + "snow " * 400
+        out = ctxcli.compress_records(
+            [record], store=store, stages="placeholder", stage_options=placeholders
+        )
+        calls.append((record, out))
+    for record, out in calls:
+        compressed, back = tmp_path / "c.jsonl", tmp_path / "back.jsonl"
+        compressed.write_text(json.dumps(out[0]) + "\n")
+        ctxcli.restore_file(compressed, back, store)
+        assert json.loads(back.read_text()) == record
