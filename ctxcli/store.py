@@ -29,7 +29,6 @@ from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
 from ctxcli.placeholders import (
     ARGUMENTS_KEY,
-    ID_HEX,
     PLACEHOLDER_START,
     TOOL_ROLES,
     arguments_text,
@@ -176,53 +175,64 @@ def _folder_lock(path: str) -> Iterator[None]:
 
 def _kept_and_added(held: bytes, new: bytes) -> tuple[bytes, bytes]:
     """The lines of a store's ``held`` entries to keep, and those of ``new`` to add:
-    every new entry the store does not hold sound (:func:`_sound`), and every held
-    line but a damaged entry (cut short, edited) of an original ``new`` has, which
-    that one replaces."""
+    every new entry the store does not hold sound (:func:`_entry`: in any spacing or
+    key order), and every held line but a damaged entry (cut short, edited) of an
+    original ``new`` has, which that one replaces. Raises :class:`StoreError` for a
+    new entry whose id a held one has with another kind of content
+    (:func:`_refuse_kind_clash`)."""
     old = held.splitlines(keepends=True)
-    known = {m[1]: line for line in old if (m := _ENTRY_ID.match(line)) and _sound(line, m[1])}
+    entries = [_entry(line) for line in old]
+    known = {key: kind for key, kind in entries if key is not None and kind is not None}
     lines = new.splitlines(keepends=True)
     _refuse_kind_clash(known, lines)
     adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
     fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
-    kept = (line for line in old if (m := _ENTRY_ID.match(line)) is None or m[1] not in fresh)
+    kept = (line for line, (key, _) in zip(old, entries) if key is None or key not in fresh)
     return b"".join(kept), b"".join(adding)
 
 
-def _refuse_kind_clash(known: Mapping[bytes, bytes], lines: Sequence[bytes]) -> None:
-    """Raise :class:`StoreError` for a line of ``lines`` (new entries) whose id a held
-    entry of ``known`` (by id) has with the other kind of content: a list an earlier
-    ctxcli stored under the id of the string that is its JSON (before
-    :data:`ctxcli.placeholders.PARTS_PREFIX`), which would restore in its place."""
-    for line in lines:
-        m = _ENTRY_ID.match(line)
-        if m is not None and m[1] in known and _is_text(line) != _is_text(known[m[1]]):
-            raise StoreError(
-                f"id {m[1].decode()} is held as a list of parts by an earlier ctxcli's entry "
-                "and is a string's in this run (the string is that list's JSON); "
-                "give this run another --store"
-            )
-
-
-def _is_text(line: bytes) -> bool:
-    """Whether a store's ``line`` (as :class:`StoreWriter` writes it: compact, ``id``
-    then ``content``) holds a string, not a list of parts."""
-    return line[len('{"id":"') + ID_HEX + len('","content":') :][:1] == b'"'
-
-
-def _sound(line: bytes, entry_id: bytes) -> bool:
-    """Whether a store's ``line`` is a whole entry whose content hashes to its id
-    (``entry_id``), as :func:`load_store` asks: one cut short or edited is not, and
-    an add must not take it for the original it was."""
+def _entry(line: bytes) -> tuple[bytes | None, str | None]:
+    """A store's ``line`` as ``(id, kind of its content)`` (:func:`_kind`), the kind
+    ``None`` when the entry is not sound (its content does not hash to its id, as
+    :func:`load_store` asks: one cut short or edited must not be taken for the
+    original it was); ``(None, None)`` for a line with no id to read, and the id read
+    off the line's start for one that does not parse."""
     try:
         entry = json.loads(line)
     except ValueError:
-        return False
-    return (
-        isinstance(entry, dict)
-        and "content" in entry
-        and held_as(entry["content"], entry_id.decode("ascii"))
-    )
+        m = _ENTRY_ID.match(line)
+        return (m[1] if m else None), None
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        return None, None
+    key = entry["id"].encode()
+    if "content" not in entry or not held_as(entry["content"], entry["id"]):
+        return key, None
+    return key, _kind(entry["content"])
+
+
+def _kind(content: Any) -> str:
+    """What ``content`` is, as an error names it: a string, a list of parts, an object."""
+    if isinstance(content, str):
+        return "a string"
+    return "a list of parts" if isinstance(content, list) else "an object"
+
+
+def _refuse_kind_clash(known: Mapping[bytes, str], lines: Sequence[bytes]) -> None:
+    """Raise :class:`StoreError` for a line of ``lines`` (new entries) whose id a held
+    entry has (``known``: its kind by id) with another kind of content: a list or
+    object an earlier ctxcli stored under the id of the string that is its JSON
+    (before :data:`ctxcli.placeholders.PARTS_PREFIX`), which would restore in its
+    place."""
+    for line in lines:
+        m = _ENTRY_ID.match(line)
+        if m is None or m[1] not in known:
+            continue
+        kind = _kind(json.loads(line).get("content"))
+        if kind != known[m[1]]:
+            raise StoreError(
+                f"id {m[1].decode()} is held as {known[m[1]]} by an earlier ctxcli's entry "
+                f"and is {kind} in this run (the same JSON); give this run another --store"
+            )
 
 
 def refuse_foreign(path: str) -> None:

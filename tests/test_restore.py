@@ -913,15 +913,25 @@ def test_a_run_stopped_before_its_output_moved_leaves_the_old_output_restorable(
     assert _restores(output, store, kept)
 
 
-def test_a_string_whose_id_an_earlier_list_entry_holds_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "style",
+    [
+        {"separators": (",", ":"), "ensure_ascii": False},  # as StoreWriter wrote it
+        {"separators": (",", ":"), "sort_keys": True},  # as `jq -cS` rewrites it
+        {},  # spaced
+    ],
+)
+def test_a_string_whose_id_an_earlier_list_entry_holds_is_refused(
+    tmp_path: Path, style: dict[str, Any]
+) -> None:
     # A store written before PARTS_PREFIX holds a list under the id of the string that
     # is its JSON; adding that string kept the list, and restore gave back a list.
     source, records = _parts_and_their_json(tmp_path)
     parts = records[0]["messages"][2]["content"]
     text = records[1]["messages"][2]["content"]
     store = tmp_path / "old.store.jsonl"
-    entry = {"id": content_id(text), "content": parts}  # as StoreWriter wrote it
-    store.write_text(json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n")
+    entry = {"id": content_id(text), "content": parts}
+    store.write_text(json.dumps(entry, **style) + "\n")
     source.write_text(json.dumps(records[1]) + "\n")  # the string's conversation
     output = tmp_path / "out.jsonl"
     args = ["compress", str(source), "-o", str(output), "--store", str(store)]
