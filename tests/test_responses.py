@@ -696,3 +696,28 @@ def test_a_response_output_gets_no_user_message(tmp_path: Path) -> None:
     assert [p.detail for p in problems] == [
         "a Response's output holds only output items, and item 0 is a user message"
     ]
+
+
+def test_a_custom_tool_calls_input_is_never_made_a_placeholder(tmp_path: Path) -> None:
+    # An apply_patch call's input (free text) became '{"ctxcli_placeholder": …}': no
+    # patch any more, as a chat's custom tool call's input never becomes. It is kept
+    # whole, or folded with its output into the summary.
+    patch = "*** Begin Patch\n" + "".join(f"+line {n} of the new file\n" for n in range(300))
+    items: list[dict[str, Any]] = [user("Fix the bug in src/app.py.")]
+    items.append(
+        {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": patch}
+    )
+    items.append({"type": "custom_tool_call_output", "call_id": "p1", "output": "Done."})
+    for n in range(2):
+        items += [call(n), output(n, size=100)]
+    items.append({"type": "message", "role": "assistant", "content": "Patched."})
+    items.append(user("Now run the tests."))
+    record = {"id": "run-1", "model": "gpt-5", "input": items}
+    kept = []
+    for budget in ("3000", "3500", "4000"):
+        (after,) = compress(tmp_path, [record], "--max-tokens", budget)
+        calls = [i for i in after["input"] if i.get("type") == "custom_tool_call"]
+        assert all(c["input"] == patch for c in calls), budget
+        assert api_errors(items, after["input"]) == []
+        kept.append(len(calls))
+    assert kept == [0, 0, 1]

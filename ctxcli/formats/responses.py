@@ -63,7 +63,7 @@ from ctxcli.model import Conversation, Message, read_messages
 from ctxcli.model import content_text as text_of
 from ctxcli.placeholders import LOCAL_SHELL
 from ctxcli.problems import Problem
-from ctxcli.tokens import TokenCounter
+from ctxcli.tokens import TokenCounter, call_function
 
 NAME = "responses"
 DEFAULT_KEY = "input"
@@ -422,12 +422,22 @@ def _neutral(items: Sequence[Mapping[str, Any]], span: range) -> dict[str, Any]:
 
 
 def _call(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The neutral tool call of a call item: a custom tool's as OpenAI chat has one
+    (``{"type": "custom", "custom": {"name", "input"}}``: free text, which no stage
+    rewrites, as :func:`ctxcli.tokens.call_function` says; an ``apply_patch`` patch
+    had become a JSON placeholder), any other as a function call."""
     if item_type(item) == "custom_tool_call":
-        arguments = item.get("input")
-    elif item_type(item) == "local_shell_call":
-        arguments = jsonio.dumps(item.get("action")).decode()
-    else:
-        arguments = item.get("arguments")
+        text = item.get("input")
+        custom = {
+            "name": str(item.get("name") or ""),
+            "input": text if isinstance(text, str) else "",
+        }
+        return {"id": item["call_id"], "type": "custom", "custom": custom}
+    arguments: Any = (
+        jsonio.dumps(item.get("action")).decode()
+        if item_type(item) == "local_shell_call"
+        else item.get("arguments")
+    )
     name = item.get("name") or (LOCAL_SHELL if item_type(item) == "local_shell_call" else "")
     return {
         "id": item["call_id"],
@@ -525,7 +535,7 @@ def _patched_call(item: Mapping[str, Any], data: Mapping[str, Any]) -> Mapping[s
     """A call item with the arguments of its call in ``data`` (an ``mcp_call``'s the
     one call there)."""
     calls: dict[Any, Mapping[str, Any]] = {
-        c.get("id"): c.get("function", {}) for c in data.get("tool_calls") or ()
+        c.get("id"): call_function(c) or {} for c in data.get("tool_calls") or ()
     }
     if item_type(item) == "mcp_call":
         arguments = next(iter(calls.values()), {}).get("arguments")
