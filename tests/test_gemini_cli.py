@@ -324,3 +324,14 @@ def test_the_real_recording_compresses_validates_and_comes_back_unchanged(
     )
     assert same.exit_code == 0, same.output
     assert out_path.read_bytes() == path.read_bytes()
+
+
+def test_a_call_the_cli_recorded_as_failed_is_an_error_result() -> None:
+    # Its result need not say it failed (the status does): the summary said "→ ok".
+    record = recording(steps=2)
+    call = record["messages"][5]["toolCalls"][0]
+    call["status"] = "error"
+    conversation = gemini_cli.read(record, COUNTER, path="s.json", line=1)
+    results = [m for m in conversation.messages if m.role == "tool"]
+    assert [m.data.get("is_error", False) for m in results] == [True, False, False]
+    assert gemini_cli.write(record, conversation) == record  # written back as read

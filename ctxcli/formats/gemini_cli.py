@@ -232,13 +232,19 @@ def _assistant(entry: Mapping[str, Any], e: int) -> dict[str, Any]:
 
 
 def _result(call: Mapping[str, Any], call_id: str) -> dict[str, Any]:
-    """A tool call's ``result`` as a neutral ``tool`` message."""
+    """A tool call's ``result`` as a neutral ``tool`` message, an error's
+    (``is_error``) when the call's ``status`` is ``error`` too: the CLI records a
+    failed call so, its result need not say it failed (a summary had said
+    ``edit(c) → ok``)."""
     response = single_response(call.get("result"))
     if response is not None:
-        return gemini.tool_message(response, call_id)
-    data: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": call["result"]}
-    if isinstance(call.get("name"), str):
-        data["name"] = call["name"]
+        data = gemini.tool_message(response, call_id)
+    else:
+        data = {"role": "tool", "tool_call_id": call_id, "content": call["result"]}
+        if isinstance(call.get("name"), str):
+            data["name"] = call["name"]
+    if call.get("status") == "error":
+        data["is_error"] = True
     return data
 
 
