@@ -212,44 +212,39 @@ def test_a_bad_record_given_to_compress_records_is_named_by_its_index() -> None:
     assert caught.value.record == 1
 
 
-def test_compress_file_adds_to_a_named_store(tmp_path: Path) -> None:
-    # It ignored the plan's "added to": a second call replaced the first's originals.
+#: Placeholders for every tool result over 50 tokens, the most recent too.
+PLACEHOLDERS = {"placeholder": {"threshold": 50, "keep_recent": 0}}
+
+
+def _snowed(name: str) -> dict[str, Any]:
+    """An Anthropic record whose tool result (400 tokens, named) becomes a placeholder."""
+    record = copy.deepcopy(ANTHROPIC)
+    record["messages"][2]["content"][0]["content"] = f"{name} " + "snow " * 400
+    return record
+
+
+@pytest.mark.parametrize("function", ["compress_file", "compress_records"])
+def test_the_api_adds_to_a_named_store(tmp_path: Path, function: str) -> None:
+    # compress_file ignored the plan's "added to", and compress_records replaced the
+    # store too: a second call left the second's originals only, and the first
+    # output's placeholders could not be restored.
     store = tmp_path / "shared.jsonl"
-    placeholders = {"placeholder": {"threshold": 50, "keep_recent": 0}}
-    sources = []
+    outputs = []
     for name in "ab":
-        record = copy.deepcopy(ANTHROPIC)
-        record["messages"][2]["content"][0]["content"] = f"{name} " + "snow " * 400
-        source = tmp_path / f"{name}.jsonl"
-        source.write_text(json.dumps(record) + "\n")
-        ctxcli.compress_file(
-            source,
-            tmp_path / f"{name}.out.jsonl",
-            store=store,
-            stages="placeholder",
-            stage_options=placeholders,
-        )
-        sources.append((source, record))
-    for source, record in sources:
+        record, output = _snowed(name), tmp_path / f"{name}.out.jsonl"
+        if function == "compress_file":
+            source = tmp_path / f"{name}.jsonl"
+            source.write_text(json.dumps(record) + "\n")
+            ctxcli.compress_file(
+                source, output, store=store, stages="placeholder", stage_options=PLACEHOLDERS
+            )
+        else:
+            [out] = ctxcli.compress_records(
+                [record], store=store, stages="placeholder", stage_options=PLACEHOLDERS
+            )
+            output.write_text(json.dumps(out) + "\n")
+        outputs.append((output, record))
+    for output, record in outputs:
         back = tmp_path / "back.jsonl"
-        ctxcli.restore_file(tmp_path / f"{source.stem}.out.jsonl", back, store)
-        assert json.loads(back.read_text()) == record
-
-
-def test_compress_records_adds_to_a_named_store(tmp_path: Path) -> None:
-    # It replaced the store: the first call's placeholders could not be restored.
-    store = tmp_path / "shared.jsonl"
-    placeholders = {"placeholder": {"threshold": 50, "keep_recent": 0}}
-    calls = []
-    for name in "ab":
-        record = copy.deepcopy(ANTHROPIC)
-        record["messages"][2]["content"][0]["content"] = f"{name} " + "snow " * 400
-        out = ctxcli.compress_records(
-            [record], store=store, stages="placeholder", stage_options=placeholders
-        )
-        calls.append((record, out))
-    for record, out in calls:
-        compressed, back = tmp_path / "c.jsonl", tmp_path / "back.jsonl"
-        compressed.write_text(json.dumps(out[0]) + "\n")
-        ctxcli.restore_file(compressed, back, store)
+        ctxcli.restore_file(output, back, store)
         assert json.loads(back.read_text()) == record
