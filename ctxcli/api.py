@@ -95,7 +95,7 @@ def compress_file(
     does (default ``<name>.compressed.<ext>`` beside it, with the stats and the store
     beside that: see :func:`ctxcli.inputs.plan`), and return its
     :class:`ctxcli.compress.FileStats` (``.to_json()`` is the stats file)."""
-    from ctxcli.compress import Compressor
+    from ctxcli.compress import Compressor, planned
     from ctxcli.config import resolve
     from ctxcli.inputs import plan
 
@@ -108,13 +108,7 @@ def compress_file(
         store=_name(store),
         restorable=restorable,
     )
-    return Compressor(options).file(
-        item.input,
-        item.output,
-        stats_path=item.stats,
-        store_path=item.store,
-        add_to_store=item.adds_to_store,  # a named store is added to, as by the CLI
-    )
+    return planned(Compressor(options), item)  # a named store added to, as by the CLI
 
 
 def count_tokens(path: FilePath, **settings: Any) -> int:

@@ -409,3 +409,18 @@ def commit_outputs(
         stats_file.write(jsonio.dumps_indented(stats.to_json()))
         stats_file.commit()
     writer.commit()
+
+
+def planned(compressor: Compressor, item: Plan, *, progress: bool = False) -> FileStats:
+    """``compressor``'s :meth:`Compressor.file` of the paths ``item`` plans
+    (:func:`ctxcli.inputs.plan`), its store added to where the plan says so: one place
+    that reads the plan, as two callers that read it by hand had each left
+    ``adds_to_store`` out."""
+    return compressor.file(
+        item.input,
+        item.output,
+        stats_path=item.stats,
+        store_path=item.store,
+        add_to_store=item.adds_to_store,
+        progress=progress,
+    )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxcli import jsonio
-from ctxcli.compress import Compressor, FileStats
+from ctxcli.compress import Compressor, FileStats, planned
 from ctxcli.errors import OutputError
 from ctxcli.inputs import Plan
 from ctxcli.store import add_to_store, refuse_foreign
@@ -64,14 +64,7 @@ def run(
         return Outcome(stats, stats.changed > 0, False)
     if item.in_place:
         return _in_place(compressor, item, progress=progress)
-    stats = compressor.file(
-        item.input,
-        item.output,
-        stats_path=item.stats,
-        store_path=item.store,
-        add_to_store=item.adds_to_store,
-        progress=progress,
-    )
+    stats = planned(compressor, item, progress=progress)
     return Outcome(stats, stats.changed > 0, False)
 
 

@@ -49,6 +49,7 @@ from ctxcli.compress import (
     commit_outputs,
     compress_record,
     open_writers,
+    planned,
 )
 from ctxcli.config import Settings
 from ctxcli.errors import ConfigError, InputError, InvariantError
@@ -390,13 +391,7 @@ def compress_files(
             results[item.input] = _write(compressor, item, next(stream), Path(staging, str(index)))
         for item in plans:
             if item.input not in results:
-                results[item.input] = compressor.file(
-                    item.input,
-                    item.output,
-                    stats_path=item.stats,
-                    store_path=item.store,
-                    add_to_store=item.adds_to_store,
-                )
+                results[item.input] = planned(compressor, item)
     return [results[p.input] for p in plans]
 
 

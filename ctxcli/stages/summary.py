@@ -196,13 +196,13 @@ class Summary:
         if self.keep_last is not None and _steps_allowed(conversation, turn):
             first = self._steps_start(conversation, groups, turn) or turn[-1] + 1
         after, steps = _step_ends(conversation, groups, turn, first)
-        start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
-        barred = _barred_after(conversation, role, len(steps) > 1, lead)
-        befores = _before_ends(messages, groups, turn, (start, lead), barred, len(steps) > 1)
         if not conversation.summaries:  # compaction only: no fold, so no summary
             return _Layout(
                 conversation, lead, after, [lead], [after], _compacts(messages, groups, turn)
             )
+        start = lead if self.keep_last is None else self._tail_start(messages, groups, turn, role)
+        barred = _barred_after(conversation, role, len(steps) > 1, lead)
+        befores = _before_ends(messages, groups, turn, (start, lead), barred, len(steps) > 1)
         chat = role == "user" and len(steps) <= 1 and self.keep_last is None
         if chat and not conversation.alternating and turn and befores[-1] < turn[0]:
             # The last resort, after every other cut: fold up to the latest user turn
