@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ctxcli import jsonio
 from ctxcli.errors import ConfigError
 
@@ -35,11 +33,7 @@ def default_path(environ: Mapping[str, str]) -> Path:
 
 def key(*parts: Any) -> str:
     """A stable SHA-256 hex key of JSON-serialisable ``parts`` (exact, order-sensitive)."""
-    try:
-        data = orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # an integer past 64 bits, a lone surrogate: the standard library's
-        data = jsonio.std_dumps(list(parts), sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(jsonio.dumps(list(parts), sort_keys=True)).hexdigest()
 
 
 class SummaryCache:

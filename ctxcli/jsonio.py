@@ -647,17 +647,28 @@ def _in_double(text: str) -> int:
 _MAX_DOUBLE = int(sys.float_info.max)
 
 
-def dumps(value: Any) -> bytes:
-    """One JSON text, compact, non-ASCII as UTF-8; lone surrogates as ``\\uXXXX``.
-    Values nested past orjson's limit (254 levels), as deep as :func:`loads` reads
-    (1,024), are written by the standard library."""
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """One JSON text, compact, non-ASCII as UTF-8; lone surrogates as ``\\uXXXX``;
+    keys sorted with ``sort_keys``. Integers past 64 bits, and values nested past
+    orjson's limit (254 levels), as deep as :func:`loads` reads (1,024), are written
+    by the standard library."""
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:  # an integer past 64 bits, a lone surrogate, nesting past 254
+        compact = {"separators": (",", ":"), "sort_keys": sort_keys}
         try:
-            return std_dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+            return std_dumps(value, ensure_ascii=False, **compact).encode()
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8 holds it
-            return std_dumps(value, separators=(",", ":")).encode()
+            return std_dumps(value, **compact).encode()
+
+
+def compact(text: str) -> str:
+    """JSON ``text`` written again by :func:`dumps` (no spaces, escapes of non-ASCII
+    decoded, integers exact); any other text as it is."""
+    try:
+        return dumps(loads(text, "text", None)).decode()
+    except InputError:
+        return text
 
 
 def std_dumps(value: Any, **options: Any) -> str:

@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxcli import jsonio
-from ctxcli.errors import InputError
 from ctxcli.model import Conversation, called_functions, content_text
 
 #: The kinds of facts, in the order the report gives them.
@@ -188,10 +187,7 @@ def _decoded(text: str) -> str:
     """``text`` with JSON escapes of non-ASCII decoded, when it is JSON that has them."""
     if "\\u" not in text or text.lstrip()[:1] not in ("{", "[", '"'):
         return text
-    try:  # integers past 64 bits kept exact (jsonio.loads)
-        return jsonio.dumps(jsonio.loads(text, "text", None)).decode()
-    except InputError:
-        return text
+    return jsonio.compact(text)
 
 
 def message_text(data: Mapping[str, Any]) -> str:

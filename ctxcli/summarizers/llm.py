@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxcli import jsonio
 from ctxcli.cache import SummaryCache, key
-from ctxcli.errors import ConfigError, InputError, SummaryError
+from ctxcli.errors import ConfigError, SummaryError
 from ctxcli.summarizers.extractive import EXTRACTIVE, language, message_text, sentences
 from ctxcli.summarizers.text import most_that_fit
 from ctxcli.tokens import TokenCounter, call_function
@@ -703,10 +703,7 @@ def _compact(text: str) -> str:
     """JSON ``text`` re-serialised without spaces; other text as it is."""
     if text[:1] not in ("{", "["):
         return text
-    try:  # integers past 64 bits kept exact (jsonio.loads)
-        return jsonio.dumps(jsonio.loads(text, "arguments", None)).decode()
-    except InputError:
-        return text
+    return jsonio.compact(text)
 
 
 def _defuse(text: str) -> str:
