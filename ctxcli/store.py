@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ctxcli.errors import StoreError
 from ctxcli.formats import gemini, gemini_cli, responses
 from ctxcli.placeholders import (
     ARGUMENTS_KEY,
+    ID_HEX,
     PLACEHOLDER_START,
     TOOL_ROLES,
     arguments_text,
@@ -184,11 +185,18 @@ def _kept_and_added(held: bytes, new: bytes) -> tuple[bytes, bytes]:
     entries = [_entry(line) for line in old]
     known = {key: kind for key, kind in entries if key is not None and kind is not None}
     lines = new.splitlines(keepends=True)
-    _refuse_kind_clash(known, lines)
-    adding = [line for line in lines if (m := _ENTRY_ID.match(line)) is None or m[1] not in known]
-    fresh = {m[1] for line in adding if (m := _ENTRY_ID.match(line))}
+    ids = [_written_id(line) for line in lines]
+    _refuse_kind_clash(known, zip(ids, lines))
+    adding = [(key, line) for key, line in zip(ids, lines) if key is None or key not in known]
+    fresh = {key for key, _ in adding}
     kept = (line for line, (key, _) in zip(old, entries) if key is None or key not in fresh)
-    return b"".join(kept), b"".join(adding)
+    return b"".join(kept), b"".join(line for _, line in adding)
+
+
+def _written_id(line: bytes) -> bytes | None:
+    """The id of a line :class:`StoreWriter` wrote (``None`` for any other line)."""
+    m = _ENTRY_ID.match(line)
+    return m[1] if m else None
 
 
 def _entry(line: bytes) -> tuple[bytes | None, str | None]:
@@ -217,22 +225,34 @@ def _kind(content: Any) -> str:
     return "a list of parts" if isinstance(content, list) else "an object"
 
 
-def _refuse_kind_clash(known: Mapping[bytes, str], lines: Sequence[bytes]) -> None:
-    """Raise :class:`StoreError` for a line of ``lines`` (new entries) whose id a held
-    entry has (``known``: its kind by id) with another kind of content: a list or
-    object an earlier ctxcli stored under the id of the string that is its JSON
-    (before :data:`ctxcli.placeholders.PARTS_PREFIX`), which would restore in its
-    place."""
-    for line in lines:
-        m = _ENTRY_ID.match(line)
-        if m is None or m[1] not in known:
+def _refuse_kind_clash(
+    known: Mapping[bytes, str], lines: Iterable[tuple[bytes | None, bytes]]
+) -> None:
+    """Raise :class:`StoreError` for one of ``lines`` (new entries with their ids, as
+    :class:`StoreWriter` writes them) whose id a held entry has (``known``: its kind by
+    id) with another kind of content: a list or object an earlier ctxcli stored under
+    the id of the string that is its JSON (before
+    :data:`ctxcli.placeholders.PARTS_PREFIX`), which would restore in its place."""
+    for key, line in lines:
+        if key is None or key not in known:
             continue
-        kind = _kind(json.loads(line).get("content"))
-        if kind != known[m[1]]:
+        kind = _written_kind(line)
+        if kind != known[key]:
             raise StoreError(
-                f"id {m[1].decode()} is held as {known[m[1]]} by an earlier ctxcli's entry "
+                f"id {key.decode()} is held as {known[key]} by an earlier ctxcli's entry "
                 f"and is {kind} in this run (the same JSON); give this run another --store"
             )
+
+
+#: Where the content of a line :class:`StoreWriter` wrote begins (compact, ``id`` first).
+_CONTENT_AT = len('{"id":"') + ID_HEX + len('","content":')
+
+
+def _written_kind(line: bytes) -> str:
+    """:func:`_kind` of the content of a line :class:`StoreWriter` wrote, by its first
+    byte (no need to parse what this run wrote)."""
+    first = line[_CONTENT_AT : _CONTENT_AT + 1]
+    return "a string" if first == b'"' else "a list of parts" if first == b"[" else "an object"
 
 
 def refuse_foreign(path: str) -> None:
